@@ -1,0 +1,163 @@
+#include "cli.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "error.hpp"
+
+#include "build_info.hpp"
+
+namespace nb {
+
+double default_max_time(Suite s) { return s == Suite::quick ? 0.4 : 1.0; }
+
+std::vector<int> parse_gpu_list(const std::string& text, int visible_count) {
+  std::vector<int> out;
+  if (text == "all" || text.empty()) {
+    for (int i = 0; i < visible_count; ++i) out.push_back(i);
+    return out;
+  }
+  std::stringstream ss(text);
+  std::string item;
+  std::set<int> seen;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty() || !std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); }))
+      throw Error("--gpus: '" + item + "' is not a device index (expected 'all' or a list like 0,1,3)");
+    const long v = std::stol(item);
+    if (v >= visible_count) {
+      std::ostringstream os;
+      os << "--gpus: GPU " << v << " is not visible: this process sees " << visible_count << " GPU"
+         << (visible_count == 1 ? "" : "s");
+      if (visible_count > 0) os << " (0.." << visible_count - 1 << ")";
+      throw Error(os.str());
+    }
+    if (seen.insert(int(v)).second) out.push_back(int(v));
+  }
+  if (out.empty()) throw Error("--gpus: empty list");
+  return out;
+}
+
+namespace {
+
+const char* kFooter =
+    "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
+    "was interrupted); 2 bad usage; 3 no usable GPU.\n"
+    "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.";
+
+void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
+  sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
+      ->check(CLI::IsMember({"quick", "full"}))
+      ->capture_default_str();
+  sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm")
+      ->delimiter(',');
+  sub->add_option("--filter", o.filter, "Only cases whose id (family/case) matches this regular expression");
+}
+
+}  // namespace
+
+ParseOutcome parse_cli(const std::vector<std::string>& args) {
+  ParseOutcome res;
+  Command cmd;
+  cmd.argv = args;
+  RunOptions& o = cmd.options;
+  std::string suite = "quick";
+  std::string l2;
+  double max_time = -1;
+
+  CLI::App app{
+      "nodebench: benchmarks and checks for GPU nodes (cuBLAS GEMM in every precision, with more\n"
+      "families to come), with timing on CUDA events, statistics per case, and versioned JSON results.",
+      "nodebench"};
+  app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  app.footer(kFooter);
+
+  CLI::App* list = app.add_subcommand("list", "List families and cases, and whether each can run on this node (and why not)");
+  add_selection(list, o, suite);
+  list->add_flag("--json", o.json, "Print JSON instead of a table");
+
+  CLI::App* run = app.add_subcommand("run", "Run benchmarks: progress per case, a summary table, and a JSON result file");
+  add_selection(run, o, suite);
+  run->add_option("--gpus", o.gpus, "Devices to run on: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
+  run->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
+  run->add_option("--out-file", o.out_file, "Exact result file path (overrides --out's generated name)");
+  run->add_option("--repetitions", o.repetitions,
+                  "Take exactly N timed samples per case (turns off the adaptive stop)")
+      ->check(CLI::Range(size_t(1), size_t(1000000)));
+  run->add_option("--max-time", max_time,
+                  "Cap in seconds on sampling one case (default: 0.4 quick, 1.0 full)")
+      ->check(CLI::Range(0.001, 3600.0));
+  run->add_option("--target-cv", o.target_cv,
+                  "Stop sampling a case once its coefficient of variation is at most this")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  run->add_option("--min-samples", o.min_samples, "Fewest samples before the adaptive stop may end a case")
+      ->check(CLI::Range(size_t(1), size_t(1000000)))
+      ->capture_default_str();
+  run->add_option("--l2", l2, "hot: L2 keeps data between samples; cold: flush L2 before each sample "
+                              "(default: each family's own; GEMM hot)")
+      ->check(CLI::IsMember({"hot", "cold"}));
+  run->add_option("--profiles", o.profiles_file, "Device profile file (expected peaks) instead of the built-in one")
+      ->check(CLI::ExistingFile);
+  run->add_flag("--quiet", o.quiet, "No progress lines, only the summary");
+
+  CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
+  env->add_flag("--json", o.json, "Print the environment as JSON (the result file's 'environment')");
+
+  std::vector<std::string> rev(args.begin() + (args.empty() ? 0 : 1), args.end());
+  std::reverse(rev.begin(), rev.end());
+  std::ostringstream out, err;
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e, out, err);
+    res.out = out.str();
+    res.err = err.str();
+    if (rc == 0) {
+      res.exit_code = kExitOk;  // --help, --version
+    } else {
+      res.exit_code = kExitUsage;
+      // app.exit prints the message; add the usage of the subcommand that failed.
+      const CLI::App* failed = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+      res.err += "\n" + failed->help();
+    }
+    return res;
+  }
+
+  if (list->parsed()) cmd.kind = CommandKind::list;
+  else if (run->parsed()) cmd.kind = CommandKind::run;
+  else cmd.kind = CommandKind::env;
+
+  o.suite = *parse_suite(suite);
+  if (max_time > 0) o.max_time_s = max_time;
+  if (l2 == "hot") o.l2 = L2Mode::hot;
+  if (l2 == "cold") o.l2 = L2Mode::cold;
+  if (!o.filter.empty()) {
+    try {
+      std::regex re(o.filter);
+    } catch (const std::regex_error& e) {
+      res.exit_code = kExitUsage;
+      res.err = "nodebench: --filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")\n";
+      return res;
+    }
+  }
+  if (cmd.kind == CommandKind::run) {
+    if (o.gpus != "all") {
+      try {
+        (void)parse_gpu_list(o.gpus, 1 << 20);  // syntax only; indices are checked against the node
+      } catch (const Error& e) {
+        res.exit_code = kExitUsage;
+        res.err = std::string("nodebench: ") + e.what() + "\n";
+        return res;
+      }
+    }
+  }
+  res.command = std::move(cmd);
+  return res;
+}
+
+}  // namespace nb

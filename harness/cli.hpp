@@ -1,0 +1,58 @@
+// Command-line parsing. Pure: it reads arguments and returns a command or an error with its
+// exit code and message, so that the parser is unit-tested without a GPU.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "benchmark.hpp"
+
+namespace nb {
+
+// Exit codes, documented in README.md and `nodebench --help`.
+constexpr int kExitOk = 0;
+constexpr int kExitCaseFailed = 1;  // a case failed or was wrong, or the run was interrupted
+constexpr int kExitUsage = 2;
+constexpr int kExitNoGpu = 3;
+
+struct RunOptions {
+  Suite suite = Suite::quick;
+  std::vector<std::string> families;  // empty: all
+  std::string filter;                 // ECMAScript regex on the case id; empty: all
+  std::string gpus = "all";
+  std::string out_dir = "results/runs";
+  std::string out_file;               // explicit file name; overrides the generated one
+  size_t repetitions = 0;             // > 0: exactly this many samples per case
+  std::optional<double> max_time_s;   // per-case sampling cap; default by suite
+  double target_cv = 0.01;
+  size_t min_samples = 10;
+  std::optional<L2Mode> l2;           // default: each case's own (GEMM: hot)
+  std::string profiles_file;
+  bool json = false;                  // list/env: JSON output
+  bool quiet = false;
+};
+
+enum class CommandKind { list, run, env };
+
+struct Command {
+  CommandKind kind = CommandKind::run;
+  RunOptions options;
+  std::vector<std::string> argv;  // as given, for the result file
+};
+
+struct ParseOutcome {
+  std::optional<Command> command;  // set when there is something to do
+  int exit_code = 0;               // when no command: 0 for --help/--version, 2 for errors
+  std::string out;                 // text for stdout (help, version)
+  std::string err;                 // text for stderr (error and usage)
+};
+
+ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the program name
+
+// "all" or a comma-separated list of device indices; throws nb::Error with a message.
+std::vector<int> parse_gpu_list(const std::string& text, int visible_count);
+
+// The per-case sampling cap when --max-time is not given.
+double default_max_time(Suite s);
+
+}  // namespace nb

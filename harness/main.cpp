@@ -1,0 +1,26 @@
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "error.hpp"
+#include "runner.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  const nb::ParseOutcome p = nb::parse_cli(args);
+  std::cout << p.out;
+  std::cerr << p.err;
+  if (!p.command) return p.exit_code;
+  try {
+    switch (p.command->kind) {
+      case nb::CommandKind::list: return nb::cmd_list(*p.command);
+      case nb::CommandKind::run: return nb::cmd_run(*p.command);
+      case nb::CommandKind::env: return nb::cmd_env(*p.command);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "nodebench: " << e.what() << "\n";
+    return nb::kExitCaseFailed;
+  }
+  return nb::kExitOk;
+}

@@ -1,0 +1,287 @@
+#include "nvml.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace nb {
+namespace {
+
+// ABI subset of nvml.h (stable across driver versions: these are the versioned symbols the
+// header maps its names to).
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kSuccess = 0;
+constexpr int kClockGraphics = 0, kClockSm = 1, kClockMem = 2;
+constexpr int kTemperatureGpu = 0;
+
+struct NamedBit {
+  unsigned long long bit;
+  const char* name;
+};
+constexpr NamedBit kReasons[] = {
+    {0x1ull, "gpu_idle"},
+    {0x2ull, "applications_clocks_setting"},
+    {0x4ull, "sw_power_cap"},
+    {0x8ull, "hw_slowdown"},
+    {0x10ull, "sync_boost"},
+    {0x20ull, "sw_thermal_slowdown"},
+    {0x40ull, "hw_thermal_slowdown"},
+    {0x80ull, "hw_power_brake_slowdown"},
+    {0x100ull, "display_clock_setting"},
+};
+constexpr unsigned long long kThrottlingBits = 0x4ull | 0x8ull | 0x20ull | 0x40ull | 0x80ull;
+
+std::string normalise_bus_id(std::string s) {
+  // CUDA gives "0000:3B:00.0"; NVML "00000000:3B:00.0". Compare the last 12 characters, upper.
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (s.size() > 12) s = s.substr(s.size() - 12);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> throttle_reason_names(unsigned long long mask) {
+  std::vector<std::string> out;
+  unsigned long long known = 0;
+  for (const auto& r : kReasons) {
+    known |= r.bit;
+    if (mask & r.bit) out.emplace_back(r.name);
+  }
+  if (mask & ~known) out.emplace_back("other");
+  return out;
+}
+
+bool is_throttling(unsigned long long mask) { return (mask & kThrottlingBits) != 0; }
+
+struct Nvml::Api {
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*system_driver_version)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*system_cuda_driver_version)(int*) = nullptr;
+  nvmlReturn_t (*count)(unsigned*) = nullptr;
+  nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*pci_info)(nvmlDevice_t, void*) = nullptr;
+  nvmlReturn_t (*curr_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*max_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*curr_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*max_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*ecc)(nvmlDevice_t, int*, int*) = nullptr;
+  nvmlReturn_t (*persistence)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*mig)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*topology)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
+};
+
+template <class F>
+static void bind(void* lib, F& fn, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (void* p = dlsym(lib, n)) {
+      fn = reinterpret_cast<F>(p);
+      return;
+    }
+  }
+}
+
+Nvml::Nvml() : api_(std::make_unique<Api>()) {
+  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib_) {
+    const char* e = dlerror();
+    error_ = std::string("libnvidia-ml.so.1 not loadable: ") + (e ? e : "unknown");
+    return;
+  }
+  Api& a = *api_;
+  bind(lib_, a.init, {"nvmlInit_v2", "nvmlInit"});
+  bind(lib_, a.shutdown, {"nvmlShutdown"});
+  bind(lib_, a.system_driver_version, {"nvmlSystemGetDriverVersion"});
+  bind(lib_, a.system_cuda_driver_version, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+  bind(lib_, a.count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  bind(lib_, a.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  bind(lib_, a.uuid, {"nvmlDeviceGetUUID"});
+  bind(lib_, a.name, {"nvmlDeviceGetName"});
+  bind(lib_, a.pci_info, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
+  bind(lib_, a.curr_gen, {"nvmlDeviceGetCurrPcieLinkGeneration"});
+  bind(lib_, a.max_gen, {"nvmlDeviceGetMaxPcieLinkGeneration"});
+  bind(lib_, a.curr_width, {"nvmlDeviceGetCurrPcieLinkWidth"});
+  bind(lib_, a.max_width, {"nvmlDeviceGetMaxPcieLinkWidth"});
+  bind(lib_, a.clock, {"nvmlDeviceGetClockInfo"});
+  bind(lib_, a.max_clock, {"nvmlDeviceGetMaxClockInfo"});
+  bind(lib_, a.temperature, {"nvmlDeviceGetTemperature"});
+  bind(lib_, a.power_usage, {"nvmlDeviceGetPowerUsage"});
+  bind(lib_, a.power_limit, {"nvmlDeviceGetPowerManagementLimit"});
+  bind(lib_, a.throttle, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(lib_, a.ecc, {"nvmlDeviceGetEccMode"});
+  bind(lib_, a.persistence, {"nvmlDeviceGetPersistenceMode"});
+  bind(lib_, a.mig, {"nvmlDeviceGetMigMode"});
+  bind(lib_, a.topology, {"nvmlDeviceGetTopologyCommonAncestor"});
+  if (!a.init || !a.count || !a.handle_by_index) {
+    error_ = "libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
+    return;
+  }
+  if (int rc = a.init(); rc != kSuccess) {
+    error_ = "nvmlInit failed with NVML status " + std::to_string(rc);
+    return;
+  }
+  unsigned n = 0;
+  if (a.count(&n) == kSuccess) {
+    for (unsigned i = 0; i < n; ++i) {
+      nvmlDevice_t h = nullptr;
+      handles_.push_back(a.handle_by_index(i, &h) == kSuccess ? h : nullptr);
+    }
+  }
+  available_ = true;
+}
+
+Nvml::~Nvml() {
+  if (available_ && api_->shutdown) api_->shutdown();
+  // The library stays loaded: unloading NVML at exit has crashed some drivers.
+}
+
+std::optional<std::string> Nvml::driver_version() const {
+  char buf[96] = {};
+  if (!available_ || !api_->system_driver_version) return std::nullopt;
+  if (api_->system_driver_version(buf, sizeof buf) != kSuccess) return std::nullopt;
+  return std::string(buf);
+}
+
+std::optional<int> Nvml::cuda_driver_version() const {
+  int v = 0;
+  if (!available_ || !api_->system_cuda_driver_version) return std::nullopt;
+  if (api_->system_cuda_driver_version(&v) != kSuccess) return std::nullopt;
+  return v;
+}
+
+std::optional<unsigned> Nvml::device_count() const {
+  if (!available_) return std::nullopt;
+  return unsigned(handles_.size());
+}
+
+std::optional<std::string> Nvml::pci_bus_id(int h) const {
+  if (!available_ || !api_->pci_info || h < 0 || size_t(h) >= handles_.size()) return std::nullopt;
+  // nvmlPciInfo_t starts with char busIdLegacy[16], then domain, bus, device, pciDeviceId,
+  // pciSubSystemId, then char busId[32]. 128 bytes is more than the struct.
+  unsigned char info[128] = {};
+  if (api_->pci_info(handles_[size_t(h)], info) != kSuccess) return std::nullopt;
+  const char* bus = reinterpret_cast<const char*>(info + 16 + 5 * sizeof(unsigned));
+  return std::string(bus, strnlen(bus, 32));
+}
+
+std::optional<int> Nvml::find_by_pci(const std::string& cuda_bus_id) const {
+  const std::string want = normalise_bus_id(cuda_bus_id);
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    auto id = pci_bus_id(int(i));
+    if (id && normalise_bus_id(*id) == want) return int(i);
+  }
+  return std::nullopt;
+}
+
+#define NB_NVML_HANDLE(h) \
+  if (!available_ || h < 0 || size_t(h) >= handles_.size() || !handles_[size_t(h)]) return {}; \
+  nvmlDevice_t dev = handles_[size_t(h)]
+
+std::optional<std::string> Nvml::uuid(int h) const {
+  NB_NVML_HANDLE(h);
+  char buf[96] = {};
+  if (!api_->uuid || api_->uuid(dev, buf, sizeof buf) != kSuccess) return std::nullopt;
+  return std::string(buf);
+}
+
+std::optional<std::string> Nvml::name(int h) const {
+  NB_NVML_HANDLE(h);
+  char buf[96] = {};
+  if (!api_->name || api_->name(dev, buf, sizeof buf) != kSuccess) return std::nullopt;
+  return std::string(buf);
+}
+
+PcieLink Nvml::pcie(int h) const {
+  NB_NVML_HANDLE(h);
+  PcieLink l;
+  unsigned v = 0;
+  if (api_->curr_gen && api_->curr_gen(dev, &v) == kSuccess) l.gen_current = v;
+  if (api_->max_gen && api_->max_gen(dev, &v) == kSuccess) l.gen_max = v;
+  if (api_->curr_width && api_->curr_width(dev, &v) == kSuccess) l.width_current = v;
+  if (api_->max_width && api_->max_width(dev, &v) == kSuccess) l.width_max = v;
+  return l;
+}
+
+std::optional<double> Nvml::sm_clock_mhz(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  if (!api_->clock || api_->clock(dev, kClockSm, &v) != kSuccess) return std::nullopt;
+  return double(v);
+}
+
+std::optional<double> Nvml::max_sm_clock_mhz(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  if (!api_->max_clock || api_->max_clock(dev, kClockSm, &v) != kSuccess) return std::nullopt;
+  return double(v);
+}
+
+std::optional<double> Nvml::max_mem_clock_mhz(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  if (!api_->max_clock || api_->max_clock(dev, kClockMem, &v) != kSuccess) return std::nullopt;
+  return double(v);
+}
+
+ClockSnapshot Nvml::snapshot(int h) const {
+  NB_NVML_HANDLE(h);
+  ClockSnapshot s;
+  unsigned v = 0;
+  if (api_->clock && api_->clock(dev, kClockSm, &v) == kSuccess) s.sm_mhz = v;
+  if (api_->clock && api_->clock(dev, kClockMem, &v) == kSuccess) s.mem_mhz = v;
+  if (api_->temperature && api_->temperature(dev, kTemperatureGpu, &v) == kSuccess) s.temperature_c = v;
+  if (api_->power_usage && api_->power_usage(dev, &v) == kSuccess) s.power_w = v / 1000.0;
+  unsigned long long m = 0;
+  if (api_->throttle && api_->throttle(dev, &m) == kSuccess) s.throttle_mask = m;
+  (void)kClockGraphics;
+  return s;
+}
+
+std::optional<bool> Nvml::ecc_enabled(int h) const {
+  NB_NVML_HANDLE(h);
+  int cur = 0, pend = 0;
+  if (!api_->ecc || api_->ecc(dev, &cur, &pend) != kSuccess) return std::nullopt;
+  return cur != 0;
+}
+
+std::optional<bool> Nvml::persistence_mode(int h) const {
+  NB_NVML_HANDLE(h);
+  int m = 0;
+  if (!api_->persistence || api_->persistence(dev, &m) != kSuccess) return std::nullopt;
+  return m != 0;
+}
+
+std::optional<bool> Nvml::mig_mode(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned cur = 0, pend = 0;
+  if (!api_->mig || api_->mig(dev, &cur, &pend) != kSuccess) return std::nullopt;
+  return cur != 0;
+}
+
+std::optional<double> Nvml::power_limit_w(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned mw = 0;
+  if (!api_->power_limit || api_->power_limit(dev, &mw) != kSuccess) return std::nullopt;
+  return mw / 1000.0;
+}
+
+std::optional<int> Nvml::topology_level(int a, int b) const {
+  if (!available_ || !api_->topology) return std::nullopt;
+  if (a < 0 || b < 0 || size_t(a) >= handles_.size() || size_t(b) >= handles_.size()) return std::nullopt;
+  int level = 0;
+  if (api_->topology(handles_[size_t(a)], handles_[size_t(b)], &level) != kSuccess) return std::nullopt;
+  return level;
+}
+
+}  // namespace nb

@@ -1,0 +1,73 @@
+// NVML, loaded at run time with dlopen so that nodebench runs (without these fields) where the
+// library is missing, e.g. in a container without the driver's user-space libraries. Only the
+// handful of entry points nodebench reads are declared here, with the ABI of nvml.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb {
+
+struct PcieLink {
+  std::optional<unsigned> gen_current, gen_max, width_current, width_max;
+};
+
+struct ClockSnapshot {
+  std::optional<double> sm_mhz, mem_mhz, temperature_c, power_w;
+  std::optional<unsigned long long> throttle_mask;
+};
+
+// Names of the set bits of an NVML clocks-event (throttle) reason mask.
+std::vector<std::string> throttle_reason_names(unsigned long long mask);
+// True when the mask holds a reason that lowers clocks below what the workload asked for
+// (power cap, thermal, hardware slowdown, power brake); idle and application-clock settings
+// are not throttling.
+bool is_throttling(unsigned long long mask);
+
+class Nvml {
+ public:
+  // Loads and initialises NVML; never throws. available() says whether it worked.
+  Nvml();
+  ~Nvml();
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  bool available() const { return available_; }
+  const std::string& error() const { return error_; }
+
+  std::optional<std::string> driver_version() const;
+  std::optional<int> cuda_driver_version() const;  // e.g. 13000
+  std::optional<unsigned> device_count() const;
+
+  // The NVML device matching a PCI bus id as CUDA reports it ("0000:3B:00.0").
+  // Returns an opaque index into an internal table, or nullopt.
+  std::optional<int> find_by_pci(const std::string& pci_bus_id) const;
+
+  std::optional<std::string> uuid(int h) const;
+  std::optional<std::string> name(int h) const;
+  std::optional<std::string> pci_bus_id(int h) const;
+  PcieLink pcie(int h) const;
+  ClockSnapshot snapshot(int h) const;
+  std::optional<double> sm_clock_mhz(int h) const;
+  std::optional<double> max_sm_clock_mhz(int h) const;
+  std::optional<double> max_mem_clock_mhz(int h) const;
+  std::optional<bool> ecc_enabled(int h) const;
+  std::optional<bool> persistence_mode(int h) const;
+  std::optional<bool> mig_mode(int h) const;
+  std::optional<double> power_limit_w(int h) const;
+
+  // NVML's topology level between two devices (0 internal ... 60 system), or nullopt.
+  std::optional<int> topology_level(int a, int b) const;
+
+ private:
+  struct Api;
+  std::unique_ptr<Api> api_;
+  void* lib_ = nullptr;
+  bool available_ = false;
+  std::string error_;
+  mutable std::vector<void*> handles_;  // nvmlDevice_t by NVML index
+};
+
+}  // namespace nb

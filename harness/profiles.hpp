@@ -1,0 +1,61 @@
+// Device profiles: expected peak rates per GPU model, from a data file (harness/profiles/
+// devices.json, embedded in the binary at build time, overridable with --profiles FILE).
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nb {
+
+struct Peak {
+  double value = 0;
+  std::string source;  // "profile:NAME" or "derived:..."
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::vector<std::string> match;
+  std::string cc;
+  std::map<std::string, double> numbers;  // every numeric field: fp32_tflops, mem_gbps, ...
+  std::string source;
+};
+
+class ProfileDb {
+ public:
+  static ProfileDb builtin();
+  static ProfileDb from_json(const nlohmann::json& j);  // throws nb::Error on a malformed file
+  static ProfileDb from_file(const std::string& path);
+
+  // The profile whose match string is found in `device_name` at a word boundary; the longest
+  // matching string wins, so "NVIDIA A100-SXM4-80GB" is not taken for "NVIDIA A10".
+  const DeviceProfile* find(const std::string& device_name) const;
+  const std::vector<DeviceProfile>& profiles() const { return profiles_; }
+
+ private:
+  std::vector<DeviceProfile> profiles_;
+};
+
+// FP32 lanes (FMA units) per SM for a compute capability; nullopt where not known.
+std::optional<int> fp32_lanes_per_sm(int cc_major, int cc_minor);
+
+// PCIe bandwidth of one direction in GB/s for a generation and width (after line encoding).
+std::optional<double> pcie_gbps(unsigned gen, unsigned width);
+
+struct PeakInputs {
+  std::string name;
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  std::optional<double> max_sm_clock_mhz;  // NVML max, or the CUDA attribute
+  std::optional<double> mem_clock_mhz;     // CUDA attribute (peak memory clock)
+  std::optional<int> mem_bus_width_bits;
+};
+
+// The expected peaks of a GPU: the profile's figures where a profile matches, else what can
+// soundly be derived (FP32 from SMs x lanes x 2 x clock; memory bandwidth from clock and bus
+// width, double data rate). Keys as in the profile file.
+std::map<std::string, Peak> expected_peaks(const ProfileDb& db, const PeakInputs& in,
+                                           const DeviceProfile** matched = nullptr);
+
+}  // namespace nb

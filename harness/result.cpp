@@ -1,0 +1,223 @@
+#include "result.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "stats.hpp"
+
+namespace nb {
+using nlohmann::json;
+
+std::string iso_utc(std::chrono::system_clock::time_point t) {
+  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - secs).count();
+  const std::time_t tt = std::chrono::system_clock::to_time_t(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
+  return buf;
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  std::mt19937_64 g((uint64_t(rd()) << 32) ^ rd() ^
+                    uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)g(), (unsigned long long)g());
+  return buf;
+}
+
+json clock_to_json(const ClockSnapshot& s) {
+  auto o = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"sm_mhz", o(s.sm_mhz)},
+          {"mem_mhz", o(s.mem_mhz)},
+          {"temperature_c", o(s.temperature_c)},
+          {"power_w", o(s.power_w)},
+          {"throttle_reasons", s.throttle_mask ? json(throttle_reason_names(*s.throttle_mask)) : json::array()},
+          {"throttle_mask", s.throttle_mask ? json(*s.throttle_mask) : json(nullptr)}};
+}
+
+json make_record(const RecordInput& in) {
+  json r;
+  r["id"] = in.c->id();
+  r["family"] = in.c->family;
+  r["case"] = in.c->name;
+  r["params"] = in.c->params;
+  r["gpus"] = in.gpus;
+  std::string status = in.status;
+  std::string reason = in.reason;
+  json flags = json::array();
+  json stats = nullptr;
+  json samples = json::array();
+  json metrics = json::object();
+  json pct = nullptr;
+  json details = json::object();
+  json measurement = json::object();
+
+  if (in.out) {
+    CaseOutput& o = *in.out;
+    metrics = o.metrics;
+    details = o.details;
+    const MeasureConfig& cfg = o.config;
+    if (o.measurement && !o.measurement->samples_s.empty()) {
+      const Measurement& m = *o.measurement;
+      const Stats s = compute_stats(m.samples_s);
+      stats = stats_to_json(s);
+      samples = m.samples_s;
+      if (s.median > 0 && !o.throughput_metric.empty() && o.work_per_launch > 0) {
+        const double value = o.work_per_launch / s.median;
+        metrics[o.throughput_metric] = value;
+        if (in.gpu && !o.peak_key.empty()) {
+          if (const Peak* p = in.gpu->peak(o.peak_key)) {
+            pct = {{"metric", o.throughput_metric},
+                   {"peak", p->value},
+                   {"percent", 100.0 * value / p->value},
+                   {"peak_key", o.peak_key},
+                   {"source", p->source}};
+          }
+        }
+      }
+      if (!metrics.contains("time_us")) metrics["time_us"] = s.median * 1e6;
+      if (m.stop == StopReason::time_cap || m.stop == StopReason::max_samples) flags.push_back("time_capped");
+      if (s.cv > cfg.target_cv && cfg.fixed_samples == 0) flags.push_back("noisy");
+      if (m.samples_s.size() < cfg.min_samples && cfg.fixed_samples == 0) flags.push_back("few_samples");
+      if (m.blocking_timeout) flags.push_back("blocking_timeout");
+      bool throttled = m.throttled;
+      if (in.after && in.after->throttle_mask && is_throttling(*in.after->throttle_mask)) throttled = true;
+      if (throttled) flags.push_back("throttled");
+      measurement = {{"l2", cfg.l2 == L2Mode::cold ? "cold" : "hot"},
+                     {"warmup_runs", m.warmup_runs},
+                     {"batch", m.batch},
+                     {"target_cv", cfg.target_cv},
+                     {"min_samples", cfg.min_samples},
+                     {"max_time_s", cfg.max_time_s},
+                     {"fixed_samples", cfg.fixed_samples},
+                     {"stop", to_string(m.stop)}};
+    } else if (status == "ok") {
+      status = "failed";
+      reason = "the case finished without timing anything";
+    }
+    if (o.wrong && (status == "ok" || status == "failed")) {
+      status = "wrong";
+      reason = o.wrong_reason;
+    }
+  }
+  if (!in.nvml_available) flags.push_back("clock_unknown");
+  if (status == "ok") reason.clear();
+  if (status != "ok" && reason.empty()) reason = "no reason given";
+
+  r["status"] = status;
+  r["reason"] = status == "ok" ? json(nullptr) : json(reason);
+  r["stats"] = status == "ok" || status == "wrong" ? stats : json(nullptr);
+  r["samples_s"] = samples;
+  r["metrics"] = metrics;
+  r["percent_of_peak"] = pct;
+  r["flags"] = flags;
+  json clocks = json::object();
+  if (in.before) clocks["before"] = clock_to_json(*in.before);
+  if (in.after) clocks["after"] = clock_to_json(*in.after);
+  clocks["sm_mhz_during"] =
+      in.out && in.out->measurement && in.out->measurement->sm_mhz_during ? json(*in.out->measurement->sm_mhz_during)
+                                                                          : json(nullptr);
+  r["clocks"] = clocks;
+  r["measurement"] = measurement;
+  r["details"] = details;
+  r["started_at"] = in.started_at;
+  r["duration_s"] = in.duration_s;
+  return r;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("cannot create '" + tmp.string() + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string e = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("cannot write '" + tmp.string() + "': " + e);
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error("cannot flush '" + tmp.string() + "'");
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const std::string e = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename '" + tmp.string() + "' to '" + path + "': " + e);
+  }
+}
+
+ResultFile::ResultFile(std::string path, json header, double min_interval_s)
+    : path_(std::move(path)), doc_(std::move(header)), min_interval_s_(min_interval_s),
+      t0_(std::chrono::steady_clock::now()) {
+  doc_["schema"] = "nodebench.result";
+  doc_["schema_version"] = kSchemaVersion;
+  doc_["run_status"] = "running";
+  doc_["finished_at"] = nullptr;
+  doc_["records"] = json::array();
+  doc_["summary"] = summary();
+  write();
+}
+
+json ResultFile::summary() const {
+  int ok = 0, skipped = 0, failed = 0, wrong = 0;
+  if (doc_.contains("records")) {
+    for (const auto& r : doc_["records"]) {
+      const std::string s = r.value("status", "");
+      ok += s == "ok";
+      skipped += s == "skipped";
+      failed += s == "failed";
+      wrong += s == "wrong";
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  return {{"ok", ok}, {"skipped", skipped}, {"failed", failed}, {"wrong", wrong},
+          {"total", ok + skipped + failed + wrong}, {"wall_time_s", wall}};
+}
+
+void ResultFile::add(json record) {
+  doc_["records"].push_back(std::move(record));
+  flush(false);
+}
+
+void ResultFile::set_analysis(const std::string& key, json value) { doc_["analysis"][key] = std::move(value); }
+
+void ResultFile::flush(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && std::chrono::duration<double>(now - last_write_).count() < min_interval_s_) return;
+  write();
+}
+
+void ResultFile::write() {
+  doc_["summary"] = summary();
+  write_file_atomic(path_, doc_.dump(1, ' ', false, json::error_handler_t::replace));
+  last_write_ = std::chrono::steady_clock::now();
+}
+
+void ResultFile::finish(const std::string& run_status, const std::string& error) {
+  doc_["run_status"] = run_status;
+  doc_["run_error"] = error.empty() ? json(nullptr) : json(error);
+  doc_["finished_at"] = iso_utc(std::chrono::system_clock::now());
+  write();
+}
+
+}  // namespace nb

@@ -1,0 +1,63 @@
+// Result records (schema v1) and the result file, written atomically.
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "benchmark.hpp"
+
+namespace nb {
+
+constexpr int kSchemaVersion = 1;
+
+std::string iso_utc(std::chrono::system_clock::time_point t);
+std::string make_run_id();
+
+nlohmann::json clock_to_json(const ClockSnapshot& s);
+
+struct RecordInput {
+  const Case* c = nullptr;
+  std::vector<int> gpus;
+  std::string status;  // ok skipped failed wrong
+  std::string reason;
+  CaseOutput* out = nullptr;  // may be null for skipped/failed before measuring
+  const GpuInfo* gpu = nullptr;
+  std::optional<ClockSnapshot> before, after;
+  bool nvml_available = false;
+  std::string started_at;
+  double duration_s = 0;
+};
+
+// Builds one record: stats from the samples, the throughput metric from the median time,
+// percent of peak, and flags. A case with status ok but no samples becomes failed.
+nlohmann::json make_record(const RecordInput& in);
+
+// Writes the run's file: after each added record at most every `min_interval_s`, and on
+// finish(); each write goes to a temporary file in the same folder and is renamed over the
+// target, so readers never see a partial file.
+class ResultFile {
+ public:
+  ResultFile(std::string path, nlohmann::json header, double min_interval_s = 2.0);
+  void add(nlohmann::json record);
+  void set_analysis(const std::string& key, nlohmann::json value);
+  void finish(const std::string& run_status, const std::string& error = "");
+  void flush(bool force);
+  const std::string& path() const { return path_; }
+  const nlohmann::json& doc() const { return doc_; }
+  nlohmann::json summary() const;
+
+ private:
+  void write();
+  std::string path_;
+  nlohmann::json doc_;
+  double min_interval_s_;
+  std::chrono::steady_clock::time_point last_write_{};
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Atomically replaces `path` with `text` (temporary file + fsync + rename). Throws nb::Error.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace nb

@@ -1,0 +1,483 @@
+"""The node checklist: one item per question, each with a status and its evidence.
+
+Statuses: ``pass``, ``warn``, ``fail``, ``not measured`` (the results hold nothing to judge by;
+never an error).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import derive
+from .load import ReportData, is_number
+from .util import fmt_bytes, fmt_num, fmt_pct
+
+PASS, WARN, FAIL, NOT_MEASURED = "pass", "warn", "fail", "not measured"
+STATUSES = (PASS, WARN, FAIL, NOT_MEASURED)
+_RANK = {NOT_MEASURED: 0, PASS: 1, WARN: 2, FAIL: 3}
+
+# thresholds (documented in README.md)
+H2D_PASS_PCT, H2D_WARN_PCT = 75.0, 50.0
+PAGEABLE_RATIO_PASS = 0.5
+HEADROOM_PASS = 2.0
+SCALING_PASS, SCALING_WARN = 0.9, 0.7
+CLOCK_RATIO_WARN = 0.85
+MEMORY_PASS, MEMORY_WARN = 0.90, 0.95
+
+
+@dataclass
+class Item:
+    key: str
+    title: str
+    status: str
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+
+
+def worst(statuses) -> str:
+    statuses = list(statuses)
+    return max(statuses, key=lambda s: _RANK[s]) if statuses else NOT_MEASURED
+
+
+# ----------------------------------------------------------------------------------------------
+# compute capability / build architectures
+
+
+@dataclass
+class Arch:
+    number: int        # 90 for sm_90, 100 for sm_100
+    suffix: str        # "", "a" (arch-specific), "f" (family)
+    sass: bool
+    ptx: bool
+
+
+def parse_architectures(text: str | None) -> tuple[list[Arch], list[str]]:
+    """Parse CMake's CUDA_ARCHITECTURES ("75-real;80-real;90"); returns (archs, special words)."""
+    archs, special = [], []
+    for token in re.split(r"[;,\s]+", text or ""):
+        token = token.strip().lower()
+        if not token:
+            continue
+        if token in ("native", "all", "all-major"):
+            special.append(token)
+            continue
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
+        if not m:
+            special.append(token)
+            continue
+        kind = m.group(3)
+        archs.append(Arch(int(m.group(1)), m.group(2), sass=kind != "virtual", ptx=kind != "real"))
+    return archs, special
+
+
+def arch_support(cc: str, archs: list[Arch]) -> tuple[str, str]:
+    """How a GPU of compute capability ``cc`` ("9.0") runs this build: (status, explanation)."""
+    major, minor = (int(x) for x in cc.split("."))
+    value = major * 10 + minor
+    for a in archs:
+        if a.sass and a.number == value:
+            return PASS, f"native code (sm_{a.number}{a.suffix})"
+    for a in archs:
+        # A cubin for X.y runs on X.z with z >= y (not for arch-specific "a" targets).
+        if a.sass and a.suffix != "a" and a.number // 10 == major and a.number < value:
+            return PASS, f"binary-compatible code (sm_{a.number}{a.suffix} runs on {cc})"
+    ptx = [a for a in archs if a.ptx and a.suffix == "" and a.number <= value]
+    if ptx:
+        best = max(a.number for a in ptx)
+        return WARN, f"only PTX (compute_{best}), JIT-compiled at start-up: slower start, may miss {cc} features"
+    return FAIL, "no code for this GPU in the build"
+
+
+def check_compute_capability(data: ReportData) -> Item:
+    title = "GPUs seen, compute capability supported by the build"
+    env = data.environment
+    gpus = data.gpus
+    archs_text = data.latest.cuda_architectures
+    if not gpus:
+        err = env.get("cuda_error")
+        if err:
+            return Item("compute_capability", title, FAIL, f"no GPU usable: {err}")
+        return Item("compute_capability", title, NOT_MEASURED, "the run saw no GPU")
+    if archs_text is None:
+        ev = [f"GPU {g['index']}: {g['name']}, compute capability {g['compute_capability']}" for g in gpus]
+        return Item("compute_capability", title, NOT_MEASURED,
+                    f"{len(gpus)} GPU(s) seen; the file does not say which architectures were compiled "
+                    f"(nodebench.cuda_architectures)", ev)
+    archs, special = parse_architectures(archs_text)
+    statuses, ev = [], []
+    for g in gpus:
+        cc = g["compute_capability"]
+        if special and not archs:
+            st, why = WARN, f"built for {'/'.join(special)}: cannot tell from the file"
+        else:
+            st, why = arch_support(cc, archs)
+        statuses.append(st)
+        ev.append(f"GPU {g['index']}: {g['name']}, compute capability {cc}: {st} - {why}")
+    status = worst(statuses)
+    counts = Counter(statuses)
+    summary = (f"{len(gpus)} GPU(s) seen, build targets {archs_text!r}: "
+               + ", ".join(f"{counts[s]} {s}" for s in (PASS, WARN, FAIL) if counts[s]))
+    if env.get("cuda_visible_devices") is not None:
+        ev.append(f"CUDA_VISIBLE_DEVICES={env['cuda_visible_devices']}")
+    return Item("compute_capability", title, status, summary, ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# PCIe link
+
+
+def check_pcie(data: ReportData) -> Item:
+    title = "PCIe link at full width and generation"
+    statuses, ev = [], []
+    for g in data.gpus:
+        pcie = g.get("pcie") or {}
+        gc, gm, wc, wm = (pcie.get(k) for k in ("gen_current", "gen_max", "width_current", "width_max"))
+        if not all(is_number(v) for v in (gc, gm, wc, wm)):
+            ev.append(f"GPU {g['index']}: link state unknown (no NVML data)")
+            continue
+        theo = pcie.get("theoretical_gbps")
+        desc = f"GPU {g['index']} ({g.get('pci_bus_id') or '?'}): Gen{gc} x{wc} of Gen{gm} x{wm}"
+        if is_number(theo):
+            desc += f", {theo:.1f} GB/s per direction"
+        if wc < wm:
+            statuses.append(FAIL)
+            ev.append(f"{desc}: width reduced (reseat the card/riser, check the slot)")
+        elif gc < gm:
+            statuses.append(WARN)
+            ev.append(f"{desc}: generation below maximum; idle GPUs lower it to save power, so check it "
+                      f"under load (nvidia-smi -q -d PCIE) before suspecting the slot")
+        else:
+            statuses.append(PASS)
+            ev.append(f"{desc}: full")
+    if not statuses:
+        return Item("pcie", title, NOT_MEASURED, "no PCIe link state in the environment", ev)
+    status = worst(statuses)
+    counts = Counter(statuses)
+    summary = {PASS: f"all {len(statuses)} link(s) at full width and generation",
+               WARN: f"{counts[WARN]} link(s) below maximum generation, all at full width",
+               FAIL: f"{counts[FAIL]} link(s) at reduced width"}[status]
+    return Item("pcie", title, status, summary, ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# host link
+
+
+def check_h2d(data: ReportData) -> Item:
+    title = "Host-to-device bandwidth against the link"
+    if not data.has_family("hostlink"):
+        return Item("h2d", title, NOT_MEASURED, "no hostlink records in these results")
+    gpus = sorted({tuple(r["gpus"]) for r in data.family("hostlink")})
+    statuses, ev = [], []
+    for gk in gpus:
+        hit = derive.hostlink_at_largest(data, gk, "h2d", "pinned")
+        if hit is None:
+            continue
+        size, gbps, rec = hit
+        link = derive.link_gbps(data, gk)
+        pct = rec["metrics"].get("link_pct")
+        if not is_number(pct):
+            pct = gbps / link * 100 if link else None
+        if pct is None:
+            ev.append(f"{derive.gpu_label(gk)}: {gbps:.1f} GB/s pinned H2D at {fmt_bytes(size)}; link speed unknown")
+            continue
+        st = PASS if pct >= H2D_PASS_PCT else WARN if pct >= H2D_WARN_PCT else FAIL
+        statuses.append(st)
+        ev.append(f"{derive.gpu_label(gk)}: {gbps:.1f} GB/s pinned H2D at {fmt_bytes(size)} = {pct:.0f}% of the "
+                  f"link's {fmt_num(link)} GB/s ({st})")
+    if not statuses:
+        return Item("h2d", title, NOT_MEASURED, "no successful pinned host-to-device record with a known link", ev)
+    status = worst(statuses)
+    summary = (f"pinned H2D reaches >= {H2D_PASS_PCT:.0f}% of the link on every GPU" if status == PASS else
+               f"pinned H2D below {H2D_PASS_PCT:.0f}% of the link on some GPU (warn < {H2D_PASS_PCT:.0f}%, "
+               f"fail < {H2D_WARN_PCT:.0f}%): check NUMA placement, IOMMU, link state")
+    return Item("h2d", title, status, summary, ev)
+
+
+def check_pinned_pageable(data: ReportData) -> Item:
+    title = "Pinned versus pageable host memory (data-pipeline headroom)"
+    if not data.has_family("hostlink"):
+        return Item("pinned_pageable", title, NOT_MEASURED, "no hostlink records in these results")
+    gpus = sorted({tuple(r["gpus"]) for r in data.family("hostlink")})
+    statuses, ev = [], []
+    for gk in gpus:
+        pinned = derive.hostlink_at_largest(data, gk, "h2d", "pinned")
+        pageable = derive.hostlink_at_largest(data, gk, "h2d", "pageable")
+        if pinned is None or pageable is None:
+            continue
+        pin, pag = pinned[1], pageable[1]
+        ratio = pag / pin if pin else 0.0
+        line = (f"{derive.gpu_label(gk)}: H2D pinned {pin:.1f} GB/s, pageable {pag:.1f} GB/s "
+                f"(pageable = {ratio * 100:.0f}% of pinned)")
+        need = derive.best_train_ips(data, gk[0]) if gk else None
+        if need:
+            ips, what = need
+            need_gbps = ips * derive.IMAGE_BYTES / 1e9
+            h_pin, h_pag = pin / need_gbps, pag / need_gbps
+            line += (f"; ResNet-50 training ({what}, {ips:,.0f} images/s of 224x224 FP32 input) needs "
+                     f"{need_gbps:.2f} GB/s: headroom {h_pin:.1f}x pinned, {h_pag:.1f}x pageable")
+            if h_pag >= HEADROOM_PASS:
+                st = PASS
+            elif h_pin >= HEADROOM_PASS:
+                st = WARN
+                line += " - use pinned buffers in the data loader (pin_memory)"
+            elif h_pin >= 1.0:
+                st = WARN
+                line += " - little headroom even pinned: send uint8 images and normalise on the GPU"
+            else:
+                st = FAIL
+                line += " - the host link cannot feed the GPU"
+        else:
+            st = PASS if ratio >= PAGEABLE_RATIO_PASS else WARN
+            if st == WARN:
+                line += " - pageable copies lose much bandwidth: use pinned buffers for input pipelines"
+        statuses.append(st)
+        ev.append(line + f" ({st})")
+    if not statuses:
+        return Item("pinned_pageable", title, NOT_MEASURED,
+                    "pinned and pageable host-to-device results are not both present", ev)
+    status = worst(statuses)
+    summary = {PASS: "enough headroom for the input pipeline, even from pageable memory",
+               WARN: "input pipelines should use pinned memory",
+               FAIL: "the host link is slower than the GPU consumes input"}[status]
+    return Item("pinned_pageable", title, status, summary, ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# distribution strategy
+
+
+def check_distribution(data: ReportData) -> Item:
+    title = "Distribution strategy from all-reduce scaling"
+    sc = derive.scaling(data)
+    if sc is None:
+        if len(data.gpus) == 1:
+            return Item("distribution", title, NOT_MEASURED, "single GPU: no multi-GPU strategy to choose")
+        return Item("distribution", title, NOT_MEASURED, "no all-reduce (nccl) records in these results")
+    top = max(sc.rows, key=lambda r: r.ngpus)
+    ev = []
+    for r in sc.rows:
+        line = (f"{r.ngpus} GPU(s): bus bandwidth {r.busbw_gbps:.1f} GB/s at {fmt_bytes(sc.common_bytes)} "
+                f"({r.busbw_efficiency * 100:.0f}% of {sc.rows[0].ngpus} GPUs); ResNet-50 FP32 gradient "
+                f"all-reduce ({fmt_bytes(derive.RESNET50_GRAD_BYTES)}) ~ {r.allreduce_s * 1e3:.2f} ms")
+        if r.train_efficiency is not None:
+            line += f", data-parallel efficiency ~ {r.train_efficiency * 100:.1f}% (no overlap)"
+        ev.append(line)
+    if sc.step_s is not None:
+        ev.append(f"step time used: {sc.step_s * 1e3:.1f} ms ({sc.step_label}, per GPU)")
+        eff, basis = top.train_efficiency, "estimated data-parallel training efficiency"
+    else:
+        eff, basis = top.busbw_efficiency, "all-reduce bus-bandwidth efficiency"
+    pcie = [((g.get("pcie") or {}).get("theoretical_gbps")) for g in data.gpus]
+    pcie = [p for p in pcie if is_number(p)]
+    if pcie:
+        fabric = "NVLink/NVSwitch-class" if top.busbw_gbps > 1.2 * max(pcie) else "PCIe/host-class"
+        ev.append(f"bus bandwidth {top.busbw_gbps:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect")
+    n = top.ngpus
+    if eff >= SCALING_PASS:
+        status = PASS
+        strategy = f"data parallel (DDP: one process per GPU, NCCL all-reduce) across {n} GPUs"
+    elif eff >= SCALING_WARN:
+        status = WARN
+        strategy = (f"data parallel across {n} GPUs with gradient-bucket overlap and a larger per-GPU batch "
+                    f"or gradient accumulation to amortise the all-reduce")
+    else:
+        status = FAIL
+        strategy = (f"all-reduce-bound at {n} GPUs: accumulate gradients / communicate less often, keep "
+                    f"sharded strategies inside fast-link groups, and check the interconnect")
+    return Item("distribution", title, status, f"{basis} {eff * 100:.0f}% at {n} GPUs: {strategy}", ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# mixed precision
+
+
+def check_mixed_precision(data: ReportData) -> Item:
+    title = "Mixed precision pays"
+    rows, verdicts, source = derive.fp16_speedups(data)
+    if not rows and not verdicts:
+        return Item("mixed_precision", title, NOT_MEASURED,
+                    "no FP16/FP32 pair measured (gemm fp16 and fp32, or conv)")
+    ev = [f"{'GPU %d' % r.gpu if r.gpu is not None else 'node'}: {r.source}: FP32 {fmt_num(r.fp32)}, "
+          f"FP16 {fmt_num(r.fp16)}, speedup {fmt_num(r.speedup_x)}x" for r in rows]
+    ev += [f"{'GPU %d' % v.gpu if v.gpu is not None else 'node'}: verdict {v.verdict.replace('_', ' ')}"
+           + (f" - {v.reason}" if v.reason else "") for v in verdicts]
+    ev.append(f"source: {source}")
+    if not verdicts:
+        return Item("mixed_precision", title, NOT_MEASURED, "speedups measured but no verdict", ev)
+    bad = [v for v in verdicts if v.verdict != "pays"]
+    status = PASS if not bad else WARN
+    speedups = [r.speedup_x for r in rows if r.speedup_x is not None]
+    span = f" ({min(speedups):.2f}x to {max(speedups):.2f}x)" if speedups else ""
+    summary = (f"FP16 pays on every GPU{span}" if not bad else
+               f"FP16 does not pay on {len(bad)} GPU(s){span}: expected on tensor-core GPUs - check clocks, "
+               f"libraries and shapes")
+    return Item("mixed_precision", title, status, summary, ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# clocks and throttling
+
+_SEVERE = ("thermal", "hw_slowdown", "hw slowdown", "hardware", "power_brake", "power brake")
+_BENIGN = ("idle", "application", "none", "display", "sync_boost", "sync boost", "user_defined")
+
+
+def _classify(reason: str) -> str:
+    r = reason.lower()
+    if any(s in r for s in _SEVERE):
+        return "severe"
+    if any(s in r for s in _BENIGN):
+        return "benign"
+    return "power"
+
+
+def check_clocks(data: ReportData) -> Item:
+    title = "Clocks and throttling during the run"
+    env = data.environment
+    recs = [r for r in data.records if r["status"] in ("ok", "wrong")]
+    has_clocks = any((r.get("clocks") or {}).get("sm_mhz_during") is not None
+                     or ((r.get("clocks") or {}).get("after") or {}).get("sm_mhz") is not None for r in recs)
+    if not env["nvml"]["available"] and not has_clocks:
+        return Item("clocks", title, NOT_MEASURED,
+                    f"NVML not available: {env['nvml'].get('error') or 'no reason given'}")
+    if not recs:
+        return Item("clocks", title, NOT_MEASURED, "no measured records")
+    reasons: Counter = Counter()
+    throttled = [r for r in recs if "throttled" in r["flags"]]
+    for r in recs:
+        clocks = r.get("clocks") or {}
+        for snap in (clocks.get("before") or {}, clocks.get("after") or {}):
+            for reason in snap.get("throttle_reasons") or []:
+                reasons[str(reason)] += 1
+    at_start = sorted({str(reason) for g in data.gpus for reason in g.get("throttle_reasons") or []})
+    classes = {reason: _classify(reason) for reason in list(reasons) + at_start}
+    severe = sorted(r for r, c in classes.items() if c == "severe")
+    power = sorted(r for r, c in classes.items() if c == "power")
+    ev = [f"{len(throttled)} of {len(recs)} measured case(s) flagged throttled"
+          + (f" (e.g. {', '.join(r['id'] for r in throttled[:3])})" if throttled else "")]
+    if reasons:
+        ev.append("throttle reasons around cases: " + ", ".join(f"{r} ({classes[r]}, {reasons[r]} reading(s))"
+                                                               for r in sorted(reasons)))
+    if at_start:
+        ev.append("throttle reasons at the start of the run: " + ", ".join(f"{r} ({classes[r]})" for r in at_start))
+    ratios = []
+    by_gpu: dict[int, list[float]] = {}
+    temps = []
+    for r in recs:
+        clocks = r.get("clocks") or {}
+        during = clocks.get("sm_mhz_during")
+        if is_number(during) and len(r["gpus"]) == 1:
+            by_gpu.setdefault(r["gpus"][0], []).append(during)
+        t = (clocks.get("after") or {}).get("temperature_c")
+        if is_number(t):
+            temps.append(t)
+    low_clock = False
+    for gi, values in sorted(by_gpu.items()):
+        g = data.gpu(gi) or {}
+        med = statistics.median(values)
+        mx = g.get("clock_sm_max_mhz")
+        if is_number(mx) and mx > 0:
+            ratio = med / mx
+            ratios.append(ratio)
+            low_clock |= ratio < CLOCK_RATIO_WARN
+            ev.append(f"GPU {gi}: median SM clock during cases {med:.0f} MHz = {ratio * 100:.0f}% of max {mx:.0f} MHz")
+        else:
+            ev.append(f"GPU {gi}: median SM clock during cases {med:.0f} MHz (max unknown)")
+    if temps:
+        ev.append(f"highest temperature after a case: {max(temps):.0f} C")
+    noisy = sum(1 for r in recs if "noisy" in r["flags"])
+    if noisy:
+        ev.append(f"{noisy} case(s) flagged noisy")
+    if severe:
+        return Item("clocks", title, FAIL, f"thermal/hardware slowdown seen: {', '.join(severe)}", ev)
+    if throttled or power or low_clock:
+        what = []
+        if throttled or power:
+            what.append("power-cap throttling" + (f" ({', '.join(power)})" if power else ""))
+        if low_clock:
+            what.append(f"SM clock below {CLOCK_RATIO_WARN * 100:.0f}% of max")
+        return Item("clocks", title, WARN, "; ".join(what) + ": results may be below the GPU's capability", ev)
+    if not has_clocks:
+        return Item("clocks", title, NOT_MEASURED, "no clock readings in the records", ev)
+    return Item("clocks", title, PASS, "no throttling; clocks near maximum" if ratios else "no throttling", ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# memory at the recommended batch
+
+
+def check_memory(data: ReportData) -> Item:
+    title = "Memory use at the recommended batch size"
+    recs = derive.batch_recommendations(data)
+    if not recs:
+        return Item("memory", title, NOT_MEASURED, "no batch recommendation (no network conv results)")
+    statuses, ev = [], []
+    for r in recs:
+        who = f"GPU {r.gpu}" if r.gpu is not None else "node"
+        ips = f", {r.train_images_per_s:,.0f} images/s" if r.train_images_per_s else ""
+        if r.memory_fraction is None:
+            ev.append(f"{who} {r.precision}: batch {r.batch}{ips}; memory use unknown")
+            continue
+        st = PASS if r.memory_fraction <= MEMORY_PASS else WARN if r.memory_fraction <= MEMORY_WARN else FAIL
+        statuses.append(st)
+        ev.append(f"{who} {r.precision}: batch {r.batch}{ips}, {fmt_pct(r.memory_fraction, 0)} of GPU memory ({st})")
+    oom = [p for p in derive.conv_network(data) if p.oom]
+    for p in oom:
+        ev.append(f"{derive.gpu_label(p.gpus)} {p.precision}: batch {p.batch} out of memory")
+    ev.append(f"source: {recs[0].source}")
+    if not statuses:
+        return Item("memory", title, NOT_MEASURED, "recommended batch known but not its memory use", ev)
+    status = worst(statuses)
+    top = max(r.memory_fraction for r in recs if r.memory_fraction is not None)
+    summary = {PASS: f"at most {fmt_pct(top, 0)} of GPU memory at the recommended batch",
+               WARN: f"up to {fmt_pct(top, 0)} of GPU memory: little room for fragmentation or larger inputs",
+               FAIL: f"up to {fmt_pct(top, 0)} of GPU memory: expect out-of-memory errors in practice"}[status]
+    return Item("memory", title, status, summary, ev)
+
+
+# ----------------------------------------------------------------------------------------------
+# run health
+
+
+def check_run(data: ReportData) -> Item:
+    title = "All cases ran and verified"
+    counts = Counter(r["status"] for r in data.records)
+    ev = [f"{run.path}: run {run.run_id}, {run.run_status}, started {run.started_at}" for run in data.runs]
+    for run in data.runs:
+        if run.doc.get("run_error"):
+            ev.append(f"{run.path}: run_error: {run.doc['run_error']}")
+    bad = [r for r in data.records if r["status"] in ("failed", "wrong")]
+    for r in bad[:10]:
+        ev.append(f"{r['id']} [{derive.gpu_label(r['gpus'])}]: {r['status']}: {r.get('reason')}")
+    if len(bad) > 10:
+        ev.append(f"... and {len(bad) - 10} more")
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong") if counts[s]) or "no records"
+    statuses = {run.run_status for run in data.runs}
+    if counts["wrong"] or counts["failed"] or statuses & {"aborted", "interrupted"}:
+        status = FAIL
+        if statuses & {"aborted", "interrupted"}:
+            summary += "; run " + "/".join(sorted(statuses & {"aborted", "interrupted"}))
+    elif "running" in statuses:
+        status, summary = WARN, summary + "; a run was still going when the file was read"
+    elif not data.records:
+        status = NOT_MEASURED
+    else:
+        status = PASS
+    return Item("run", title, status, summary, ev)
+
+
+def build_checklist(data: ReportData) -> list[Item]:
+    return [
+        check_compute_capability(data),
+        check_pcie(data),
+        check_h2d(data),
+        check_pinned_pageable(data),
+        check_distribution(data),
+        check_mixed_precision(data),
+        check_clocks(data),
+        check_memory(data),
+        check_run(data),
+    ]

@@ -1,0 +1,301 @@
+"""The ``nodebench-report`` command line.
+
+Exit status: 0 success (no regression, no flagged node); 1 a regression (compare) or a flagged
+node (fleet); 2 bad input (malformed file, other schema version, mismatched runs, bad options)
+or anything else that stopped the command, always with a one-line message and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from . import __version__
+from .errors import ReportError
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+
+_EPILOG = ("exit status: 0 ok; 1 regression (compare) or flagged node (fleet); 2 bad input or error. "
+           "See reports/README.md.")
+
+
+def _fraction(text: str) -> float:
+    """'0.05' or '5%' -> 0.05."""
+    t = text.strip()
+    try:
+        if t.endswith("%"):
+            value = float(t[:-1]) / 100.0
+        else:
+            value = float(t)
+            if value >= 1.0:
+                raise argparse.ArgumentTypeError(
+                    f"{text!r}: give a fraction (0.05) or a percentage (5%)")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value != value:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (exclusive)")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def cmd_html(args) -> int:
+    from .htmlpage import write_report
+    from .load import check_same_node, load_runs, merge_runs
+
+    runs = load_runs(args.results)
+    if not args.allow_mismatch:
+        check_same_node(runs)
+    data = merge_runs(runs)
+    html_path, md_path, checklist, plots = write_report(data, args.output, args.title)
+    shown = sum(1 for p in plots if p.png)
+    print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
+    for item in checklist:
+        print(f"  {item.status:<13} {item.title}: {item.summary}")
+    return EXIT_OK
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare_runs, format_table, to_json, to_junit
+    from .load import load_run
+
+    base = load_run(args.base)
+    new = load_run(args.new)
+    result = compare_runs(base, new, threshold=args.threshold, alpha=args.alpha, test=args.test,
+                          allow_mismatch=args.allow_mismatch)
+    if args.json:
+        _write(args.json, json.dumps(to_json(result), indent=2) + "\n")
+    if args.junit:
+        _write(args.junit, to_junit(result))
+    if not args.quiet:
+        print(format_table(result))
+    else:
+        print("result: " + ("REGRESSION (exit 1)" if result.exit_code else "no regression (exit 0)"))
+    return result.exit_code
+
+
+def cmd_ingest(args) -> int:
+    from .history import ingest, open_db
+    from .load import load_runs
+
+    runs = load_runs(args.results)  # every file is checked before anything is written
+    conn = open_db(args.db, create=True)
+    try:
+        res = ingest(conn, runs, node=args.node)
+    finally:
+        conn.close()
+    print(f"ingested {res.runs} run(s) ({res.records} ok record(s)) into {args.db}"
+          + (f"; {res.replaced} run(s) were already there and were replaced" if res.replaced else ""))
+    return EXIT_OK
+
+
+def cmd_trend(args) -> int:
+    from .history import open_db, trend
+
+    conn = open_db(args.db, create=False)
+    try:
+        points, table = trend(conn, args.case, args.metric, args.output, args.node or None, args.since)
+    finally:
+        conn.close()
+    if not args.quiet:
+        print(table)
+    print(f"wrote {args.output} ({len(points)} point(s), {len({p.node for p in points})} node(s))")
+    return EXIT_OK
+
+
+def cmd_fleet(args) -> int:
+    from .history import fleet, fleet_json, fleet_plot, fleet_table, open_db
+
+    conn = open_db(args.db, create=False)
+    try:
+        f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since)
+    finally:
+        conn.close()
+    if not f.entries:
+        raise ReportError(f"no case was measured on at least {args.min_nodes} nodes "
+                          f"({f.groups_too_small} case(s) on fewer); lower --min-nodes or ingest more nodes")
+    print(fleet_table(f, show_all=args.all))
+    if args.json:
+        _write(args.json, json.dumps(fleet_json(f), indent=2) + "\n")
+    if args.output:
+        fleet_plot(f, args.output)
+        print(f"wrote {args.output}")
+    return EXIT_REGRESSION if f.flagged_nodes else EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from .validate import validate_file
+
+    bad = 0
+    for path in args.results:
+        problems = validate_file(path)
+        if problems:
+            bad += 1
+            for p in problems:
+                print(p, file=sys.stderr)
+        else:
+            print(f"{path}: valid (nodebench.result, schema version 1)")
+    if bad:
+        print(f"nodebench-report: error: {bad} of {len(args.results)} file(s) invalid", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line plus usage, exit 2 (argparse's convention, kept)
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="nodebench-report", formatter_class=fmt, epilog=_EPILOG,
+                     description="Reports, comparisons and history for nodebench result files "
+                                 "(schema nodebench.result, version 1).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("html", help="self-contained HTML report and Markdown summary", formatter_class=fmt,
+                       epilog=_EPILOG, description=(
+                           "Write DIR/report.html (one self-contained page: checklist, environment, plots "
+                           "embedded as PNG) and DIR/summary.md from one or more result files of one node. "
+                           "When several files hold the same case, the latest run's record is shown."))
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files (schema version 1)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
+    p.add_argument("--title", help="page title (default: node and GPUs)")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="merge files of different hosts or GPU models (refused by default)")
+    p.set_defaults(func=cmd_html)
+
+    p = sub.add_parser("compare", help="compare two runs case by case; exit 1 on regression", formatter_class=fmt,
+                       epilog=_EPILOG, description=(
+                           "Compare NEW against BASE per case (record id + GPUs). For cases ok on both sides, "
+                           "the ratio of median times (new/base) is tested on the per-sample times; a regression "
+                           "is a slowdown beyond --threshold that is significant (p < --alpha). A case ok in BASE "
+                           "and failed/wrong/skipped in NEW (or skipped -> failed/wrong) is a regression too. "
+                           "Cases on one side only are listed. Refuses runs of different GPU models unless "
+                           "--allow-mismatch."))
+    p.add_argument("base", metavar="BASE", help="baseline result file")
+    p.add_argument("new", metavar="NEW", help="new result file")
+    p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
+                   help="smallest slowdown that counts, as 0.05 or 5%% (default 0.05)")
+    p.add_argument("--alpha", type=_alpha, default=0.01, help="significance level (default 0.01)")
+    p.add_argument("--test", choices=("mannwhitney", "bootstrap"), default="mannwhitney",
+                   help="one-sided Mann-Whitney U on the samples (default), or a bootstrap of the ratio of medians")
+    p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case)")
+    p.add_argument("--allow-mismatch", action="store_true", help="compare runs of different GPU models")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("ingest", help="store result files in an SQLite history", formatter_class=fmt,
+                       epilog=_EPILOG, description=(
+                           "Add runs to the SQLite database FILE (created if needed). A run already there "
+                           "(same run_id) is replaced. Every file is checked before anything is written."))
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
+    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database file")
+    p.add_argument("--node", help="node name to store (default: environment.host.hostname)")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("trend", help="plot a metric over time per node", formatter_class=fmt, epilog=_EPILOG,
+                       description="Plot METRIC of the matching case(s) over time, one line per node.")
+    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
+    p.add_argument("--case", required=True, metavar="ID",
+                   help="record id, shell-style wildcards allowed (e.g. 'gemm/fp16_*_8192')")
+    p.add_argument("--metric", help="metric name (e.g. tflops, gbps, median_s); default: the family's main metric")
+    p.add_argument("--node", action="append", help="only this node (repeatable)")
+    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
+    p.add_argument("-o", "--output", default="trend.png", metavar="FILE",
+                   help="image to write, .png or .svg (default trend.png)")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the data points")
+    p.set_defaults(func=cmd_trend)
+
+    p = sub.add_parser("fleet", help="compare nodes; flag nodes worse than the fleet median", formatter_class=fmt,
+                       epilog=_EPILOG, description=(
+                           "For each case (and GPU model), take each node's latest value and the fleet median; "
+                           "flag a node that is worse than the median by more than --threshold (below it for "
+                           "throughput, above it for times). Exit 1 when a node is flagged."))
+    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
+    p.add_argument("--case", metavar="ID", help="record id, wildcards allowed (default: every case)")
+    p.add_argument("--metric", help="metric name (default: each family's main metric)")
+    p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
+                   help="flag below the median by more than this, 0.05 or 5%% (default 0.05)")
+    p.add_argument("--min-nodes", type=_positive_int, default=3,
+                   help="compare a case only when at least this many nodes have it (default 3)")
+    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE")
+    p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
+    p.add_argument("--json", metavar="FILE", help="also write the fleet view as JSON")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")
+    p.set_defaults(func=cmd_fleet)
+
+    p = sub.add_parser("validate", help="validate result files against the JSON schema", formatter_class=fmt,
+                       epilog=_EPILOG, description=(
+                           "Check files against result-v1.schema.json (needs the jsonschema package) and the "
+                           "conventions this package relies on. Exit 0 when all are valid, 2 otherwise."))
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
+    p.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return args.func(args)
+    except ReportError as exc:
+        print(f"nodebench-report: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("nodebench-report: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # never a traceback for the user; NODEBENCH_REPORT_DEBUG=1 shows it
+        if os.environ.get("NODEBENCH_REPORT_DEBUG"):
+            raise
+        print(f"nodebench-report: error: could not process the input ({type(exc).__name__}: {exc}); "
+              f"set NODEBENCH_REPORT_DEBUG=1 for a traceback", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

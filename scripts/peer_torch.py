@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""PyTorch peer measurements, taken in the same call as nodebench's so that the two can be
+compared (ratio = nodebench / PyTorch). Times with CUDA events around each operation after a
+warm-up and reports the median.
+
+usage: peer_torch.py --out FILE [--gemm] [--gemm-size N] [--reps N]
+"""
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+
+
+def timed(fn, reps, warmup=10):
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    return times
+
+
+def gemm(n, reps):
+    import torch
+    out = []
+    for name, dtype, tf32 in [("fp32", torch.float32, False), ("tf32", torch.float32, True),
+                              ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)]:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        g = torch.Generator(device="cuda").manual_seed(1)
+        a = (torch.rand(n, n, device="cuda", generator=g) * 2 - 1).to(dtype)
+        b = (torch.rand(n, n, device="cuda", generator=g) * 2 - 1).to(dtype)
+        times = timed(lambda: a @ b, reps)
+        med = statistics.median(times)
+        out.append({"op": "matmul", "precision": name, "m": n, "n": n, "k": n,
+                    "allow_tf32": tf32, "median_s": med, "samples_s": times,
+                    "tflops": 2 * n ** 3 / med / 1e12})
+        print(f"torch matmul {name:5s} {n}^3: {2 * n ** 3 / med / 1e12:8.1f} TFLOPS", flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--gemm", action="store_true")
+    ap.add_argument("--gemm-size", type=int, default=8192)
+    ap.add_argument("--reps", type=int, default=50)
+    a = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("peer_torch.py: PyTorch sees no GPU", file=sys.stderr)
+        return 3
+    doc = {"peer": "pytorch", "torch_version": torch.__version__, "cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(0),
+           "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "command_line": sys.argv, "results": []}
+    if a.gemm:
+        doc["results"] += gemm(a.gemm_size, a.reps)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

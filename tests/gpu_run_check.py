@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""GPU test: runs `nodebench run` with the given arguments into a fresh folder, then checks
+that it exited 0, wrote exactly one result file that validates against the schema, that every
+record is ok (or skipped with a reason), and that every ok GEMM record was verified.
+
+usage: gpu_run_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+
+
+def main() -> int:
+    exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+    shutil.rmtree(outdir, ignore_errors=True)
+    cmd = [exe, "run", "--out", str(outdir), *sys.argv[4:]]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    if p.returncode != 0:
+        print(f"FAIL: exit {p.returncode}")
+        return 1
+    files = list(outdir.glob("*.json"))
+    if len(files) != 1:
+        print(f"FAIL: expected one result file in {outdir}, found {files}")
+        return 1
+    doc = json.loads(files[0].read_text())
+    schema = json.loads(pathlib.Path(schema_path).read_text())
+    jsonschema.validate(doc, schema)
+    bad = []
+    for r in doc["records"]:
+        if r["status"] == "skipped":
+            if not r["reason"]:
+                bad.append(f"{r['id']}: skipped without a reason")
+        elif r["status"] != "ok":
+            bad.append(f"{r['id']}: {r['status']}: {r['reason']}")
+        elif r["family"] == "gemm":
+            v = r["details"].get("verification", {})
+            if v.get("samples", 0) < 4 or v.get("failures") != 0:
+                bad.append(f"{r['id']}: not verified: {v}")
+    if doc["run_status"] != "complete" or not doc["records"]:
+        bad.append(f"run_status {doc['run_status']}, {len(doc['records'])} records")
+    for b in bad:
+        print("FAIL:", b)
+    print(f"{len(doc['records'])} records checked, {len(bad)} problems")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

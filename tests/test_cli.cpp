@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include "cli.hpp"
+#include "error.hpp"
+
+using namespace nb;
+
+static ParseOutcome parse(std::vector<std::string> a) {
+  a.insert(a.begin(), "nodebench");
+  return parse_cli(a);
+}
+
+TEST(Cli, RunDefaults) {
+  auto p = parse({"run"});
+  ASSERT_TRUE(p.command);
+  EXPECT_EQ(p.command->kind, CommandKind::run);
+  EXPECT_EQ(p.command->options.suite, Suite::quick);
+  EXPECT_EQ(p.command->options.gpus, "all");
+  EXPECT_EQ(p.command->options.repetitions, 0u);
+  EXPECT_FALSE(p.command->options.max_time_s.has_value());
+  EXPECT_FALSE(p.command->options.l2.has_value());
+}
+
+TEST(Cli, RunWithEveryOption) {
+  auto p = parse({"run", "--suite", "full", "--family", "gemm,other", "--family", "third", "--filter", "fp16",
+                  "--gpus", "0,2", "--out", "/tmp/x", "--repetitions", "25", "--max-time", "2.5", "--target-cv",
+                  "0.02", "--min-samples", "5", "--l2", "cold", "--quiet"});
+  ASSERT_TRUE(p.command) << p.err;
+  const RunOptions& o = p.command->options;
+  EXPECT_EQ(o.suite, Suite::full);
+  EXPECT_EQ(o.families, (std::vector<std::string>{"gemm", "other", "third"}));
+  EXPECT_EQ(o.filter, "fp16");
+  EXPECT_EQ(o.gpus, "0,2");
+  EXPECT_EQ(o.out_dir, "/tmp/x");
+  EXPECT_EQ(o.repetitions, 25u);
+  EXPECT_DOUBLE_EQ(*o.max_time_s, 2.5);
+  EXPECT_DOUBLE_EQ(o.target_cv, 0.02);
+  EXPECT_EQ(o.min_samples, 5u);
+  EXPECT_EQ(*o.l2, L2Mode::cold);
+  EXPECT_TRUE(o.quiet);
+}
+
+TEST(Cli, ListAndEnv) {
+  auto l = parse({"list", "--json", "--suite", "full"});
+  ASSERT_TRUE(l.command);
+  EXPECT_EQ(l.command->kind, CommandKind::list);
+  EXPECT_TRUE(l.command->options.json);
+  auto e = parse({"env"});
+  ASSERT_TRUE(e.command);
+  EXPECT_EQ(e.command->kind, CommandKind::env);
+}
+
+TEST(Cli, HelpAndVersionExitZero) {
+  auto h = parse({"--help"});
+  EXPECT_FALSE(h.command);
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
+  auto rh = parse({"run", "--help"});
+  EXPECT_EQ(rh.exit_code, 0);
+  EXPECT_NE(rh.out.find("--max-time"), std::string::npos);
+  auto v = parse({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("nodebench"), std::string::npos);
+}
+
+TEST(Cli, BadUsageExitsTwoWithMessageAndUsage) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {},                                   // no subcommand
+           {"frobnicate"},                       // unknown subcommand
+           {"run", "--suite", "medium"},         // not a suite
+           {"run", "--repetitions", "0"},        // out of range
+           {"run", "--repetitions", "many"},     // not a number
+           {"run", "--max-time", "-1"},
+           {"run", "--l2", "warm"},
+           {"run", "--no-such-flag"},
+           {"run", "--profiles", "/nonexistent.json"},
+       }) {
+    auto p = parse(args);
+    EXPECT_FALSE(p.command);
+    EXPECT_EQ(p.exit_code, 2) << (args.empty() ? "" : args.back());
+    EXPECT_FALSE(p.err.empty());
+    EXPECT_NE(p.err.find("Usage"), std::string::npos) << p.err;
+  }
+}
+
+TEST(Cli, InvalidRegexAndGpuListAreUsageErrors) {
+  auto r = parse({"run", "--filter", "(unclosed"});
+  EXPECT_FALSE(r.command);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("regular expression"), std::string::npos);
+  auto g = parse({"run", "--gpus", "0,x"});
+  EXPECT_FALSE(g.command);
+  EXPECT_EQ(g.exit_code, 2);
+  EXPECT_NE(g.err.find("'x'"), std::string::npos);
+}
+
+TEST(GpuList, AllListsAndRangeErrors) {
+  EXPECT_EQ(parse_gpu_list("all", 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(parse_gpu_list("2,0,2", 3), (std::vector<int>{2, 0}));
+  try {
+    parse_gpu_list("4", 2);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sees 2 GPUs (0..1)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_gpu_list("-1", 2), Error);
+  EXPECT_THROW(parse_gpu_list(",", 2), Error);
+}

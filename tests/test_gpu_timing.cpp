@@ -1,0 +1,111 @@
+// GPU tests of the timing harness (label gpu; need a GPU). They check behaviour against known
+// quantities: a kernel that waits a known time, host delays that must not leak into timings.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "kernels.cuh"
+#include "measure.hpp"
+#include "resources.hpp"
+
+using namespace nb;
+
+namespace {
+struct Gpu : ::testing::Test {
+  void SetUp() override {
+    int n = 0;
+    ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess) << "these tests need a GPU";
+    ASSERT_GT(n, 0);
+    NB_CUDA(cudaSetDevice(0));
+    cudaDeviceProp p{};
+    NB_CUDA(cudaGetDeviceProperties(&p, 0));
+    l2 = size_t(p.l2CacheSize);
+  }
+  size_t l2 = 0;
+};
+}  // namespace
+
+TEST_F(Gpu, TimesAKernelOfKnownLength) {
+  Measurer m(0, l2, nullptr, std::nullopt);
+  Stream s;
+  MeasureConfig cfg;
+  cfg.min_samples = 20;
+  cfg.max_time_s = 0.5;
+  const auto r = m.measure(s.get(), [](cudaStream_t st) { kernels::launch_sleep(st, 200'000); }, cfg);
+  ASSERT_GE(r.samples_s.size(), 20u);
+  std::vector<double> v = r.samples_s;
+  std::sort(v.begin(), v.end());
+  const double med = v[v.size() / 2];
+  EXPECT_NEAR(med, 200e-6, 10e-6);
+  EXPECT_EQ(r.batch, 1u);  // 200 us is longer than the 50 us batch threshold
+}
+
+TEST_F(Gpu, HostEnqueueDelayDoesNotLeakIntoTheTiming) {
+  Measurer m(0, l2, nullptr, std::nullopt);
+  Stream s;
+  MeasureConfig cfg;
+  cfg.fixed_samples = 10;
+  cfg.warmup_s = 0;
+  // The host sleeps 2 ms before each launch of a 20 us kernel: without the blocking kernel the
+  // start event would fire before the sleep and the sample would be >= 2 ms.
+  const auto r = m.measure(s.get(), [](cudaStream_t st) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    kernels::launch_sleep(st, 20'000);
+  }, cfg);
+  ASSERT_EQ(r.samples_s.size(), 10u);
+  std::vector<double> v = r.samples_s;
+  std::sort(v.begin(), v.end());
+  EXPECT_LT(v[5], 500e-6) << "host-side delay leaked into the GPU timing";
+  EXPECT_FALSE(r.blocking_timeout);
+}
+
+TEST_F(Gpu, ShortKernelsAreBatchedAndColdModeFlushes) {
+  Measurer m(0, l2, nullptr, std::nullopt);
+  Stream s;
+  MeasureConfig cfg;
+  cfg.max_time_s = 0.2;
+  const auto hot = m.measure(s.get(), [](cudaStream_t st) { kernels::launch_empty(st); }, cfg);
+  EXPECT_GT(hot.batch, 1u);
+  cfg.l2 = L2Mode::cold;
+  const auto cold = m.measure(s.get(), [](cudaStream_t st) { kernels::launch_empty(st); }, cfg);
+  EXPECT_EQ(cold.batch, 1u);
+  EXPECT_FALSE(cold.samples_s.empty());
+}
+
+TEST_F(Gpu, RandomFillIsDeterministicInRangeAndNotZero) {
+  const size_t n = 1 << 16;
+  DeviceBuffer a(n * 4), b(n * 4);
+  Stream s;
+  kernels::launch_fill_random(s.get(), a.get(), n, kernels::FillType::f32, 7);
+  kernels::launch_fill_random(s.get(), b.get(), n, kernels::FillType::f32, 7);
+  NB_CUDA_LAUNCH();
+  s.sync();
+  std::vector<float> ha(n), hb(n);
+  NB_CUDA(cudaMemcpy(ha.data(), a.get(), n * 4, cudaMemcpyDeviceToHost));
+  NB_CUDA(cudaMemcpy(hb.data(), b.get(), n * 4, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(ha, hb);
+  double sum = 0, sumsq = 0;
+  for (float x : ha) {
+    ASSERT_GE(x, -1.0f);
+    ASSERT_LT(x, 1.0f);
+    sum += x;
+    sumsq += double(x) * x;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.02);          // uniform on [-1, 1): mean 0
+  EXPECT_NEAR(sumsq / n, 1.0 / 3.0, 0.02);  // variance 1/3
+}
+
+TEST_F(Gpu, OutOfMemoryIsACatchableError) {
+  try {
+    DeviceBuffer huge(size_t(1) << 50);
+    FAIL() << "a 1 PiB allocation succeeded";
+  } catch (const CudaError& e) {
+    EXPECT_TRUE(e.out_of_memory());
+    EXPECT_NE(std::string(e.what()).find("cudaMalloc"), std::string::npos);
+  }
+  DeviceBuffer small(1024);  // the context still works
+  EXPECT_NE(small.get(), nullptr);
+}

@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include "measure.hpp"
+#include "nvml.hpp"
+
+using namespace nb;
+
+TEST(StopRule, ConvergesOnlyAfterMinimumSamples) {
+  MeasureConfig c;
+  c.min_samples = 10;
+  c.target_cv = 0.01;
+  c.max_time_s = 1.0;
+  EXPECT_EQ(should_stop(c, 5, 0.001, 0.1), StopReason::none);
+  EXPECT_EQ(should_stop(c, 10, 0.001, 0.1), StopReason::converged);
+  EXPECT_EQ(should_stop(c, 10, 0.02, 0.1), StopReason::none);
+  EXPECT_EQ(should_stop(c, 10, 0.02, 1.0), StopReason::time_cap);
+  EXPECT_EQ(should_stop(c, 3, 0.5, 2.0), StopReason::time_cap);  // cap wins over the minimum
+  c.max_samples = 50;
+  EXPECT_EQ(should_stop(c, 50, 0.5, 0.1), StopReason::max_samples);
+}
+
+TEST(StopRule, FixedRepetitionsIgnoreNoiseAndTime) {
+  MeasureConfig c;
+  c.fixed_samples = 7;
+  EXPECT_EQ(should_stop(c, 6, 0.0, 100.0), StopReason::none);
+  EXPECT_EQ(should_stop(c, 7, 0.9, 0.0), StopReason::fixed);
+}
+
+TEST(Batch, ShortLaunchesAreBatchedColdNeverIs) {
+  MeasureConfig c;
+  c.min_sample_s = 50e-6;
+  c.max_batch = 256;
+  EXPECT_EQ(choose_batch(c, 1e-3), 1u);
+  EXPECT_EQ(choose_batch(c, 10e-6), 5u);
+  EXPECT_EQ(choose_batch(c, 1e-9), 256u);
+  c.l2 = L2Mode::cold;
+  EXPECT_EQ(choose_batch(c, 10e-6), 1u);
+}
+
+TEST(Throttle, ReasonNamesAndWhatCountsAsThrottling) {
+  EXPECT_EQ(throttle_reason_names(0x1), std::vector<std::string>{"gpu_idle"});
+  EXPECT_EQ(throttle_reason_names(0x4 | 0x40), (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_EQ(throttle_reason_names(1ull << 40), std::vector<std::string>{"other"});
+  EXPECT_FALSE(is_throttling(0x1));   // idle
+  EXPECT_FALSE(is_throttling(0x2));   // application clocks
+  EXPECT_TRUE(is_throttling(0x4));    // power cap
+  EXPECT_TRUE(is_throttling(0x8));    // hardware slowdown
+}
+
+TEST(Nvml, AbsentLibraryIsReportedNotFatal) {
+  // On a machine without the driver (CI) NVML is unavailable and says why; with it, it works.
+  Nvml n;
+  if (!n.available()) {
+    EXPECT_FALSE(n.error().empty());
+    EXPECT_FALSE(n.driver_version().has_value());
+    EXPECT_FALSE(n.pcie(0).gen_current.has_value());
+  } else {
+    EXPECT_TRUE(n.driver_version().has_value());
+  }
+}
