@@ -131,12 +131,18 @@ struct LtDesc {
 
 json algo_json(const cublasLtMatmulAlgo_t& algo, const cublasLtMatmulHeuristicResult_t& r) {
   auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) -> int64_t {
-    uint64_t v = 0;  // every attribute read here is an integer of at most 8 bytes
-    size_t written = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS) return -1;
-    if (written == 4) return int64_t(uint32_t(v));
-    if (written == 2) return int64_t(uint16_t(v));
-    return int64_t(v);
+    // Ask for the attribute's size first: cuBLASLt rejects a buffer of the wrong size.
+    size_t size = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, nullptr, 0, &size) != CUBLAS_STATUS_SUCCESS ||
+        size == 0 || size > 8)
+      return -1;
+    unsigned char buf[8] = {};
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, buf, size, &size) != CUBLAS_STATUS_SUCCESS) return -1;
+    if (size == 2) { uint16_t v; std::memcpy(&v, buf, 2); return v; }
+    if (size == 4) { int32_t v; std::memcpy(&v, buf, 4); return v; }
+    int64_t v;
+    std::memcpy(&v, buf, 8);
+    return v;
   };
   return {{"id", get(CUBLASLT_ALGO_CONFIG_ID)},
           {"tile", get(CUBLASLT_ALGO_CONFIG_TILE_ID)},

@@ -104,6 +104,7 @@ Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cuda
       if (s.throttle_mask) {
         m.throttle_masks.push_back(*s.throttle_mask);
         if (is_throttling(*s.throttle_mask)) m.throttled = true;
+        if (is_power_capped(*s.throttle_mask)) m.power_capped = true;
       }
     }
     const size_t n = m.samples_s.size();

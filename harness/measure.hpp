@@ -44,7 +44,8 @@ struct Measurement {
   size_t warmup_runs = 0;
   StopReason stop = StopReason::none;
   bool blocking_timeout = false;
-  bool throttled = false;
+  bool throttled = false;     // thermal / hardware slowdown seen between samples
+  bool power_capped = false;  // software power cap seen between samples
   std::optional<double> sm_mhz_during;  // median of the SM clock read between samples
   std::vector<unsigned long long> throttle_masks;
 };

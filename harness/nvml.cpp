@@ -32,7 +32,8 @@ constexpr NamedBit kReasons[] = {
     {0x80ull, "hw_power_brake_slowdown"},
     {0x100ull, "display_clock_setting"},
 };
-constexpr unsigned long long kThrottlingBits = 0x4ull | 0x8ull | 0x20ull | 0x40ull | 0x80ull;
+constexpr unsigned long long kThrottlingBits = 0x8ull | 0x20ull | 0x40ull | 0x80ull;
+constexpr unsigned long long kPowerCapBit = 0x4ull;
 
 std::string normalise_bus_id(std::string s) {
   // CUDA gives "0000:3B:00.0"; NVML "00000000:3B:00.0". Compare the last 12 characters, upper.
@@ -55,6 +56,7 @@ std::vector<std::string> throttle_reason_names(unsigned long long mask) {
 }
 
 bool is_throttling(unsigned long long mask) { return (mask & kThrottlingBits) != 0; }
+bool is_power_capped(unsigned long long mask) { return (mask & kPowerCapBit) != 0; }
 
 struct Nvml::Api {
   nvmlReturn_t (*init)() = nullptr;

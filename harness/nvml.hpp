@@ -21,10 +21,12 @@ struct ClockSnapshot {
 
 // Names of the set bits of an NVML clocks-event (throttle) reason mask.
 std::vector<std::string> throttle_reason_names(unsigned long long mask);
-// True when the mask holds a reason that lowers clocks below what the workload asked for
-// (power cap, thermal, hardware slowdown, power brake); idle and application-clock settings
-// are not throttling.
+// True when the mask holds a reason that slows the GPU for its health or the host's: thermal
+// limits, hardware slowdown, power brake. Idle and application-clock settings are not
+// throttling; the software power cap is reported apart (is_power_capped), since a GPU under
+// full load normally runs at its power limit.
 bool is_throttling(unsigned long long mask);
+bool is_power_capped(unsigned long long mask);
 
 class Nvml {
  public:

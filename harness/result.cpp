@@ -92,9 +92,13 @@ json make_record(const RecordInput& in) {
       if (s.cv > cfg.target_cv && cfg.fixed_samples == 0) flags.push_back("noisy");
       if (m.samples_s.size() < cfg.min_samples && cfg.fixed_samples == 0) flags.push_back("few_samples");
       if (m.blocking_timeout) flags.push_back("blocking_timeout");
-      bool throttled = m.throttled;
-      if (in.after && in.after->throttle_mask && is_throttling(*in.after->throttle_mask)) throttled = true;
+      bool throttled = m.throttled, capped = m.power_capped;
+      if (in.after && in.after->throttle_mask) {
+        throttled = throttled || is_throttling(*in.after->throttle_mask);
+        capped = capped || is_power_capped(*in.after->throttle_mask);
+      }
       if (throttled) flags.push_back("throttled");
+      if (capped) flags.push_back("power_capped");
       measurement = {{"l2", cfg.l2 == L2Mode::cold ? "cold" : "hot"},
                      {"warmup_runs", m.warmup_runs},
                      {"batch", m.batch},

@@ -6,7 +6,9 @@ size through the API PyTorch itself uses (cuBLAS for FP32/TF32, cuBLASLt for FP1
 with the best of both APIs; ratio = nodebench TFLOPS / PyTorch TFLOPS. When several peer files
 are given (taken before and after nodebench), the peer's median over them is used.
 
-usage: compare_peer.py --result RESULT.json --peer PEER.json [--peer PEER2.json] [--out FILE] [--min-ratio R]
+usage: compare_peer.py --result RESULT.json [--result ...] --peer PEER.json [--peer ...] [--out FILE] [--min-ratio R]
+Runs taken alternately (peer, nodebench, peer, nodebench, peer) average out the GPU's drift
+between power states; each side's median over its runs is compared.
 Exit 0, or 1 when --min-ratio is given and a ratio is below it.
 """
 import argparse
@@ -19,12 +21,13 @@ TORCH_API = {"fp32": "cublas", "tf32": "cublas", "fp16": "cublaslt", "bf16": "cu
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--result", required=True)
+    ap.add_argument("--result", action="append", required=True,
+                    help="nodebench result file; repeat for interleaved runs (median taken)")
     ap.add_argument("--peer", action="append", required=True)
     ap.add_argument("--out")
     ap.add_argument("--min-ratio", type=float)
     a = ap.parse_args()
-    res = json.load(open(a.result))
+    results = [json.load(open(f)) for f in a.result]
     peers = [json.load(open(p)) for p in a.peer]
     rows = []
     for pr in peers[0]["results"]:
@@ -34,19 +37,23 @@ def main():
         peer_tflops = statistics.median(
             r["tflops"] for p in peers for r in p["results"]
             if r["op"] == "matmul" and (r["precision"], r["m"], r["n"], r["k"]) == key)
-        ours = {}
-        for r in res["records"]:
-            pa = r["params"]
-            if (r["family"] == "gemm" and r["status"] == "ok" and pa.get("shape") == "square"
-                    and (pa["precision"], pa["m"], pa["n"], pa["k"]) == key):
-                ours[pa["api"]] = r["metrics"]["tflops"]
+        per_api = {}
+        for res in results:
+            for r in res["records"]:
+                pa = r["params"]
+                if (r["family"] == "gemm" and r["status"] == "ok" and pa.get("shape") == "square"
+                        and (pa["precision"], pa["m"], pa["n"], pa["k"]) == key):
+                    per_api.setdefault(pa["api"], []).append(r["metrics"]["tflops"])
+        ours = {api: statistics.median(v) for api, v in per_api.items()}
         if not ours:
             continue
         same_api = ours.get(TORCH_API[pr["precision"]])
         best = max(ours.values())
         rows.append({"precision": pr["precision"], "size": pr["m"], "peer_tflops": peer_tflops,
                      "nodebench_tflops_same_api": same_api, "nodebench_tflops_best": best,
-                     "nodebench_by_api": ours,
+                     "nodebench_by_api": ours, "nodebench_runs_by_api": per_api,
+                     "peer_runs": [r["tflops"] for p in peers for r in p["results"]
+                                   if r["op"] == "matmul" and (r["precision"], r["m"], r["n"], r["k"]) == key],
                      "ratio_same_api": same_api / peer_tflops if same_api else None,
                      "ratio_best": best / peer_tflops})
     print(f"{'precision':10s}{'size':>7s}{'PyTorch':>10s}{'ours(api)':>11s}{'ours(best)':>11s}{'ratio':>8s}{'best':>8s}")
@@ -54,7 +61,7 @@ def main():
         sa = r["nodebench_tflops_same_api"]
         print(f"{r['precision']:10s}{r['size']:7d}{r['peer_tflops']:10.1f}{(sa or float('nan')):11.1f}"
               f"{r['nodebench_tflops_best']:11.1f}{(r['ratio_same_api'] or float('nan')):8.3f}{r['ratio_best']:8.3f}")
-    doc = {"result_file": a.result, "peer_files": a.peer, "run_id": res["run_id"],
+    doc = {"result_files": a.result, "peer_files": a.peer, "run_ids": [r["run_id"] for r in results],
            "device": peers[0].get("device"), "rows": rows}
     if a.out:
         with open(a.out, "w") as f:

@@ -3,7 +3,7 @@
 compared (ratio = nodebench / PyTorch). Times with CUDA events around each operation after a
 warm-up and reports the median.
 
-usage: peer_torch.py --out FILE [--gemm] [--gemm-size N] [--reps N]
+usage: peer_torch.py --out FILE [--gemm] [--gemm-size N] [--seconds S]
 """
 import argparse
 import json
@@ -13,13 +13,16 @@ import sys
 import time
 
 
-def timed(fn, reps, warmup=10):
+def timed(fn, seconds, warmup=10, max_reps=2000):
+    """Per-operation times over `seconds` of sustained work (the regime nodebench measures in:
+    same time cap, same 2000-sample ceiling), each bracketed by CUDA events."""
     import torch
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
-    for _ in range(reps):
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end and len(times) < max_reps:
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
         s.record()
@@ -30,7 +33,7 @@ def timed(fn, reps, warmup=10):
     return times
 
 
-def gemm(n, reps):
+def gemm(n, seconds):
     import torch
     out = []
     for name, dtype, tf32 in [("fp32", torch.float32, False), ("tf32", torch.float32, True),
@@ -39,7 +42,7 @@ def gemm(n, reps):
         g = torch.Generator(device="cuda").manual_seed(1)
         a = (torch.rand(n, n, device="cuda", generator=g) * 2 - 1).to(dtype)
         b = (torch.rand(n, n, device="cuda", generator=g) * 2 - 1).to(dtype)
-        times = timed(lambda: a @ b, reps)
+        times = timed(lambda: a @ b, seconds)
         med = statistics.median(times)
         out.append({"op": "matmul", "precision": name, "m": n, "n": n, "k": n,
                     "allow_tf32": tf32, "median_s": med, "samples_s": times,
@@ -54,7 +57,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--gemm", action="store_true")
     ap.add_argument("--gemm-size", type=int, default=8192)
-    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=1.0,
+                    help="sustained time per case, as nodebench's --max-time with --target-cv 0")
     a = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -65,7 +69,7 @@ def main():
            "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "command_line": sys.argv, "results": []}
     if a.gemm:
-        doc["results"] += gemm(a.gemm_size, a.reps)
+        doc["results"] += gemm(a.gemm_size, a.seconds)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
     return 0

@@ -43,7 +43,10 @@ TEST(Throttle, ReasonNamesAndWhatCountsAsThrottling) {
   EXPECT_EQ(throttle_reason_names(1ull << 40), std::vector<std::string>{"other"});
   EXPECT_FALSE(is_throttling(0x1));   // idle
   EXPECT_FALSE(is_throttling(0x2));   // application clocks
-  EXPECT_TRUE(is_throttling(0x4));    // power cap
+  EXPECT_FALSE(is_throttling(0x4));   // the software power cap is reported apart
+  EXPECT_TRUE(is_power_capped(0x4));
+  EXPECT_FALSE(is_power_capped(0x40));
+  EXPECT_TRUE(is_throttling(0x40));   // hardware thermal slowdown
   EXPECT_TRUE(is_throttling(0x8));    // hardware slowdown
 }
 

@@ -66,6 +66,7 @@ TEST(Record, NoPeakForUnknownKeyAndFlagsForClockAndThrottle) {
   out.measurement = Measurement{};
   out.measurement->samples_s = std::vector<double>(20, 1e-3);
   out.measurement->throttled = true;
+  out.measurement->power_capped = true;
   out.measurement->stop = StopReason::time_cap;
   out.throughput_metric = "tflops";
   out.work_per_launch = 1;
@@ -75,6 +76,7 @@ TEST(Record, NoPeakForUnknownKeyAndFlagsForClockAndThrottle) {
   EXPECT_TRUE(r["percent_of_peak"].is_null());
   std::set<std::string> flags(r["flags"].begin(), r["flags"].end());
   EXPECT_TRUE(flags.count("throttled"));
+  EXPECT_TRUE(flags.count("power_capped"));
   EXPECT_TRUE(flags.count("time_capped"));
   EXPECT_TRUE(flags.count("clock_unknown"));
   EXPECT_FALSE(flags.count("noisy"));

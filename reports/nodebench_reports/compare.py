@@ -142,7 +142,7 @@ def compare_runs(base: Run, new: Run, *, threshold: float = DEFAULT_THRESHOLD, a
         if nrec is None:
             result.only_in_base.append(_one_side_label(key, brec))
             continue
-        case = _compare_case(brec, nrec, threshold, alpha, test)
+        case = compare_case(brec, nrec, threshold, alpha, test)
         if case is None:
             result.skipped_on_both += 1
         else:
@@ -158,7 +158,9 @@ def _one_side_label(key: tuple, rec: dict) -> str:
     return key_label(key) + ("" if rec["status"] == "ok" else f" ({rec['status']})")
 
 
-def _compare_case(brec: dict, nrec: dict, threshold: float, alpha: float, test: str) -> CaseResult | None:
+def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
+                 test: str = "mannwhitney") -> CaseResult | None:
+    """Judge one case (same id and GPUs) of two runs; None when it was skipped on both sides."""
     bs, ns = brec["status"], nrec["status"]
     case = CaseResult(id=brec["id"], gpus=list(brec["gpus"]), family=brec["family"], base_status=bs,
                       new_status=ns, verdict=UNCHANGED, regression=False,

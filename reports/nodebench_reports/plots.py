@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E4
 
 from . import derive  # noqa: E402
 from .load import ReportData, is_number  # noqa: E402
-from .util import fmt_bytes_short  # noqa: E402
+from .util import fmt_bytes, fmt_bytes_short  # noqa: E402
 
 DPI = 100
 MAX_PANELS = 8
@@ -324,10 +324,10 @@ def plot_scaling(data: ReportData) -> Plot:
         fig, (ax,) = _grid(1, w=7.0, h=3.8)
         xs = [r.ngpus for r in sc.rows]
         ax.plot(xs, [r.busbw_efficiency * 100 for r in sc.rows], "o-", color="C0",
-                label=f"bus bandwidth at {fmt_bytes_short(sc.common_bytes)} vs {xs[0]} GPUs")
+                label=f"all-reduce bus bandwidth at {fmt_bytes(sc.common_bytes)},\nrelative to {xs[0]} GPUs")
         if sc.step_s is not None:
             ax.plot([1] + xs, [100.0] + [r.train_efficiency * 100 for r in sc.rows], "s-", color="C1",
-                    label=f"training efficiency ({sc.step_label})")
+                    label=f"data-parallel training efficiency\n({sc.step_label}, no overlap)")
         ax.axhline(100, color="gray", ls="--", lw=1, label="ideal")
         ax.set_xticks(sorted(set(([1] if sc.step_s is not None else []) + xs)))
         lo = min([r.busbw_efficiency * 100 for r in sc.rows] +

@@ -51,7 +51,7 @@ def stats_of(samples: list[float]) -> dict:
 
 
 class Builder:
-    def __init__(self, *, hostname="node01", gpu_name="NVIDIA H200", n_gpus=2, started_at="2025-06-01T02:00:00Z",
+    def __init__(self, *, hostname="node01", gpu_name="NVIDIA H200", n_gpus=4, started_at="2025-06-01T02:00:00Z",
                  seed=0, noise_cv=0.02, n_samples=20, run_offset=1.0, slowdown=None, speed=1.0,
                  cuda_architectures="80-real;90-real;90", pcie_width=16, pcie_gen=5, throttle=False,
                  nvml=True, compute_capability="9.0", run_id=None, analysis=True):
