@@ -170,7 +170,7 @@ def check_h2d(data: ReportData) -> Item:
     title = "Host-to-device bandwidth against the link"
     if not data.has_family("hostlink"):
         return Item("h2d", title, NOT_MEASURED, "no hostlink records in these results")
-    gpus = sorted({tuple(r["gpus"]) for r in data.family("hostlink")})
+    gpus = sorted({derive.where(r) for r in data.family("hostlink")})
     statuses, ev = [], []
     for gk in gpus:
         hit = derive.hostlink_at_largest(data, gk, "h2d", "pinned")
@@ -201,7 +201,7 @@ def check_pinned_pageable(data: ReportData) -> Item:
     title = "Pinned versus pageable host memory (data-pipeline headroom)"
     if not data.has_family("hostlink"):
         return Item("pinned_pageable", title, NOT_MEASURED, "no hostlink records in these results")
-    gpus = sorted({tuple(r["gpus"]) for r in data.family("hostlink")})
+    gpus = sorted({derive.where(r) for r in data.family("hostlink")})
     statuses, ev = [], []
     for gk in gpus:
         pinned = derive.hostlink_at_largest(data, gk, "h2d", "pinned")
@@ -212,7 +212,7 @@ def check_pinned_pageable(data: ReportData) -> Item:
         ratio = pag / pin if pin else 0.0
         line = (f"{derive.gpu_label(gk)}: H2D pinned {pin:.1f} GB/s, pageable {pag:.1f} GB/s "
                 f"(pageable = {ratio * 100:.0f}% of pinned)")
-        need = derive.best_train_ips(data, gk[0]) if gk else None
+        need = derive.best_train_ips(data, gk.first_gpu) if gk.first_gpu is not None else None
         if need:
             ips, what = need
             need_gbps = ips * derive.IMAGE_BYTES / 1e9
@@ -288,7 +288,7 @@ def check_distribution(data: ReportData) -> Item:
         status = FAIL
         strategy = (f"all-reduce-bound at {n} GPUs: accumulate gradients / communicate less often, keep "
                     f"sharded strategies inside fast-link groups, and check the interconnect")
-    return Item("distribution", title, status, f"{basis} {eff * 100:.0f}% at {n} GPUs: {strategy}", ev)
+    return Item("distribution", title, status, f"{basis} {eff * 100:.1f}% at {n} GPUs: {strategy}", ev)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -301,20 +301,22 @@ def check_mixed_precision(data: ReportData) -> Item:
     if not rows and not verdicts:
         return Item("mixed_precision", title, NOT_MEASURED,
                     "no FP16/FP32 pair measured (gemm fp16 and fp32, or conv)")
-    ev = [f"{'GPU %d' % r.gpu if r.gpu is not None else 'node'}: {r.source}: FP32 {fmt_num(r.fp32)}, "
-          f"FP16 {fmt_num(r.fp16)}, speedup {fmt_num(r.speedup_x)}x" for r in rows]
-    ev += [f"{'GPU %d' % v.gpu if v.gpu is not None else 'node'}: verdict {v.verdict.replace('_', ' ')}"
-           + (f" - {v.reason}" if v.reason else "") for v in verdicts]
+    ev = [f"{r.who}: {r.source}: FP32 {fmt_num(r.fp32)}, FP16 {fmt_num(r.fp16)}, speedup {fmt_num(r.speedup_x)}x"
+          for r in rows]
+    ev += [f"{v.who}: verdict {v.verdict.replace('_', ' ')}" + (f" - {v.reason}" if v.reason else "")
+           + (f"; recommendation: {v.recommendation}" if v.recommendation else "") for v in verdicts]
     ev.append(f"source: {source}")
-    if not verdicts:
-        return Item("mixed_precision", title, NOT_MEASURED, "speedups measured but no verdict", ev)
-    bad = [v for v in verdicts if v.verdict != "pays"]
+    judged = [v for v in verdicts if v.verdict != "not_measured"]
+    if not judged:
+        return Item("mixed_precision", title, NOT_MEASURED, "no FP16/FP32 verdict could be reached", ev)
+    bad = [v for v in judged if v.verdict != "pays"]
     status = PASS if not bad else WARN
     speedups = [r.speedup_x for r in rows if r.speedup_x is not None]
     span = f" ({min(speedups):.2f}x to {max(speedups):.2f}x)" if speedups else ""
-    summary = (f"FP16 pays on every GPU{span}" if not bad else
-               f"FP16 does not pay on {len(bad)} GPU(s){span}: expected on tensor-core GPUs - check clocks, "
-               f"libraries and shapes")
+    summary = (f"FP16 pays on every GPU measured{span}" if not bad else
+               f"FP16 does not pay on {len(bad)} of {len(judged)} GPU(s){span}" +
+               (f": {bad[0].recommendation}" if bad[0].recommendation else
+                ": expected on tensor-core GPUs - check clocks, libraries and shapes"))
     return Item("mixed_precision", title, status, summary, ev)
 
 
@@ -322,16 +324,21 @@ def check_mixed_precision(data: ReportData) -> Item:
 # clocks and throttling
 
 _SEVERE = ("thermal", "hw_slowdown", "hw slowdown", "hardware", "power_brake", "power brake")
+_POWER = ("power_cap", "power cap")
 _BENIGN = ("idle", "application", "none", "display", "sync_boost", "sync boost", "user_defined")
 
 
-def _classify(reason: str) -> str:
+def classify_reason(reason: str) -> str:
+    """NVML clock-event reason -> severe (thermal/hardware slowdown, power brake), power (software power
+    cap: normal under full load), benign (idle, application clocks, sync boost, display) or other."""
     r = reason.lower()
     if any(s in r for s in _SEVERE):
         return "severe"
+    if any(s in r for s in _POWER):
+        return "power"
     if any(s in r for s in _BENIGN):
         return "benign"
-    return "power"
+    return "other"
 
 
 def check_clocks(data: ReportData) -> Item:
@@ -347,22 +354,29 @@ def check_clocks(data: ReportData) -> Item:
         return Item("clocks", title, NOT_MEASURED, "no measured records")
     reasons: Counter = Counter()
     throttled = [r for r in recs if "throttled" in r["flags"]]
+    capped = [r for r in recs if "power_capped" in r["flags"]]
     for r in recs:
         clocks = r.get("clocks") or {}
         for snap in (clocks.get("before") or {}, clocks.get("after") or {}):
             for reason in snap.get("throttle_reasons") or []:
                 reasons[str(reason)] += 1
     at_start = sorted({str(reason) for g in data.gpus for reason in g.get("throttle_reasons") or []})
-    classes = {reason: _classify(reason) for reason in list(reasons) + at_start}
+    classes = {reason: classify_reason(reason) for reason in list(reasons) + at_start}
     severe = sorted(r for r, c in classes.items() if c == "severe")
-    power = sorted(r for r, c in classes.items() if c == "power")
-    ev = [f"{len(throttled)} of {len(recs)} measured case(s) flagged throttled"
-          + (f" (e.g. {', '.join(r['id'] for r in throttled[:3])})" if throttled else "")]
+    other = sorted(r for r, c in classes.items() if c == "other")
+
+    def examples(rs):
+        return f" (e.g. {', '.join(r['id'] for r in rs[:3])})" if rs else ""
+
+    ev = [f"{len(throttled)} of {len(recs)} measured case(s) flagged throttled (thermal/hardware slowdown, "
+          f"power brake){examples(throttled)}",
+          f"{len(capped)} case(s) ran at the software power limit (power_capped: normal under full load; their "
+          f"figures are power-limited){examples(capped)}"]
     if reasons:
-        ev.append("throttle reasons around cases: " + ", ".join(f"{r} ({classes[r]}, {reasons[r]} reading(s))"
-                                                               for r in sorted(reasons)))
+        ev.append("clock-event reasons around cases: " + ", ".join(f"{r} ({classes[r]}, {reasons[r]} reading(s))"
+                                                                  for r in sorted(reasons)))
     if at_start:
-        ev.append("throttle reasons at the start of the run: " + ", ".join(f"{r} ({classes[r]})" for r in at_start))
+        ev.append("clock-event reasons at the start of the run: " + ", ".join(f"{r} ({classes[r]})" for r in at_start))
     ratios = []
     by_gpu: dict[int, list[float]] = {}
     temps = []
@@ -370,39 +384,48 @@ def check_clocks(data: ReportData) -> Item:
         clocks = r.get("clocks") or {}
         during = clocks.get("sm_mhz_during")
         if is_number(during) and len(r["gpus"]) == 1:
-            by_gpu.setdefault(r["gpus"][0], []).append(during)
+            by_gpu.setdefault(derive.where(r), []).append(during)
         t = (clocks.get("after") or {}).get("temperature_c")
         if is_number(t):
             temps.append(t)
     low_clock = False
-    for gi, values in sorted(by_gpu.items()):
-        g = data.gpu(gi) or {}
+    for w, values in sorted(by_gpu.items()):
+        g = data.gpu(w.first_gpu) or {}
         med = statistics.median(values)
         mx = g.get("clock_sm_max_mhz")
+        label = derive.gpu_label(w)
         if is_number(mx) and mx > 0:
             ratio = med / mx
             ratios.append(ratio)
             low_clock |= ratio < CLOCK_RATIO_WARN
-            ev.append(f"GPU {gi}: median SM clock during cases {med:.0f} MHz = {ratio * 100:.0f}% of max {mx:.0f} MHz")
+            ev.append(f"{label}: median SM clock during cases {med:.0f} MHz = {ratio * 100:.0f}% of max {mx:.0f} MHz")
         else:
-            ev.append(f"GPU {gi}: median SM clock during cases {med:.0f} MHz (max unknown)")
+            ev.append(f"{label}: median SM clock during cases {med:.0f} MHz (max unknown)")
     if temps:
         ev.append(f"highest temperature after a case: {max(temps):.0f} C")
     noisy = sum(1 for r in recs if "noisy" in r["flags"])
     if noisy:
         ev.append(f"{noisy} case(s) flagged noisy")
-    if severe:
-        return Item("clocks", title, FAIL, f"thermal/hardware slowdown seen: {', '.join(severe)}", ev)
-    if throttled or power or low_clock:
+    if throttled or severe:
         what = []
-        if throttled or power:
-            what.append("power-cap throttling" + (f" ({', '.join(power)})" if power else ""))
+        if throttled:
+            what.append(f"{len(throttled)} case(s) throttled")
+        if severe:
+            what.append("slowdown reasons seen: " + ", ".join(severe))
+        return Item("clocks", title, FAIL, "; ".join(what) + ": check cooling, power delivery and NVML logs", ev)
+    if low_clock or other:
+        what = []
         if low_clock:
-            what.append(f"SM clock below {CLOCK_RATIO_WARN * 100:.0f}% of max")
-        return Item("clocks", title, WARN, "; ".join(what) + ": results may be below the GPU's capability", ev)
+            what.append(f"median SM clock below {CLOCK_RATIO_WARN * 100:.0f}% of maximum on some GPU")
+        if other:
+            what.append("unrecognised clock-event reasons: " + ", ".join(other))
+        return Item("clocks", title, WARN, "; ".join(what), ev)
     if not has_clocks:
         return Item("clocks", title, NOT_MEASURED, "no clock readings in the records", ev)
-    return Item("clocks", title, PASS, "no throttling; clocks near maximum" if ratios else "no throttling", ev)
+    summary = "no throttling" + ("; clocks near maximum" if ratios else "")
+    if capped:
+        summary += f"; {len(capped)} case(s) at the power limit (normal under full load)"
+    return Item("clocks", title, PASS, summary, ev)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -414,27 +437,41 @@ def check_memory(data: ReportData) -> Item:
     recs = derive.batch_recommendations(data)
     if not recs:
         return Item("memory", title, NOT_MEASURED, "no batch recommendation (no network conv results)")
-    statuses, ev = [], []
+    statuses, ev, fractions = [], [], []
     for r in recs:
-        who = f"GPU {r.gpu}" if r.gpu is not None else "node"
+        if r.batch is None:
+            statuses.append(WARN)
+            ev.append(f"{r.label}: no batch recommended" + (f" - {r.reason}" if r.reason else "") + " (warn)")
+            continue
         ips = f", {r.train_images_per_s:,.0f} images/s" if r.train_images_per_s else ""
         if r.memory_fraction is None:
-            ev.append(f"{who} {r.precision}: batch {r.batch}{ips}; memory use unknown")
+            ev.append(f"{r.label}: batch {r.batch}{ips}; memory use unknown")
             continue
-        st = PASS if r.memory_fraction <= MEMORY_PASS else WARN if r.memory_fraction <= MEMORY_WARN else FAIL
+        limit = r.limit if r.limit else MEMORY_PASS
+        st = PASS if r.memory_fraction <= limit else WARN if r.memory_fraction <= limit + (MEMORY_WARN - MEMORY_PASS) \
+            else FAIL
         statuses.append(st)
-        ev.append(f"{who} {r.precision}: batch {r.batch}{ips}, {fmt_pct(r.memory_fraction, 0)} of GPU memory ({st})")
-    oom = [p for p in derive.conv_network(data) if p.oom]
-    for p in oom:
-        ev.append(f"{derive.gpu_label(p.gpus)} {p.precision}: batch {p.batch} out of memory")
+        fractions.append(r.memory_fraction)
+        ev.append(f"{r.label}: batch {r.batch}{ips}, {fmt_pct(r.memory_fraction, 0)} of GPU memory "
+                  f"(limit {fmt_pct(limit, 0)}; {st})")
+    for p in derive.conv_network(data):
+        if p.oom:
+            ev.append(f"{derive.gpu_label(p.where)} {p.precision}{' ' + p.layout if p.layout else ''}: "
+                      f"batch {p.batch} out of memory")
     ev.append(f"source: {recs[0].source}")
     if not statuses:
         return Item("memory", title, NOT_MEASURED, "recommended batch known but not its memory use", ev)
     status = worst(statuses)
-    top = max(r.memory_fraction for r in recs if r.memory_fraction is not None)
-    summary = {PASS: f"at most {fmt_pct(top, 0)} of GPU memory at the recommended batch",
-               WARN: f"up to {fmt_pct(top, 0)} of GPU memory: little room for fragmentation or larger inputs",
-               FAIL: f"up to {fmt_pct(top, 0)} of GPU memory: expect out-of-memory errors in practice"}[status]
+    top = max(fractions) if fractions else None
+    unrecommended = sum(1 for r in recs if r.batch is None)
+    if status == PASS:
+        summary = f"at most {fmt_pct(top, 0)} of GPU memory at the recommended batch"
+    elif status == FAIL:
+        summary = f"up to {fmt_pct(top, 0)} of GPU memory: expect out-of-memory errors in practice"
+    elif top is not None and top > min(r.limit or MEMORY_PASS for r in recs):
+        summary = f"up to {fmt_pct(top, 0)} of GPU memory: little room for fragmentation or larger inputs"
+    else:
+        summary = f"no batch recommended for {unrecommended} precision/layout series (see the evidence)"
     return Item("memory", title, status, summary, ev)
 
 
@@ -451,7 +488,7 @@ def check_run(data: ReportData) -> Item:
             ev.append(f"{run.path}: run_error: {run.doc['run_error']}")
     bad = [r for r in data.records if r["status"] in ("failed", "wrong")]
     for r in bad[:10]:
-        ev.append(f"{r['id']} [{derive.gpu_label(r['gpus'])}]: {r['status']}: {r.get('reason')}")
+        ev.append(f"{r['id']} [{derive.gpu_label(derive.where(r))}]: {r['status']}: {r.get('reason')}")
     if len(bad) > 10:
         ev.append(f"... and {len(bad) - 10} more")
     summary = ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong") if counts[s]) or "no records"

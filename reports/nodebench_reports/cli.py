@@ -157,11 +157,13 @@ def cmd_fleet(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .validate import validate_file
+    from .validate import load_schema, validate_file
 
+    schema, source = load_schema(args.schema)
+    print(f"schema: {source}")
     bad = 0
     for path in args.results:
-        problems = validate_file(path)
+        problems = validate_file(path, schema)
         if problems:
             bad += 1
             for p in problems:
@@ -269,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "Check files against result-v1.schema.json (needs the jsonschema package) and the "
                            "conventions this package relies on. Exit 0 when all are valid, 2 otherwise."))
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
+    p.add_argument("--schema", metavar="FILE", help="JSON Schema to use (default: harness/schema/"
+                   "result-v1.schema.json of this checkout, else the packaged copy)")
     p.set_defaults(func=cmd_validate)
     return parser
 

@@ -58,10 +58,11 @@ class CaseResult:
     n_base: int = 0
     n_new: int = 0
     note: str = ""
+    rank: int | None = None
 
     @property
     def label(self) -> str:
-        return key_label((self.id, tuple(self.gpus)))
+        return key_label((self.id, tuple(self.gpus), self.rank))
 
 
 @dataclass
@@ -94,8 +95,8 @@ def check_comparable(base: Run, new: Run, allow_mismatch: bool) -> list[str]:
     warnings = []
     b, n = sorted(base.gpu_names), sorted(new.gpu_names)
     if b != n:
-        msg = (f"GPU models differ: {base.path} (field 'environment.gpus[*].name') has {b or 'no GPUs'}, "
-               f"{new.path} has {n or 'no GPUs'}")
+        msg = (f"GPU models differ: {base.path} (field '{base.gpu_names_field}') has {b or 'no GPUs'}, "
+               f"{new.path} (field '{new.gpu_names_field}') has {n or 'no GPUs'}")
         if not allow_mismatch:
             raise ReportError(msg + "; pass --allow-mismatch to compare anyway")
         warnings.append(msg + " (compared anyway: --allow-mismatch)")
@@ -150,7 +151,7 @@ def compare_runs(base: Run, new: Run, *, threshold: float = DEFAULT_THRESHOLD, a
     for key, nrec in new_by_key.items():
         if key not in base_by_key:
             result.only_in_new.append(_one_side_label(key, nrec))
-    result.cases.sort(key=lambda c: (_ORDER.index(c.verdict), c.id, c.gpus))
+    result.cases.sort(key=lambda c: (_ORDER.index(c.verdict), c.id, c.gpus, -1 if c.rank is None else c.rank))
     return result
 
 
@@ -164,7 +165,7 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
     bs, ns = brec["status"], nrec["status"]
     case = CaseResult(id=brec["id"], gpus=list(brec["gpus"]), family=brec["family"], base_status=bs,
                       new_status=ns, verdict=UNCHANGED, regression=False,
-                      n_base=len(brec["samples_s"]), n_new=len(nrec["samples_s"]))
+                      n_base=len(brec["samples_s"]), n_new=len(nrec["samples_s"]), rank=record_key(brec)[2])
     if brec.get("stats"):
         case.base_median_s = brec["stats"]["median"]
     if nrec.get("stats"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .load import ReportData, is_number
 
@@ -21,11 +22,35 @@ def num(value) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def gpu_label(gpus) -> str:
-    gpus = list(gpus)
-    if not gpus:
-        return "host"
-    return "GPU " + ",".join(str(g) for g in gpus)
+class Where(NamedTuple):
+    """Where a record ran: its MPI rank (-1 for a run of one process) and its GPUs."""
+    rank: int
+    gpus: tuple
+
+    @property
+    def first_gpu(self) -> int | None:
+        return self.gpus[0] if self.gpus else None
+
+    @property
+    def rank_or_none(self) -> int | None:
+        return None if self.rank < 0 else self.rank
+
+
+def where(rec: dict) -> Where:
+    rank = rec.get("rank")
+    return Where(rank if isinstance(rank, int) and not isinstance(rank, bool) else -1, tuple(rec["gpus"]))
+
+
+def gpu_label(w) -> str:
+    """"GPU 0", "GPU 0,1", "rank 3 GPU 0" or "host" for a Where or a list of GPU indices."""
+    rank = w.rank if isinstance(w, Where) else -1
+    gpus = list(w.gpus if isinstance(w, Where) else w)
+    text = ("GPU " + ",".join(str(g) for g in gpus)) if gpus else "host"
+    return f"rank {rank} {text}" if rank >= 0 else text
+
+
+def model_of(data: ReportData, w: Where) -> str:
+    return data.latest.gpu_model(w.gpus, w.rank_or_none)
 
 
 def is_oom(rec: dict) -> bool:
@@ -38,8 +63,9 @@ def is_oom(rec: dict) -> bool:
 
 @dataclass
 class ConvPoint:
-    gpus: tuple
+    where: Where
     precision: str
+    layout: str
     batch: int
     status: str
     oom: bool
@@ -59,20 +85,28 @@ def conv_network(data: ReportData) -> list[ConvPoint]:
         if rec["status"] != "ok" and not is_oom(rec):
             continue
         m = rec["metrics"]
-        points.append(ConvPoint(tuple(rec["gpus"]), str(params.get("precision", "?")), int(params["batch"]),
-                                rec["status"], is_oom(rec), num(m.get("train_images_per_s")),
+        points.append(ConvPoint(where(rec), str(params.get("precision", "?")), str(params.get("layout", "")),
+                                int(params["batch"]), rec["status"], is_oom(rec), num(m.get("train_images_per_s")),
                                 num(m.get("fwd_images_per_s")), num(m.get("peak_memory_bytes")), rec.get("reason")))
-    return sorted(points, key=lambda p: (p.gpus, p.precision, p.batch))
+    return sorted(points, key=lambda p: (p.where, p.precision, p.layout, p.batch))
 
 
 @dataclass
 class BatchRec:
     gpu: int | None
     precision: str
-    batch: int
+    batch: int | None           # None: no batch recommended (reason says why)
     train_images_per_s: float | None
     memory_fraction: float | None
     source: str
+    layout: str = ""
+    limit: float | None = None  # memory_fraction_limit the recommendation was made under
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        who = f"GPU {self.gpu}" if self.gpu is not None else "node"
+        return f"{who} {self.precision}" + (f" {self.layout}" if self.layout else "")
 
 
 def batch_recommendations(data: ReportData) -> list[BatchRec]:
@@ -81,28 +115,31 @@ def batch_recommendations(data: ReportData) -> list[BatchRec]:
     raw = data.analysis.get("batch_recommendation")
     if isinstance(raw, list):
         for item in raw:
-            if not isinstance(item, dict) or not is_number(item.get("batch")):
+            if not isinstance(item, dict):
                 continue
-            recs.append(BatchRec(item.get("gpu") if isinstance(item.get("gpu"), int) else None,
-                                 str(item.get("precision", "?")), int(item["batch"]),
+            gpu = item.get("gpu")
+            recs.append(BatchRec(gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None,
+                                 str(item.get("precision", "?")),
+                                 int(item["batch"]) if is_number(item.get("batch")) else None,
                                  num(item.get("train_images_per_s")), num(item.get("memory_fraction")),
-                                 "analysis.batch_recommendation"))
+                                 "analysis.batch_recommendation", str(item.get("layout") or ""),
+                                 num(item.get("memory_fraction_limit")), str(item.get("reason") or "")))
         if recs:
             return recs
     best: dict[tuple, ConvPoint] = {}
     for p in conv_network(data):
         if p.status != "ok" or p.train_ips is None:
             continue
-        k = (p.gpus, p.precision)
+        k = (p.where, p.precision, p.layout)
         if k not in best or p.train_ips > best[k].train_ips:
             best[k] = p
-    for (gpus, precision), p in sorted(best.items()):
-        gpu = data.gpu(gpus[0]) if gpus else None
+    for (w, precision, layout), p in sorted(best.items()):
+        gpu = data.gpu(w.first_gpu) if w.first_gpu is not None else None
         frac = None
         if p.peak_memory_bytes is not None and gpu and gpu.get("memory_bytes"):
             frac = p.peak_memory_bytes / gpu["memory_bytes"]
-        recs.append(BatchRec(gpus[0] if gpus else None, precision, p.batch, p.train_ips, frac,
-                             "derived: batch with the highest training images/s"))
+        recs.append(BatchRec(w.first_gpu, precision, p.batch, p.train_ips, frac,
+                             "derived: batch with the highest training images/s", layout))
     return recs
 
 
@@ -110,7 +147,7 @@ def training_step(data: ReportData) -> tuple[float, str] | None:
     """Seconds per training step at the recommended batch (fastest recommendation), with a label."""
     best = None
     for r in batch_recommendations(data):
-        if r.train_images_per_s:
+        if r.train_images_per_s and r.batch:
             step = r.batch / r.train_images_per_s
             if best is None or r.train_images_per_s > best[2]:
                 best = (step, f"ResNet-50 {r.precision} batch {r.batch}", r.train_images_per_s)
@@ -123,7 +160,7 @@ def best_train_ips(data: ReportData, gpu: int) -> tuple[float, str] | None:
         g = data.gpu(index) if index is not None else None
         return g["name"] if g else None
 
-    recs = [r for r in batch_recommendations(data) if r.train_images_per_s]
+    recs = [r for r in batch_recommendations(data) if r.train_images_per_s and r.batch]
     mine = [r for r in recs if r.gpu == gpu or r.gpu is None]
     same = [r for r in recs if model(r.gpu) is not None and model(r.gpu) == model(gpu)]
     pick = mine or same
@@ -139,7 +176,7 @@ def best_train_ips(data: ReportData, gpu: int) -> tuple[float, str] | None:
 
 
 def hostlink_curves(data: ReportData) -> dict[tuple, dict[tuple, list[tuple[float, float]]]]:
-    """{gpus: {(direction, memory): [(bytes, gbps), ...]}}"""
+    """{Where: {(direction, memory): [(bytes, gbps), ...]}}"""
     out: dict = defaultdict(lambda: defaultdict(list))
     for rec in data.family("hostlink"):
         p = rec["params"]
@@ -148,36 +185,36 @@ def hostlink_curves(data: ReportData) -> dict[tuple, dict[tuple, list[tuple[floa
             continue
         engine = p.get("engine", "ce")
         key = (str(p.get("direction", "?")), str(p.get("memory", "?")) + ("" if engine in ("ce", None) else f"/{engine}"))
-        out[tuple(rec["gpus"])][key].append((float(p["bytes"]), gbps))
+        out[where(rec)][key].append((float(p["bytes"]), gbps))
     for curves in out.values():
         for pts in curves.values():
             pts.sort()
     return out
 
 
-def link_gbps(data: ReportData, gpus: tuple) -> float | None:
+def link_gbps(data: ReportData, w: Where) -> float | None:
     """The link's theoretical one-direction bandwidth: from the records, else the environment."""
     best = None
     for rec in data.family("hostlink"):
-        if tuple(rec["gpus"]) == gpus:
+        if where(rec) == w:
             v = num(rec["metrics"].get("link_gbps"))
             if v:
                 best = max(best or 0, v)
     if best:
         return best
-    if gpus:
-        gpu = data.gpu(gpus[0])
+    if w.first_gpu is not None and w.rank <= 0:
+        gpu = data.gpu(w.first_gpu)
         pcie = (gpu or {}).get("pcie") or {}
         return num(pcie.get("theoretical_gbps"))
     return None
 
 
-def hostlink_at_largest(data: ReportData, gpus: tuple, direction: str, memory: str) -> tuple[float, float, dict] | None:
+def hostlink_at_largest(data: ReportData, w: Where, direction: str, memory: str) -> tuple[float, float, dict] | None:
     """(bytes, gbps, record) of the largest transfer of that direction and memory kind (copy engine)."""
     best = None
     for rec in data.family("hostlink"):
         p = rec["params"]
-        if tuple(rec["gpus"]) != gpus or p.get("direction") != direction or p.get("memory") != memory:
+        if where(rec) != w or p.get("direction") != direction or p.get("memory") != memory:
             continue
         if p.get("engine", "ce") not in ("ce", None):
             continue
@@ -201,16 +238,23 @@ def p2p_matrices(data: ReportData) -> dict[str, dict[tuple[int, int], float]]:
         gbps = num(rec["metrics"].get("gbps"))
         if gbps is None or not isinstance(p.get("src"), int) or not isinstance(p.get("dst"), int):
             continue
+        if p.get("test", "bandwidth") != "bandwidth":
+            continue
         mode = str(p.get("mode", "one_way"))
         enabled = p.get("peer", "enabled") == "enabled"
+        engine_ce = p.get("engine", "ce") == "ce"
         size = float(p["bytes"]) if is_number(p.get("bytes")) else 0.0
         k = (mode, p["src"], p["dst"])
-        rank = (enabled, size)
-        if k not in chosen or rank > chosen[k][0]:
-            chosen[k] = (rank, gbps)
+        preference = (enabled, engine_ce, size)
+        if k not in chosen or preference > chosen[k][0]:
+            chosen[k] = (preference, gbps)
     out: dict[str, dict] = defaultdict(dict)
     for (mode, src, dst), (_, gbps) in chosen.items():
         out[mode][(src, dst)] = gbps
+    for mode, cells in out.items():   # bidir is measured once per unordered pair: both cells show it
+        if mode == "bidir":
+            for (src, dst), gbps in list(cells.items()):
+                cells.setdefault((dst, src), gbps)
     return dict(out)
 
 
@@ -219,15 +263,20 @@ def p2p_matrices(data: ReportData) -> dict[str, dict[tuple[int, int], float]]:
 
 
 def allreduce_curves(data: ReportData) -> dict[int, list[tuple[float, float]]]:
-    """{ngpus: [(bytes, busbw_gbps), ...]} for all-reduce; the best of in-place/out-of-place per size."""
+    """{ngpus: [(bytes, busbw_gbps), ...]} for all-reduce (float when measured, two GPUs or more); the best
+    variant (in-place or not, CUDA graph or not) per size."""
+    recs = [r for r in data.family("nccl") if str(r["params"].get("collective", "")).lower() in ALLREDUCE_NAMES]
+    dtypes = {str(r["params"].get("dtype", "")) for r in recs}
+    dtype = "float" if "float" in dtypes else (sorted(dtypes)[0] if dtypes else "")
     best: dict[tuple[int, float], float] = {}
-    for rec in data.family("nccl"):
+    for rec in recs:
         p = rec["params"]
-        if str(p.get("collective", "")).lower() not in ALLREDUCE_NAMES:
+        if str(p.get("dtype", "")) != dtype:
             continue
         bw = num(rec["metrics"].get("busbw_gbps"))
         ngpus = p.get("ngpus") if isinstance(p.get("ngpus"), int) else len(rec["gpus"])
-        if bw is None or not is_number(p.get("bytes")) or not ngpus:
+        # one rank: the bus bandwidth is 0 by definition (nothing crosses a bus)
+        if bw is None or not is_number(p.get("bytes")) or not isinstance(ngpus, int) or ngpus < 2:
             continue
         k = (ngpus, float(p["bytes"]))
         best[k] = max(best.get(k, 0.0), bw)
@@ -291,7 +340,7 @@ def scaling(data: ReportData) -> Scaling | None:
 
 @dataclass
 class SpeedupRow:
-    gpu: int | None
+    who: str                   # "GPU 0", "rank 2 GPU 0", "node"
     source: str
     fp32: float | None
     fp16: float | None
@@ -300,9 +349,13 @@ class SpeedupRow:
 
 @dataclass
 class SpeedupVerdict:
-    gpu: int | None
-    verdict: str       # pays / does_not_pay
+    who: str
+    verdict: str               # pays / does_not_pay / not_measured
     reason: str
+    recommendation: str = ""
+
+
+MIXED_PRECISION_PAYS_X = 1.5
 
 
 def fp16_speedups(data: ReportData) -> tuple[list[SpeedupRow], list[SpeedupVerdict], str]:
@@ -314,21 +367,27 @@ def fp16_speedups(data: ReportData) -> tuple[list[SpeedupRow], list[SpeedupVerdi
         for entry in raw:
             if not isinstance(entry, dict):
                 continue
-            gpu = entry.get("gpu") if isinstance(entry.get("gpu"), int) else None
-            for row in entry.get("rows") or []:
-                if not isinstance(row, dict):
-                    continue
+            gpu = entry.get("gpu")
+            who = f"GPU {gpu}" if isinstance(gpu, int) and not isinstance(gpu, bool) else "node"
+            rows_raw = entry.get("rows")
+            for row in rows_raw if isinstance(rows_raw, list) else []:
+                if not isinstance(row, dict) or row.get("kind") == "int8" or "fp16" not in row:
+                    continue   # INT8 rows compare another precision
                 fp32, fp16, sp = num(row.get("fp32")), num(row.get("fp16")), num(row.get("speedup_x"))
                 if sp is None and fp32 and fp16:
                     sp = fp16 / fp32
-                rows.append(SpeedupRow(gpu, str(row.get("source", "?")), fp32, fp16, sp))
-            if entry.get("verdict") in ("pays", "does_not_pay"):
-                verdicts.append(SpeedupVerdict(gpu, entry["verdict"], str(entry.get("reason") or "")))
+                source = str(row.get("source", "?"))
+                if row.get("kind") and str(row["kind"]) not in source:
+                    source = f"{row['kind']}: {source}"
+                rows.append(SpeedupRow(who, source, fp32, fp16, sp))
+            if entry.get("verdict") in ("pays", "does_not_pay", "not_measured"):
+                verdicts.append(SpeedupVerdict(who, entry["verdict"], str(entry.get("reason") or ""),
+                                               str(entry.get("recommendation") or "")))
         if rows or verdicts:
             return rows, verdicts, "analysis.fp16_vs_fp32"
 
     # derived: GEMM at the largest square size measured in both precisions, per GPU
-    gemm: dict[tuple, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    gemm: dict[Where, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for rec in data.family("gemm"):
         p = rec["params"]
         if p.get("shape", "square") != "square" or p.get("precision") not in ("fp32", "fp16"):
@@ -336,31 +395,30 @@ def fp16_speedups(data: ReportData) -> tuple[list[SpeedupRow], list[SpeedupVerdi
         v = num(rec["metrics"].get("tflops"))
         if v is None or not isinstance(p.get("m"), int):
             continue
-        by_size = gemm[tuple(rec["gpus"])][p["precision"]]
+        by_size = gemm[where(rec)][p["precision"]]
         by_size[p["m"]] = max(by_size.get(p["m"], 0.0), v)
-    for gpus, prec in sorted(gemm.items()):
+    for w, prec in sorted(gemm.items()):
         common = set(prec.get("fp32", {})) & set(prec.get("fp16", {}))
         if common:
             size = max(common)
             a, b = prec["fp32"][size], prec["fp16"][size]
-            rows.append(SpeedupRow(gpus[0] if gpus else None, f"GEMM {size}^3 TFLOPS", a, b, b / a if a else None))
-    conv: dict[tuple, dict[str, float]] = defaultdict(dict)
+            rows.append(SpeedupRow(gpu_label(w), f"GEMM {size}^3 TFLOPS", a, b, b / a if a else None))
+    conv: dict[Where, dict[str, float]] = defaultdict(dict)
     for p in conv_network(data):
         if p.status == "ok" and p.train_ips and p.precision in ("fp32", "fp16"):
-            conv[p.gpus][p.precision] = max(conv[p.gpus].get(p.precision, 0.0), p.train_ips)
-    for gpus, prec in sorted(conv.items()):
+            conv[p.where][p.precision] = max(conv[p.where].get(p.precision, 0.0), p.train_ips)
+    for w, prec in sorted(conv.items()):
         if "fp32" in prec and "fp16" in prec:
-            rows.append(SpeedupRow(gpus[0] if gpus else None, "ResNet-50 training images/s (best batch)",
+            rows.append(SpeedupRow(gpu_label(w), "ResNet-50 training images/s (best batch)",
                                    prec["fp32"], prec["fp16"], prec["fp16"] / prec["fp32"]))
-    by_gpu: dict = defaultdict(list)
+    by_who: dict = defaultdict(list)
     for r in rows:
         if r.speedup_x is not None:
-            by_gpu[r.gpu].append(r)
-    for gpu, rs in sorted(by_gpu.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
-        prefer = [r for r in rs if r.source.startswith("ResNet")] or rs
-        sp = min(r.speedup_x for r in prefer)
-        pays = sp >= 1.3
-        verdicts.append(SpeedupVerdict(gpu, "pays" if pays else "does_not_pay",
-                                       f"{prefer[0].source}: FP16 is {sp:.2f}x FP32 "
-                                       f"({'>=' if pays else '<'} 1.3x)"))
+            by_who[r.who].append(r)
+    for who, rs in by_who.items():
+        best = max(rs, key=lambda r: r.speedup_x)   # the best GEMM speedup, as the harness does
+        pays = best.speedup_x >= MIXED_PRECISION_PAYS_X
+        verdicts.append(SpeedupVerdict(who, "pays" if pays else "does_not_pay",
+                                       f"{best.source}: FP16 is {best.speedup_x:.2f}x FP32 "
+                                       f"({'>=' if pays else '<'} {MIXED_PRECISION_PAYS_X}x)"))
     return rows, verdicts, "derived from gemm/conv records"

@@ -3,7 +3,8 @@
 The database (python's built-in sqlite3) holds three tables:
 
 * ``runs``: one row per run (``run_id`` is the key; ingesting a run again replaces it),
-* ``records``: one row per record (status, median time, parameters, GPU model),
+* ``records``: one row per record (status, median time, parameters, GPU model, the node it ran on:
+  the record's ``host`` in runs under MPI, else the run's node; ``rank`` is -1 outside MPI),
 * ``metrics``: one row per record metric, plus ``median_s`` for every timed record.
 
 A *node* is ``environment.host.hostname`` unless ``ingest --node`` overrides it.
@@ -21,7 +22,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .errors import ReportError
-from .load import Run, higher_is_better, is_number, key_label, primary_metric
+from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key
 
 DB_VERSION = 1
 
@@ -33,12 +34,12 @@ CREATE TABLE IF NOT EXISTS runs (
     schema_version INTEGER NOT NULL, source TEXT, ingested_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, record_id TEXT NOT NULL,
-    gpus TEXT NOT NULL, family TEXT NOT NULL, case_name TEXT NOT NULL, status TEXT NOT NULL,
-    gpu_model TEXT NOT NULL, median_s REAL, cv REAL, n_samples INTEGER, params TEXT, flags TEXT, reason TEXT,
-    primary_metric TEXT, PRIMARY KEY (run_id, record_id, gpus));
+    gpus TEXT NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL, family TEXT NOT NULL, case_name TEXT NOT NULL,
+    status TEXT NOT NULL, gpu_model TEXT NOT NULL, median_s REAL, cv REAL, n_samples INTEGER, params TEXT,
+    flags TEXT, reason TEXT, primary_metric TEXT, PRIMARY KEY (run_id, record_id, gpus, rank));
 CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL,
-    PRIMARY KEY (run_id, record_id, gpus, name));
+    run_id TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL,
+    value REAL NOT NULL, PRIMARY KEY (run_id, record_id, gpus, rank, name));
 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(record_id, name);
 CREATE INDEX IF NOT EXISTS runs_by_node ON runs(node, started_at);
 """
@@ -106,14 +107,18 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 (run.run_id, node or run.hostname, run.started_at, run.doc.get("finished_at"), run.run_status,
                  json.dumps(sorted(run.gpu_names)), nb.get("version"), nb.get("git_commit"),
                  run.doc["schema_version"], os.path.abspath(run.path), now))
+            run_node = node or run.hostname
             for rec in run.records:
                 stats = rec.get("stats") or {}
                 gpus = _gpus_text(rec["gpus"])
+                rank = record_key(rec)[2]
+                rec_node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str) and not node) \
+                    else run_node
                 pm = primary_metric(rec)
                 conn.execute(
-                    "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, rec["id"], gpus, rec["family"], rec["case"], rec["status"],
-                     run.gpu_model(rec["gpus"]), stats.get("median"),
+                    "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run.run_id, rec["id"], gpus, -1 if rank is None else rank, rec_node, rec["family"], rec["case"],
+                     rec["status"], run.gpu_model(rec["gpus"], rank), stats.get("median"),
                      stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
                      json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm))
                 if rec["status"] != "ok":
@@ -121,8 +126,9 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 values = {k: v for k, v in rec["metrics"].items() if is_number(v)}
                 if is_number(stats.get("median")):
                     values["median_s"] = stats["median"]
-                conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?)",
-                                 [(run.run_id, rec["id"], gpus, k, float(v)) for k, v in values.items()])
+                conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?,?)",
+                                 [(run.run_id, rec["id"], gpus, -1 if rank is None else rank, k, float(v))
+                                  for k, v in values.items()])
                 result.records += 1
             result.runs += 1
     return result
@@ -142,15 +148,21 @@ class Point:
     gpu_model: str
     metric: str
     value: float
+    rank: int = -1
+
+    @property
+    def label(self) -> str:
+        return key_label((self.record_id, tuple(int(g) for g in self.gpus.split(",") if g),
+                          None if self.rank < 0 else self.rank))
 
 
 def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, nodes: list[str] | None = None,
                  since: str | None = None) -> list[Point]:
     """Values of ``metric`` (default: each record's primary metric) for ok records whose id matches."""
-    sql = ("SELECT r.node, r.run_id, r.started_at, rec.record_id, rec.gpus, rec.gpu_model, m.name, m.value, "
-           "rec.primary_metric FROM records rec JOIN runs r ON r.run_id = rec.run_id "
+    sql = ("SELECT rec.node, r.run_id, r.started_at, rec.record_id, rec.gpus, rec.gpu_model, m.name, m.value, "
+           "rec.rank FROM records rec JOIN runs r ON r.run_id = rec.run_id "
            "JOIN metrics m ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
-           "WHERE rec.status = 'ok'")
+           "AND m.rank = rec.rank WHERE rec.status = 'ok'")
     args: list = []
     if metric:
         sql += " AND m.name = ?"
@@ -161,14 +173,14 @@ def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | 
         sql += " AND r.started_at >= ?"
         args.append(since)
     if nodes:
-        sql += f" AND r.node IN ({','.join('?' * len(nodes))})"
+        sql += f" AND rec.node IN ({','.join('?' * len(nodes))})"
         args += nodes
     sql += " ORDER BY r.started_at"
     points = []
     for row in conn.execute(sql, args):
         if case_glob and not fnmatch.fnmatchcase(row[3], case_glob):
             continue
-        points.append(Point(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7]))
+        points.append(Point(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8]))
     return points
 
 
@@ -185,6 +197,24 @@ def _no_data(conn: sqlite3.Connection, case_glob: str | None, metric: str | None
     elif metric and metric not in names:
         hint = f"; no metric {metric!r} (metrics: {', '.join(names[:20])})"
     return ReportError(f"no data for case {case_glob or '*'} metric {metric or '(primary)'}{hint}")
+
+
+def _save(fig, out_path: str) -> None:
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    ext = os.path.splitext(out_path)[1].lower()
+    try:
+        if ext not in (".png", ".svg", ".pdf"):
+            raise ReportError(f"{out_path}: the plot file must end in .png, .svg or .pdf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fig.savefig(out_path, dpi=100, bbox_inches="tight")
+    except OSError as exc:
+        raise ReportError(f"{out_path}: cannot write the plot: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -207,16 +237,16 @@ def trend(conn: sqlite3.Connection, case_glob: str, metric: str | None, out_path
     series: dict[tuple, list[tuple[_dt.datetime, float]]] = defaultdict(list)
     for p in points:
         t = _dt.datetime.strptime(p.started_at[:19], "%Y-%m-%dT%H:%M:%S")
-        series[(p.node, p.record_id, p.gpus, p.metric)].append((t, p.value))
-    cases = {(k[1], k[2]) for k in series}
-    metrics = {k[3] for k in series}
+        series[(p.node, p.label, p.metric)].append((t, p.value))
+    cases = {k[1] for k in series}
+    metrics = {k[2] for k in series}
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(9, 4.5))
         for i, (key, pts) in enumerate(sorted(series.items())):
-            node, rid, gpus, m = key
+            node, case_label, m = key
             label = node
             if len(cases) > 1:
-                label += f" {key_label((rid, tuple(int(g) for g in gpus.split(',') if g)))}"
+                label += f" {case_label}"
             if len(metrics) > 1:
                 label += f" {m}"
             ax.plot([t for t, _ in pts], [v for _, v in pts], "o-", ms=4, color=f"C{i % 10}", label=label)
@@ -227,14 +257,8 @@ def trend(conn: sqlite3.Connection, case_glob: str, metric: str | None, out_path
         ax.set_title(f"{case_glob}: {metric_label} over time per node ({direction})")
         if len(series) <= 20:
             ax.legend(loc="best", fontsize=7, ncol=2 if len(series) > 8 else 1)
-        try:
-            fig.savefig(out_path, dpi=100, bbox_inches="tight")
-        except (OSError, ValueError) as exc:
-            plt.close(fig)
-            raise ReportError(f"{out_path}: cannot write the plot: {exc}") from None
-        plt.close(fig)
-    table = "\n".join(f"{p.started_at}  {p.node:<20} {key_label((p.record_id, tuple(int(g) for g in p.gpus.split(',') if g)))}"
-                      f"  {p.metric}={p.value:.6g}" for p in points)
+        _save(fig, out_path)
+    table = "\n".join(f"{p.started_at}  {p.node:<20} {p.label}  {p.metric}={p.value:.6g}" for p in points)
     return points, table
 
 
@@ -287,10 +311,10 @@ def fleet(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, t
     if not points:
         raise _no_data(conn, case_glob, metric)
     latest: dict[tuple, Point] = {}
-    for p in points:  # ordered by time: the last one per node wins
-        latest[(p.record_id, p.gpus, p.gpu_model, p.metric, p.node)] = p
+    for p in points:  # ordered by time: the last one per node wins (per GPU of it, under MPI)
+        latest[(p.record_id, p.gpus, p.gpu_model, p.metric, p.node, p.rank)] = p
     groups: dict[tuple, list[Point]] = defaultdict(list)
-    for (rid, gpus, model, m, _node), p in latest.items():
+    for (rid, gpus, model, m, _node, _rank), p in latest.items():
         groups[(rid, gpus, model, m)].append(p)
     entries, compared, small = [], 0, 0
     for (rid, gpus, model, m), pts in sorted(groups.items()):
@@ -360,23 +384,19 @@ def fleet_plot(f: Fleet, out_path: str) -> None:
 
     nodes = f.nodes
     data = [[-e.worse_by * 100 for e in f.entries if e.node == n] for n in nodes]
-    flagged = f.flagged_nodes
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(nodes) + 2), 4))
         if any(data):
             ax.boxplot(data, showfliers=True)
-        for i, vals in enumerate(data, start=1):
-            ax.scatter([i] * len(vals), vals, s=10, color="C3" if nodes[i - 1] in flagged else "C0", zorder=3)
+        for i, node in enumerate(nodes, start=1):
+            es = [e for e in f.entries if e.node == node]
+            ax.scatter([i] * len(es), [-e.worse_by * 100 for e in es], s=10, zorder=3,
+                       color=["C3" if e.flagged else "C0" for e in es])
         ax.set_xticks(range(1, len(nodes) + 1))
         ax.set_xticklabels(nodes, rotation=30, ha="right")
         ax.axhline(0, color="gray", lw=1)
         ax.axhline(-f.threshold * 100, color="red", ls="--", lw=1, label=f"flag threshold -{f.threshold * 100:g}%")
         ax.set_ylabel("vs fleet median (%), + is better")
-        ax.set_title("fleet: each node against the fleet median per case (red: flagged)")
+        ax.set_title("fleet: each node against the fleet median, one dot per case (red: flagged)")
         ax.legend(loc="best")
-        try:
-            fig.savefig(out_path, dpi=100, bbox_inches="tight")
-        except (OSError, ValueError) as exc:
-            raise ReportError(f"{out_path}: cannot write the plot: {exc}") from None
-        finally:
-            plt.close(fig)
+        _save(fig, out_path)

@@ -10,7 +10,7 @@ from html import escape
 
 from . import __version__
 from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, build_checklist
-from .derive import gpu_label
+from .derive import gpu_label, where
 from .errors import ReportError
 from .load import ReportData, is_number
 from .plots import Plot, render_all
@@ -142,7 +142,7 @@ def _record_row(r: dict) -> list[str]:
     stats = r.get("stats") or {}
     metrics = ", ".join(f"{k}={fmt_num(v)}" for k, v in (r.get("metrics") or {}).items() if v is not None)
     pop = r.get("percent_of_peak")
-    return [r["id"], gpu_label(r["gpus"]), r["status"], fmt_time(stats.get("median")),
+    return [r["id"], gpu_label(where(r)), r["status"], fmt_time(stats.get("median")),
             fmt_num(stats.get("cv")) if stats else "-", metrics or "-",
             f"{pop['percent']:.0f}%" if pop and is_number(pop.get("percent")) else "-",
             ", ".join(r["flags"]) or "-", r.get("reason") or ""]
@@ -212,7 +212,7 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
     if bad:
         out.append(f"<h3>Not ok ({len(bad)})</h3>")
         out.append(_table(["id", "GPUs", "status", "reason"],
-                          [[r["id"], gpu_label(r["gpus"]), r["status"], r.get("reason") or ""] for r in bad]))
+                          [[r["id"], gpu_label(where(r)), r["status"], r.get("reason") or ""] for r in bad]))
     out.append(f"<details><summary>All records ({len(data.records)})</summary>")
     out.append(_table(RECORD_HEADERS, [_record_row(r) for r in data.records], num_cols=(3, 4, 6)))
     out.append("</details>")
@@ -228,7 +228,7 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
     lines = [f"# {title}", ""]
     for r in data.runs:
         lines.append(f"- run `{r.run_id}` ({r.run_status}), started {r.started_at}, file `{os.path.basename(r.path)}`")
-    lines.append(f"- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
+    lines.append("- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
     lines += ["", "## Checklist", ""]
     lines.append(md_table(["item", "status", "evidence"],
                           [[i.title, f"**{i.status}**" if i.status in (FAIL, WARN) else i.status, i.summary]
@@ -246,7 +246,7 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
     if bad:
         lines += ["", "## Not ok", ""]
         lines.append(md_table(["id", "GPUs", "status", "reason"],
-                              [[r["id"], gpu_label(r["gpus"]), r["status"], r.get("reason") or ""] for r in bad]))
+                              [[r["id"], gpu_label(where(r)), r["status"], r.get("reason") or ""] for r in bad]))
     lines.append("")
     return "\n".join(lines)
 

@@ -119,6 +119,8 @@ def check_document(doc: Any, path: str) -> None:
     nb = c.obj(doc["nodebench"], "nodebench")
     for key in ("version", "git_commit"):
         c.string(c.require(nb, key, "nodebench."), f"nodebench.{key}")
+    for j, arg in enumerate(c.array(c.require(nb, "command_line", "nodebench."), "nodebench.command_line")):
+        c.string(arg, f"nodebench.command_line[{j}]")
     if "cuda_architectures" in nb:
         c.string(nb["cuda_architectures"], "nodebench.cuda_architectures")
     summary = c.obj(doc["summary"], "summary")
@@ -147,6 +149,15 @@ def check_document(doc: Any, path: str) -> None:
         c.integer(c.require(gpu, "memory_bytes", name + "."), name + ".memory_bytes")
         if gpu.get("pcie") is not None:
             c.obj(gpu["pcie"], name + ".pcie")
+            for key, value in gpu["pcie"].items():
+                c.number(value, f"{name}.pcie.{key}", nullable=True)
+        for key in ("sm_count", "clock_sm_mhz", "clock_mem_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz",
+                    "power_limit_w", "temperature_c", "l2_bytes"):
+            if key in gpu:
+                c.number(gpu[key], f"{name}.{key}", nullable=True)
+        if gpu.get("throttle_reasons") is not None:
+            for j, reason in enumerate(c.array(gpu["throttle_reasons"], name + ".throttle_reasons")):
+                c.string(reason, f"{name}.throttle_reasons[{j}]")
 
     seen: dict[tuple, int] = {}
     for i, rec in enumerate(c.array(doc["records"], "records")):
@@ -175,6 +186,9 @@ def check_document(doc: Any, path: str) -> None:
             c.number(c.require(stats, "median", name + ".stats."), name + ".stats.median", minimum=0)
             if "count" in stats:
                 c.integer(stats["count"], name + ".stats.count", minimum=0)
+            for key in ("min", "max", "mean", "stddev", "p10", "p90", "cv"):
+                if key in stats:
+                    c.number(stats[key], f"{name}.stats.{key}", nullable=True)
         for j, s in enumerate(c.array(rec["samples_s"], name + ".samples_s")):
             c.number(s, f"{name}.samples_s[{j}]", minimum=0)
         metrics = c.obj(rec["metrics"], name + ".metrics")
@@ -187,14 +201,43 @@ def check_document(doc: Any, path: str) -> None:
             c.obj(pop, name + ".percent_of_peak")
             c.number(c.require(pop, "peak", name + ".percent_of_peak."), name + ".percent_of_peak.peak")
             c.string(c.require(pop, "metric", name + ".percent_of_peak."), name + ".percent_of_peak.metric")
+            if "percent" in pop:
+                c.number(pop["percent"], name + ".percent_of_peak.percent", nullable=True)
         for key in ("clocks", "measurement", "details"):
             if key in rec and rec[key] is not None:
                 c.obj(rec[key], f"{name}.{key}")
-        key = (rec["id"], tuple(rec["gpus"]))
+        clocks = rec.get("clocks") or {}
+        for when in ("before", "after"):
+            if clocks.get(when) is None:
+                continue
+            snap = c.obj(clocks[when], f"{name}.clocks.{when}")
+            for key in ("sm_mhz", "mem_mhz", "temperature_c", "power_w"):
+                if key in snap:
+                    c.number(snap[key], f"{name}.clocks.{when}.{key}", nullable=True)
+            if snap.get("throttle_reasons") is not None:
+                for j, reason in enumerate(c.array(snap["throttle_reasons"], f"{name}.clocks.{when}.throttle_reasons")):
+                    c.string(reason, f"{name}.clocks.{when}.throttle_reasons[{j}]")
+        if "sm_mhz_during" in clocks:
+            c.number(clocks["sm_mhz_during"], f"{name}.clocks.sm_mhz_during", nullable=True)
+        if rec.get("rank") is not None:
+            c.integer(rec["rank"], name + ".rank", minimum=0)
+        if rec.get("host") is not None:
+            c.string(rec["host"], name + ".host")
+        key = record_key(rec)
         if key in seen:
-            c.fail(name + ".id", f"{rec['id']!r} on GPUs {list(key[1])} appears twice "
-                                 f"(also records[{seen[key]}]); ids must be unique in a run")
+            where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
+            c.fail(name + ".id", f"{rec['id']!r} {where} appears twice (also records[{seen[key]}]); "
+                                 f"a case is unique in a run together with its GPUs (and rank)")
         seen[key] = i
+    ranks = env.get("ranks")
+    if ranks is not None:
+        for i, r in enumerate(c.array(ranks, "environment.ranks")):
+            c.obj(r, f"environment.ranks[{i}]")
+            if r.get("rank") is not None:
+                c.integer(r["rank"], f"environment.ranks[{i}].rank", minimum=0)
+            for key in ("gpu_name", "host"):
+                if r.get(key) is not None:
+                    c.string(r[key], f"environment.ranks[{i}].{key}")
 
 
 def read_json(path: str) -> Any:
@@ -226,14 +269,20 @@ def read_json(path: str) -> Any:
 # The in-memory view of a run
 
 
-def record_key(rec: dict) -> tuple[str, tuple[int, ...]]:
-    """Case identity across runs: the record id plus the GPUs it ran on."""
-    return rec["id"], tuple(rec["gpus"])
+def record_key(rec: dict) -> tuple[str, tuple[int, ...], int | None]:
+    """Case identity across runs: the record id plus the GPUs it ran on (plus the MPI rank that
+    ran it, for runs of one process per GPU, where every rank has its own GPU 0)."""
+    rank = rec.get("rank")
+    return rec["id"], tuple(rec["gpus"]), rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
 
-def key_label(key: tuple[str, tuple[int, ...]]) -> str:
-    rid, gpus = key
-    return f"{rid} [gpu {','.join(str(g) for g in gpus)}]" if gpus else f"{rid} [host]"
+def key_label(key: tuple) -> str:
+    rid, gpus = key[0], key[1]
+    rank = key[2] if len(key) > 2 else None
+    where = f"gpu {','.join(str(g) for g in gpus)}" if gpus else "host"
+    if rank is not None:
+        where += f", rank {rank}"
+    return f"{rid} [{where}]"
 
 
 @dataclass
@@ -268,8 +317,23 @@ class Run:
         return self.environment["gpus"]
 
     @property
+    def ranks(self) -> list[dict]:
+        """environment.ranks of a run under MPI (one process per GPU); empty otherwise."""
+        ranks = self.environment.get("ranks")
+        return [r for r in ranks if isinstance(r, dict)] if isinstance(ranks, list) else []
+
+    @property
     def gpu_names(self) -> list[str]:
+        """The GPU models of the run: every rank's GPU under MPI, else environment.gpus."""
+        if self.ranks and all(isinstance(r.get("gpu_name"), str) for r in self.ranks):
+            return [r["gpu_name"] for r in self.ranks]
         return [g["name"] for g in self.gpus]
+
+    @property
+    def gpu_names_field(self) -> str:
+        if self.ranks and all(isinstance(r.get("gpu_name"), str) for r in self.ranks):
+            return "environment.ranks[*].gpu_name"
+        return "environment.gpus[*].name"
 
     @property
     def records(self) -> list[dict]:
@@ -289,8 +353,13 @@ class Run:
                 return g
         return None
 
-    def gpu_model(self, gpus: Iterable[int]) -> str:
+    def gpu_model(self, gpus: Iterable[int], rank: int | None = None) -> str:
         """The model name(s) of the given GPU indices, e.g. "NVIDIA H200" or "NVIDIA H200 x2"."""
+        gpus = list(gpus)
+        if rank is not None:
+            for r in self.ranks:
+                if r.get("rank") == rank and isinstance(r.get("gpu_name"), str):
+                    return r["gpu_name"] if len(gpus) <= 1 else f"{r['gpu_name']} x{len(gpus)}"
         names = []
         for i in gpus:
             g = self.gpu(i)
@@ -329,7 +398,7 @@ def check_same_node(runs: list[Run]) -> None:
                 f"{first.hostname!r}; one report covers one node (pass --allow-mismatch to merge anyway)")
         if sorted(run.gpu_names) != sorted(first.gpu_names):
             raise ReportError(
-                f"{run.path}: field 'environment.gpus[*].name' is {sorted(run.gpu_names)} but {first.path} has "
+                f"{run.path}: field '{run.gpu_names_field}' is {sorted(run.gpu_names)} but {first.path} has "
                 f"{sorted(first.gpu_names)} (pass --allow-mismatch to merge anyway)")
 
 

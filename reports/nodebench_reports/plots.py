@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -116,7 +118,7 @@ def plot_gemm(data: ReportData) -> Plot:
         if not is_number(value) or not is_number(x):
             continue
         prec = str(p.get("precision", "?"))
-        g = tuple(rec["gpus"])
+        g = derive.where(rec)
         cur = series[g][shape][prec]
         cur[x] = max(cur.get(x, 0.0), value)
         pop = rec.get("percent_of_peak")
@@ -125,8 +127,19 @@ def plot_gemm(data: ReportData) -> Plot:
     if not series:
         plot.missing = _absent(data, "gemm", "this plot")
         return plot
-    panels = [(g, shape) for g in sorted(series)[:MAX_PANELS] for shape in
-              sorted(series[g], key=lambda s: (s != "square", s))]
+    panels, single = [], set()
+    for g in sorted(series)[:MAX_PANELS]:
+        for shape in sorted(series[g], key=lambda s: (s != "square", s)):
+            if shape == "square" or any(len(v) > 1 for v in series[g][shape].values()):
+                panels.append((g, shape))
+            else:
+                single.add(shape)
+    if not panels:  # only model shapes at one size each: show them anyway
+        panels = [(g, shape) for g in sorted(series)[:MAX_PANELS] for shape in sorted(series[g])]
+        single = set()
+    if single:
+        plot.caption += (f" Shapes measured at a single size ({', '.join(sorted(single))}) are not drawn; "
+                         f"see the records table.")
     with plt.rc_context(_STYLE):
         fig, axes = _grid(len(panels))
         precs = sorted({p for g in series for s in series[g] for p in series[g][s]}, key=_prec_key)
@@ -142,7 +155,7 @@ def plot_gemm(data: ReportData) -> Plot:
             _pow2_axis(ax)
             ax.set_xlabel("M = N = K" if shape == "square" else f"batch (M), {shape} shape")
             ax.set_ylabel("TFLOPS / TOPS")
-            ax.set_title(f"{derive.gpu_label(g)}: {data.latest.gpu_model(g)}, {shape}")
+            ax.set_title(f"{derive.gpu_label(g)}: {derive.model_of(data, g)}, {shape}")
             handles, labels = ax.get_legend_handles_labels()
             handles.append(Line2D([], [], color="gray", ls="--", lw=1))
             labels.append("peak")
@@ -158,33 +171,40 @@ def plot_conv(data: ReportData) -> Plot:
     points = derive.conv_network(data)
     if not points:
         return _plot_conv_layers(data, plot)
-    groups = sorted({p.gpus for p in points})[:MAX_PANELS]
+    groups = sorted({p.where for p in points})[:MAX_PANELS]
+    layouts = {p.layout for p in points}
+
+    def name(p):  # "fp16" or, when several layouts were measured, "fp16 nhwc"
+        return p.precision + (f" {p.layout}" if len(layouts) > 1 and p.layout else "")
+
     with plt.rc_context(_STYLE):
         fig, axes = _grid(len(groups))
-        precs = sorted({p.precision for p in points}, key=_prec_key)
-        colors = {p: _color(i) for i, p in enumerate(precs)}
+        series = sorted({(p.precision, p.layout) for p in points}, key=lambda s: (_prec_key(s[0]), s[1]))
+        colors = {s: _color(i) for i, s in enumerate(series)}
         for ax, g in zip(axes, groups):
-            mine = [p for p in points if p.gpus == g]
-            for prec in precs:
-                ok = [p for p in mine if p.precision == prec and p.status == "ok"]
+            mine = [p for p in points if p.where == g]
+            for s in series:
+                ok = [p for p in mine if (p.precision, p.layout) == s and p.status == "ok"]
+                if not ok:
+                    continue
                 if any(p.train_ips for p in ok):
                     xs = [(p.batch, p.train_ips) for p in ok if p.train_ips]
-                    ax.plot(*zip(*xs), "o-", color=colors[prec], label=f"{prec} train", ms=4)
+                    ax.plot(*zip(*xs), "o-", color=colors[s], label=f"{name(ok[0])} train", ms=4)
                 if any(p.fwd_ips for p in ok):
                     xs = [(p.batch, p.fwd_ips) for p in ok if p.fwd_ips]
-                    ax.plot(*zip(*xs), "s--", color=colors[prec], label=f"{prec} forward", ms=3, alpha=0.8)
+                    ax.plot(*zip(*xs), "s--", color=colors[s], label=f"{name(ok[0])} forward", ms=3, alpha=0.8)
             ooms = [p for p in mine if p.oom]
             if ooms:
                 ax.scatter([p.batch for p in ooms], [0] * len(ooms), marker="X", s=90, color="red", zorder=5,
                            label="out of memory", clip_on=False)
                 for p in ooms:
-                    ax.annotate(f"OOM {p.precision}", (p.batch, 0), textcoords="offset points", xytext=(0, 8),
+                    ax.annotate(f"OOM {name(p)}", (p.batch, 0), textcoords="offset points", xytext=(0, 8),
                                 ha="center", fontsize=7, color="red")
             _pow2_axis(ax)
             ax.set_ylim(bottom=0)
             ax.set_xlabel("batch size")
             ax.set_ylabel("images/s")
-            ax.set_title(f"{derive.gpu_label(g)}: {data.latest.gpu_model(g)}")
+            ax.set_title(f"{derive.gpu_label(g)}: {derive.model_of(data, g)}")
             _legend(ax)
         plot.png = _png(fig)
     return plot
@@ -240,8 +260,11 @@ def plot_hostlink(data: ReportData) -> Plot:
         fig, axes = _grid(len(groups))
         for ax, g in zip(axes, groups):
             for (direction, memory), pts in sorted(curves[g].items()):
-                ax.plot([b for b, _ in pts], [v for _, v in pts], styles.get(memory.split("/")[0], "-.") ,
-                        marker="o", ms=3, color=dcolor[direction], label=f"{direction} {memory}")
+                label = f"{direction} {memory}"
+                if direction in ("bidir", "h2d_all_gpus"):
+                    label += " (total)"
+                ax.plot([b for b, _ in pts], [v for _, v in pts], styles.get(memory.split("/")[0], "-."),
+                        marker="o", ms=3, color=dcolor[direction], label=label)
             link = derive.link_gbps(data, g)
             if link:
                 ax.axhline(link, color="black", ls=":", lw=1.2, label=f"link {link:.1f} GB/s")
@@ -249,7 +272,7 @@ def plot_hostlink(data: ReportData) -> Plot:
             ax.set_ylim(bottom=0)
             ax.set_xlabel("transfer size (bytes)")
             ax.set_ylabel("GB/s")
-            ax.set_title(f"{derive.gpu_label(g)}: {data.latest.gpu_model(g)}")
+            ax.set_title(f"{derive.gpu_label(g)}: {derive.model_of(data, g)}")
             _legend(ax)
         plot.png = _png(fig)
     return plot
@@ -262,8 +285,6 @@ def plot_p2p(data: ReportData) -> Plot:
     if not mats:
         plot.missing = _absent(data, "p2p", "this plot")
         return plot
-    import numpy as np
-
     modes = sorted(mats, key=lambda m: (m != "one_way", m))
     n = 1 + max(max(s, d) for m in mats.values() for s, d in m)
     n = max(n, len(data.gpus))
@@ -350,19 +371,18 @@ def plot_speedup(data: ReportData) -> Plot:
         return plot
     plot.caption += f" Source: {source}."
     sources = list(dict.fromkeys(r.source for r in rows))
-    gpus = list(dict.fromkeys(r.gpu for r in rows))
-    width = 0.8 / len(gpus)
+    gpus = list(dict.fromkeys(r.who for r in rows))
+    width = min(0.8 / len(gpus), 0.5)
     with plt.rc_context(_STYLE):
         fig, (ax,) = _grid(1, w=max(6.0, 1.6 * len(sources) + 2), h=3.8)
         for j, gpu in enumerate(gpus):
             xs, ys = [], []
             for i, src in enumerate(sources):
                 for r in rows:
-                    if r.gpu == gpu and r.source == src:
-                        xs.append(i - 0.4 + width * (j + 0.5))
+                    if r.who == gpu and r.source == src:
+                        xs.append(i + width * (j - (len(gpus) - 1) / 2))
                         ys.append(r.speedup_x)
-            bars = ax.bar(xs, ys, width=width * 0.9, color=_color(j),
-                          label=f"GPU {gpu}" if gpu is not None else "node")
+            bars = ax.bar(xs, ys, width=width * 0.9, color=_color(j), label=gpu)
             ax.bar_label(bars, fmt="%.1fx", fontsize=7, padding=2)
         ax.axhline(1.0, color="black", lw=1)
         ax.set_xticks(range(len(sources)))
@@ -379,4 +399,7 @@ PLOTS = (plot_gemm, plot_conv, plot_hostlink, plot_p2p, plot_allreduce, plot_sca
 
 
 def render_all(data: ReportData) -> list[Plot]:
-    return [fn(data) for fn in PLOTS]
+    # odd values (huge, zero on a log axis) must not spill library warnings into the command's output
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return [fn(data) for fn in PLOTS]

@@ -42,6 +42,8 @@ def fmt_bytes_short(n: float) -> str:
 def fmt_num(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return str(value)
     if value == 0:

@@ -1,9 +1,15 @@
-"""Full JSON Schema validation against the packaged copy of ``result-v1.schema.json``."""
+"""Full JSON Schema validation of result files against ``result-v1.schema.json``.
+
+The schema used is ``--schema FILE`` when given, else ``harness/schema/result-v1.schema.json`` of the
+nodebench checkout the package runs from, else the copy packaged with nodebench-reports (a test
+checks that this copy matches the harness one).
+"""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 from .errors import ReportError
 from .load import check_document, read_json
@@ -16,17 +22,41 @@ def packaged_schema() -> dict:
     return json.loads(text)
 
 
-def validate_file(path: str) -> list[str]:
+def repository_schema_path() -> Path | None:
+    """harness/schema/result-v1.schema.json when the package runs from a nodebench checkout."""
+    candidate = Path(__file__).resolve().parents[2] / "harness" / "schema" / SCHEMA_FILE
+    return candidate if candidate.is_file() else None
+
+
+def load_schema(path: str | None = None) -> tuple[dict, str]:
+    """The schema to validate against, and where it came from: the given file, else the checkout's
+    harness/schema copy (the source of truth), else the copy packaged with nodebench-reports."""
+    if path is None:
+        repo = repository_schema_path()
+        if repo is None:
+            return packaged_schema(), "packaged copy"
+        path = str(repo)
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: not a JSON Schema (expected an object)")
+    return doc, path
+
+
+def validate_file(path: str, schema: dict | None = None) -> list[str]:
     """Return the schema violations of one file (empty when valid); ReportError for unreadable files."""
     try:
         import jsonschema
     except ImportError:
         raise ReportError("full validation needs the jsonschema package: python3 -m pip install jsonschema") from None
+    if schema is None:
+        schema = load_schema()[0]
     doc = read_json(path)
     # identity first, so that a file of another schema version gets the clear message
     if isinstance(doc, dict) and doc.get("schema") == "nodebench.result" and doc.get("schema_version") == 1:
-        validator_cls = jsonschema.validators.validator_for(packaged_schema())
-        validator = validator_cls(packaged_schema())
+        try:
+            validator = jsonschema.validators.validator_for(schema)(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ReportError(f"the schema itself is invalid: {exc.message}") from None
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
         problems = []
         for err in errors[:50]:

@@ -17,6 +17,7 @@ from nodebench_reports.cli import main  # noqa: E402
 
 REPO = HERE.parents[1]
 HARNESS_SCHEMA = REPO / "harness" / "schema" / "result-v1.schema.json"
+PLOT_KEYS = ["gemm", "conv", "hostlink", "p2p", "allreduce", "scaling", "fp16_speedup"]
 
 
 def load_schema() -> dict:
@@ -89,3 +90,11 @@ def full_file_again(gen_dir) -> Path:
 @pytest.fixture(scope="session")
 def gemm_only_file(gen_dir) -> Path:
     return Path(nbgen.write(nbgen.make_result(families=("gemm",), n_gpus=1, seed=3), gen_dir / "gemm_only.json"))
+
+
+@pytest.fixture(scope="session")
+def full_report(tmp_path_factory, full_file) -> Path:
+    """The report of full_file: a folder with report.html and summary.md."""
+    out = tmp_path_factory.mktemp("report")
+    assert main(["html", str(full_file), "-o", str(out)]) == 0
+    return out

@@ -54,7 +54,7 @@ class Builder:
     def __init__(self, *, hostname="node01", gpu_name="NVIDIA H200", n_gpus=4, started_at="2025-06-01T02:00:00Z",
                  seed=0, noise_cv=0.02, n_samples=20, run_offset=1.0, slowdown=None, speed=1.0,
                  cuda_architectures="80-real;90-real;90", pcie_width=16, pcie_gen=5, throttle=False,
-                 nvml=True, compute_capability="9.0", run_id=None, analysis=True):
+                 power_capped=False, nvml=True, compute_capability="9.0", run_id=None, analysis=True):
         self.rng = np.random.default_rng(seed)
         self.hostname, self.gpu_name, self.n_gpus = hostname, gpu_name, n_gpus
         self.start = dt.datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ")
@@ -64,7 +64,7 @@ class Builder:
         self.speed = speed
         self.cuda_architectures = cuda_architectures
         self.pcie_width, self.pcie_gen = pcie_width, pcie_gen
-        self.throttle, self.nvml, self.cc = throttle, nvml, compute_capability
+        self.throttle, self.power_capped, self.nvml, self.cc = throttle, power_capped, nvml, compute_capability
         self.analysis_wanted = analysis
         self.run_id = run_id or hashlib.sha1(f"{hostname}{started_at}{seed}".encode()).hexdigest()[:16]
         self.records: list[dict] = []
@@ -78,11 +78,15 @@ class Builder:
     def clocks(self) -> dict:
         if not self.nvml:
             return {}
-        reasons = ["sw_thermal_slowdown"] if self.throttle else []
-        snap = {"sm_mhz": 1980.0, "mem_mhz": 3201.0, "temperature_c": 52.0, "power_w": 610.0,
-                "throttle_reasons": reasons, "throttle_mask": 32 if self.throttle else 0}
-        return {"before": dict(snap, temperature_c=38.0, power_w=120.0), "after": snap,
-                "sm_mhz_during": 1500.0 if self.throttle else 1965.0}
+        reasons, mask, during = [], 0, 1965.0
+        if self.power_capped:
+            reasons, mask, during = reasons + ["sw_power_cap"], mask | 0x4, 1830.0
+        if self.throttle:
+            reasons, mask, during = reasons + ["sw_thermal_slowdown"], mask | 0x20, 1500.0
+        snap = {"sm_mhz": during, "mem_mhz": 3201.0, "temperature_c": 52.0, "power_w": 610.0,
+                "throttle_reasons": reasons, "throttle_mask": mask}
+        return {"before": dict(snap, sm_mhz=1980.0, temperature_c=38.0, power_w=120.0, throttle_reasons=[],
+                               throttle_mask=0), "after": snap, "sm_mhz_during": during}
 
     def add(self, family: str, case: str, params: dict, gpus: list[int], *, time_s: float | None = None,
             metrics_fn=None, status: str = "ok", reason: str | None = None, peak: tuple | None = None,
@@ -107,6 +111,8 @@ class Builder:
                                           "peak_key": key, "source": "profile:h200-sxm"}
             if self.throttle:
                 rec["flags"].append("throttled")
+            if self.power_capped:
+                rec["flags"].append("power_capped")
             if not self.nvml:
                 rec["flags"].append("clock_unknown")
         self.t += dt.timedelta(seconds=max(1, int(rec["duration_s"]) + 1))
@@ -123,13 +129,25 @@ class Builder:
                         tput = peak * eff
                         flops = 2.0 * n ** 3
                         unit = "tops" if prec == "int8" else "tflops"
-                        case = f"{prec}_{api}_square_{n}"
+                        case = f"{prec}/{api}/square_{n}"
                         self.add("gemm", case, {"precision": prec, "api": api, "shape": "square", "m": n, "n": n,
                                                 "k": n}, [g], time_s=flops / (tput * 1e12),
                                  metrics_fn=lambda med, f=flops, u=unit: {u: f / med / 1e12, "time_us": med * 1e6},
                                  peak=(unit, peak, key),
                                  details={"algorithm": {"id": 21} if api == "cublaslt" else "default",
                                           "verification": {"samples": 256, "max_error_ratio": 0.12}})
+            # model shapes at one batch, as in the quick suite
+            for prec, shape, n, k in (("bf16", "mlp", 16384, 4096), ("fp32", "mlp", 16384, 4096),
+                                      ("fp32", "classifier", 1000, 2048)):
+                key, peak = PEAKS[prec]
+                b = 64
+                flops = 2.0 * b * n * k
+                tput = peak * GEMM_EFF[prec] * 0.55
+                self.add("gemm", f"{prec}/cublaslt/{shape}_b{b}",
+                         {"precision": prec, "api": "cublaslt", "shape": shape, "m": b, "n": n, "k": k, "batch": b},
+                         [g], time_s=flops / (tput * 1e12),
+                         metrics_fn=lambda med, f=flops: {"tflops": f / med / 1e12, "time_us": med * 1e6},
+                         peak=("tflops", peak, key))
 
     def conv(self, gpus=(0,)):
         ips = {"fp32": 1150.0, "fp16": 3050.0}
@@ -231,7 +249,7 @@ class Builder:
         rows = []
         gemm = {(r["params"]["precision"], r["params"]["m"]): r["metrics"]["tflops"] for r in self.records
                 if r["family"] == "gemm" and r["status"] == "ok" and r["params"]["api"] == "cublaslt"
-                and r["params"]["precision"] in ("fp32", "fp16")}
+                and r["params"]["shape"] == "square" and r["params"]["precision"] in ("fp32", "fp16")}
         if ("fp32", 8192) in gemm and ("fp16", 8192) in gemm:
             a, b = gemm[("fp32", 8192)], gemm[("fp16", 8192)]
             rows.append({"source": "gemm 8192^3", "fp32": a, "fp16": b, "speedup_x": b / a})

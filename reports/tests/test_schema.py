@@ -15,6 +15,7 @@ VARIANTS = {
     "gemm_only_1gpu": dict(families=("gemm",), n_gpus=1),
     "no_nvml": dict(families=("gemm", "hostlink"), nvml=False),
     "throttled": dict(families=("gemm",), throttle=True),
+    "power_capped": dict(families=("gemm",), power_capped=True),
     "one_gpu_all_families": dict(n_gpus=1),
     "running": dict(families=("gemm",), run_status="running"),
     "no_analysis": dict(families=("conv",), analysis=False),
@@ -30,8 +31,8 @@ def test_generated_files_are_schema_valid(name, validate):
 
 
 def test_non_ok_records_are_schema_valid(validate, full_doc):
-    doc = nbgen.set_status(full_doc, "gemm/fp16_cublas_square_1024", "failed", "CUDA error: illegal address")
-    doc = nbgen.set_status(doc, "gemm/fp32_cublas_square_1024", "wrong", "max_error_ratio 3.2 > 1")
+    doc = nbgen.set_status(full_doc, "gemm/fp16/cublas/square_1024", "failed", "CUDA error: illegal address")
+    doc = nbgen.set_status(doc, "gemm/fp32/cublas/square_1024", "wrong", "max_error_ratio 3.2 > 1")
     validate(doc)
     assert doc["summary"]["failed"] == 1 and doc["summary"]["wrong"] == 1
 
