@@ -1,0 +1,97 @@
+#include "host_memory.hpp"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+
+#include "error.hpp"
+
+namespace nb {
+
+std::string to_string(HostMemKind k) {
+  switch (k) {
+    case HostMemKind::pinned: return "pinned";
+    case HostMemKind::pageable: return "pageable";
+    case HostMemKind::write_combined: return "write_combined";
+  }
+  return "?";
+}
+
+int numa_node_count() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++n;
+  }
+  return n;
+}
+
+std::optional<int> gpu_numa_node(const std::string& pci_bus_id) {
+  if (pci_bus_id.empty() || numa_node_count() < 2) return std::nullopt;
+  std::string id = pci_bus_id;
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
+  int node = -1;
+  if (!(f >> node) || node < 0) return std::nullopt;
+  return node;
+}
+
+HostBuffer::HostBuffer(HostMemKind kind, size_t bytes, std::optional<int> numa_node) : kind_(kind), bytes_(bytes) {
+  if (bytes == 0) throw Error("HostBuffer: zero bytes");
+  if (kind == HostMemKind::pageable) {
+    ptr_ = std::malloc(bytes);
+    if (!ptr_) throw CudaError(cudaErrorMemoryAllocation, "malloc of " + std::to_string(bytes) + " bytes failed");
+    std::memset(ptr_, 0, bytes);  // touch every page so the copy does not measure page faults
+    return;
+  }
+  if (kind == HostMemKind::pinned && numa_node) {
+    // Bind the pages to the GPU's node (MPOL_BIND = 2), then pin them.
+    ptr_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ptr_ == MAP_FAILED) {
+      ptr_ = nullptr;
+      throw CudaError(cudaErrorMemoryAllocation, "mmap of " + std::to_string(bytes) + " bytes failed");
+    }
+    mmapped_ = true;
+    unsigned long mask[16] = {};
+    if (*numa_node < int(sizeof(mask) * 8)) {
+      mask[*numa_node / (8 * sizeof(unsigned long))] |= 1ul << (*numa_node % (8 * sizeof(unsigned long)));
+      if (syscall(SYS_mbind, ptr_, bytes, 2, mask, sizeof(mask) * 8, 0) == 0) bound_node_ = numa_node;
+    }
+    std::memset(ptr_, 0, bytes);
+    NB_CUDA(cudaHostRegister(ptr_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    registered_ = true;
+  } else {
+    unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;
+    if (kind == HostMemKind::write_combined) flags |= cudaHostAllocWriteCombined;
+    NB_CUDA(cudaHostAlloc(&ptr_, bytes, flags));
+    cuda_alloc_ = true;
+  }
+  NB_CUDA(cudaHostGetDevicePointer(&dev_, ptr_, 0));
+}
+
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept
+    : kind_(o.kind_), bytes_(std::exchange(o.bytes_, 0)), ptr_(std::exchange(o.ptr_, nullptr)),
+      dev_(std::exchange(o.dev_, nullptr)), mmapped_(std::exchange(o.mmapped_, false)),
+      registered_(std::exchange(o.registered_, false)), cuda_alloc_(std::exchange(o.cuda_alloc_, false)),
+      bound_node_(o.bound_node_) {}
+
+HostBuffer::~HostBuffer() {
+  if (!ptr_) return;
+  if (registered_) (void)cudaHostUnregister(ptr_);
+  if (cuda_alloc_) (void)cudaFreeHost(ptr_);
+  else if (mmapped_) munmap(ptr_, bytes_);
+  else if (kind_ == HostMemKind::pageable) std::free(ptr_);
+}
+
+}  // namespace nb

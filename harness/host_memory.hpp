@@ -1,0 +1,45 @@
+// Host buffers for transfer benchmarks: pinned (optionally on a NUMA node), write-combined,
+// mapped into the device, or plain pageable memory. RAII, move-only.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace nb {
+
+enum class HostMemKind { pinned, pageable, write_combined };
+std::string to_string(HostMemKind k);
+
+class HostBuffer {
+ public:
+  // `numa_node`: when set and the host has several nodes, the pages are bound to that node
+  // before being pinned (mbind, then cudaHostRegister). Pinned and write-combined buffers are
+  // also mapped into the device address space (device_ptr()).
+  HostBuffer(HostMemKind kind, size_t bytes, std::optional<int> numa_node = std::nullopt);
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&&) = delete;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  void* device_ptr() const { return dev_; }  // null for pageable
+  size_t bytes() const { return bytes_; }
+  HostMemKind kind() const { return kind_; }
+  std::optional<int> bound_node() const { return bound_node_; }
+
+ private:
+  HostMemKind kind_;
+  size_t bytes_ = 0;
+  void* ptr_ = nullptr;
+  void* dev_ = nullptr;
+  bool mmapped_ = false, registered_ = false, cuda_alloc_ = false;
+  std::optional<int> bound_node_;
+};
+
+// NUMA node of a GPU from sysfs (/sys/bus/pci/devices/<bus id>/numa_node), nullopt when
+// unknown or when the host has a single node.
+std::optional<int> gpu_numa_node(const std::string& pci_bus_id);
+int numa_node_count();
+
+}  // namespace nb

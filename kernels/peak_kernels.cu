@@ -1,0 +1,272 @@
+// Kernels that keep one arithmetic unit busy: kPeakChains independent dependency chains per
+// thread (enough to hide the unit's latency), operands the compiler cannot fold, and a guarded
+// store so nothing is optimised away. Tensor-core kernels keep fragments in registers and
+// issue back-to-back mma (WMMA) on four independent accumulators.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include "kernels.cuh"
+
+namespace nb::kernels {
+namespace {
+
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+struct BlockClock {
+  unsigned long long c0 = 0, t0 = 0;
+  __device__ void start() {
+    if (threadIdx.x == 0) {
+      t0 = gtimer();
+      c0 = clock64();
+    }
+  }
+  __device__ void stop(unsigned long long* clocks) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const unsigned long long c1 = clock64(), t1 = gtimer();
+      clocks[2 * blockIdx.x] = c1 - c0;
+      clocks[2 * blockIdx.x + 1] = t1 - t0;
+    }
+  }
+};
+
+constexpr int C = kPeakChains;
+
+__global__ void ffma_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+  float r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = float(threadIdx.x + c);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = fmaf(r[c], a, b);
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s += r[c];
+  if (s == -1.2345f) out[blockIdx.x] = s;
+  bc.stop(clocks);
+}
+
+__global__ void hfma2_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+  const __half2 a2 = __float2half2_rn(a), b2 = __float2half2_rn(b);
+  __half2 r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = __float2half2_rn(float(threadIdx.x % 7 + c) * 0.01f);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = __hfma2(r[c], a2, b2);
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s += __low2float(r[c]) + __high2float(r[c]);
+  if (s == -1.2345f) out[blockIdx.x] = s;
+  bc.stop(clocks);
+}
+
+__global__ void bf16fma2_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  const __nv_bfloat162 a2 = __float2bfloat162_rn(a), b2 = __float2bfloat162_rn(b);
+  __nv_bfloat162 r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = __float2bfloat162_rn(float(threadIdx.x % 7 + c) * 0.01f);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = __hfma2(r[c], a2, b2);
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s += __low2float(r[c]) + __high2float(r[c]);
+  if (s == -1.2345f) out[blockIdx.x] = s;
+#else
+  __trap();  // the host never launches this below sm_80
+#endif
+  bc.stop(clocks);
+}
+
+__global__ void dfma_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+  const double ad = a, bd = b;
+  double r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = double(threadIdx.x + c);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = fma(r[c], ad, bd);
+  }
+  double s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s += r[c];
+  if (s == -1.2345) out[blockIdx.x] = float(s);
+  bc.stop(clocks);
+}
+
+__global__ void dp4a_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 610
+  const int x = int(a * 1000.f) | 0x01010101, y = int(b * 1000.f) | 0x02020202;
+  int r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = int(threadIdx.x) + c;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = __dp4a(x, y, r[c]);
+  }
+  int s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s ^= r[c];
+  if (s == 0x7fedcba9) out[blockIdx.x] = float(s);
+#else
+  __trap();
+#endif
+  bc.stop(clocks);
+}
+
+__global__ void imad_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+  const int x = int(a * 1000.f) | 1, y = int(b * 1000.f);
+  int r[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) r[c] = int(threadIdx.x) + c;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = r[c] * x + y;
+  }
+  int s = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) s ^= r[c];
+  if (s == 0x7fedcba9) out[blockIdx.x] = float(s);
+  bc.stop(clocks);
+}
+
+// Tensor cores through WMMA. The fragment types exist only for the architectures that have
+// them (mma.h hides them from older device passes), so each kernel names them inside its guard.
+template <class Tin, class Tfrag, class Tacc, int M, int N, int K>
+__device__ __forceinline__ void mma_loop(int iters, float* out, float a, float b) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::matrix_a, M, N, K, Tfrag, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, M, N, K, Tfrag, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, M, N, K, Tacc> acc[4];
+  wmma::fill_fragment(fa, Tin(a));
+  wmma::fill_fragment(fb, Tin(b));
+#pragma unroll
+  for (int k = 0; k < 4; ++k) wmma::fill_fragment(acc[k], Tacc(0));
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wmma::mma_sync(acc[k], fa, fb, acc[k]);
+  }
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) s += float(acc[k].x[0]);
+  if (s == -1.2345f) out[blockIdx.x] = s;
+}
+
+__global__ void mma_fp16_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
+  mma_loop<__half, __half, float, 16, 16, 16>(iters, out, a, b);
+#else
+  __trap();  // the host never launches this below sm_70
+#endif
+  bc.stop(clocks);
+}
+
+__global__ void mma_int8_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 720
+  mma_loop<signed char, signed char, int, 16, 16, 16>(iters, out, a * 100.f, b * 100.f);
+#else
+  __trap();
+#endif
+  bc.stop(clocks);
+}
+
+__global__ void mma_bf16_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  mma_loop<__nv_bfloat16, __nv_bfloat16, float, 16, 16, 16>(iters, out, a, b);
+#else
+  __trap();
+#endif
+  bc.stop(clocks);
+}
+
+__global__ void mma_tf32_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  mma_loop<float, nvcuda::wmma::precision::tf32, float, 16, 16, 8>(iters, out, a, b);
+#else
+  __trap();
+#endif
+  bc.stop(clocks);
+}
+
+}  // namespace
+
+double peak_ops_per_thread_iter(PeakUnit u) {
+  switch (u) {
+    case PeakUnit::ffma: return 2.0 * C;
+    case PeakUnit::hfma2: return 4.0 * C;
+    case PeakUnit::bf16fma2: return 4.0 * C;
+    case PeakUnit::dfma: return 2.0 * C;
+    case PeakUnit::dp4a: return 8.0 * C;
+    case PeakUnit::imad: return 2.0 * C;
+    case PeakUnit::mma_fp16:
+    case PeakUnit::mma_bf16:
+    case PeakUnit::mma_int8: return 4.0 * 2 * 16 * 16 * 16 / 32;  // 4 accumulators, m16n16k16 per warp
+    case PeakUnit::mma_tf32: return 4.0 * 2 * 16 * 16 * 8 / 32;   // m16n16k8
+  }
+  return 0;
+}
+
+int peak_min_cc(PeakUnit u) {
+  switch (u) {
+    case PeakUnit::ffma:
+    case PeakUnit::dfma:
+    case PeakUnit::imad: return 0;
+    case PeakUnit::hfma2: return 53;
+    case PeakUnit::dp4a: return 61;
+    case PeakUnit::mma_fp16: return 70;
+    case PeakUnit::mma_int8: return 72;
+    case PeakUnit::bf16fma2:
+    case PeakUnit::mma_bf16:
+    case PeakUnit::mma_tf32: return 80;
+  }
+  return 1000;
+}
+
+void launch_peak(cudaStream_t s, PeakUnit u, int iters, float* out, unsigned long long* clocks, unsigned blocks,
+                 unsigned threads) {
+  const float a = 0.999f, b = 0.001f;
+  switch (u) {
+    case PeakUnit::ffma: ffma_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::hfma2: hfma2_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::bf16fma2: bf16fma2_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::dfma: dfma_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::dp4a: dp4a_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::imad: imad_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::mma_fp16: mma_fp16_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::mma_bf16: mma_bf16_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::mma_tf32: mma_tf32_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::mma_int8: mma_int8_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+  }
+}
+
+}  // namespace nb::kernels

@@ -1,0 +1,127 @@
+// The FP16-versus-FP32 verdict on inputs built from published rates (no GPU needed), and the
+// per-architecture unit rates the peak family uses.
+#include <gtest/gtest.h>
+
+#include "analysis.hpp"
+#include "profiles.hpp"
+
+using namespace nb;
+using nlohmann::json;
+
+namespace {
+
+json rec(const std::string& family, json params, const std::string& metric, double v, int gpu = 0) {
+  return {{"family", family}, {"status", "ok"}, {"gpus", {gpu}}, {"params", params}, {"metrics", {{metric, v}}}};
+}
+
+json gemm(const std::string& prec, int n, double v) {
+  return rec("gemm", {{"precision", prec}, {"shape", "square"}, {"m", n}, {"api", "cublaslt"}},
+             prec == "int8" ? "tops" : "tflops", v);
+}
+
+json peak(const std::string& unit, double v) {
+  return rec("peak", {{"unit", unit}}, unit.find("int") == 0 || unit == "mma_int8" ? "tops" : "tflops", v);
+}
+
+}  // namespace
+
+TEST(Fp16Verdict, P40DoesNotPayAndNamesInt8) {
+  // Tesla P40 published rates: FP32 11.76 TFLOPS, FP16 1/64 of it (0.18), INT8 DP4A 47 TOPS.
+  // cuBLAS FP16 GEMM with FP32 compute on sm_61 runs at about the FP32 rate.
+  const json records = json::array({peak("fp32_ffma", 11.76), peak("fp16_hfma2", 11.76 / 64), peak("int8_dp4a", 47.0),
+                                    gemm("fp32", 8192, 11.0), gemm("fp16", 8192, 10.6), gemm("int8", 8192, 40.0)});
+  const json a = fp16_vs_fp32(records, {{0, "Tesla P40", 6, 1}});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["verdict"], "does_not_pay");
+  EXPECT_NE(a[0]["reason"].get<std::string>().find("1/64"), std::string::npos);
+  EXPECT_NE(a[0]["recommendation"].get<std::string>().find("INT8"), std::string::npos);
+  bool saw_peak = false;
+  for (const auto& r : a[0]["rows"])
+    if (r["source"] == "peak: fp16_hfma2 / fp32_ffma") {
+      saw_peak = true;
+      EXPECT_NEAR(r["speedup_x"].get<double>(), 1.0 / 64, 1e-9);
+    }
+  EXPECT_TRUE(saw_peak);
+}
+
+TEST(Fp16Verdict, H200Pays) {
+  // H200: FP32 66.9 TFLOPS, FP16 tensor 989; GEMMs reach a large part of each.
+  const json records = json::array({peak("fp32_ffma", 63.0), peak("mma_fp16", 600.0), gemm("fp32", 8192, 51.0),
+                                    gemm("fp16", 8192, 700.0), gemm("fp32", 1024, 30.0)});
+  const json a = fp16_vs_fp32(records, {{0, "NVIDIA H200", 9, 0}});
+  EXPECT_EQ(a[0]["verdict"], "pays");
+  EXPECT_NE(a[0]["reason"].get<std::string>().find("8192"), std::string::npos);  // the largest common size
+  EXPECT_FALSE(a[0].contains("recommendation"));
+}
+
+TEST(Fp16Verdict, PeakOnlyAndNothingMeasured) {
+  const json only_peak = json::array({peak("fp32_ffma", 10.0), peak("fp16_hfma2", 20.0)});
+  EXPECT_EQ(fp16_vs_fp32(only_peak, {{0, "x", 7, 0}})[0]["verdict"], "pays");
+  const json none = json::array({gemm("fp32", 1024, 10.0)});
+  EXPECT_EQ(fp16_vs_fp32(none, {{0, "x", 7, 0}})[0]["verdict"], "not_measured");
+  // Records of another GPU do not count.
+  json other = json::array({gemm("fp32", 1024, 10.0), gemm("fp16", 1024, 100.0)});
+  other[1]["gpus"] = {1};
+  EXPECT_EQ(fp16_vs_fp32(other, {{0, "x", 9, 0}})[0]["verdict"], "not_measured");
+  EXPECT_EQ(fp16_verdict_lines(fp16_vs_fp32(only_peak, {{0, "x", 7, 0}})).size(), 1u);
+}
+
+TEST(UnitRates, MatchPublishedPeaks) {
+  // ops/clock/SM x SMs x boost clock reproduces the datasheet figure.
+  auto tf = [](const char* unit, int maj, int min, int sms, double ghz) {
+    return *unit_ops_per_clock_per_sm(unit, maj, min) * sms * ghz / 1e3;
+  };
+  EXPECT_NEAR(tf("fp32_ffma", 6, 1, 30, 1.531), 11.76, 0.01);   // P40
+  EXPECT_NEAR(tf("int8_dp4a", 6, 1, 30, 1.531), 47.0, 0.1);     // P40 INT8
+  EXPECT_NEAR(tf("fp16_hfma2", 6, 1, 30, 1.531), 0.18, 0.01);   // P40 FP16
+  EXPECT_NEAR(tf("mma_fp16", 7, 0, 80, 1.530), 125.0, 0.5);     // V100
+  EXPECT_NEAR(tf("mma_fp16", 8, 0, 108, 1.410), 312.0, 0.5);    // A100
+  EXPECT_NEAR(tf("fp64_dfma", 8, 0, 108, 1.410), 9.7, 0.05);    // A100
+  EXPECT_NEAR(tf("fp32_ffma", 9, 0, 132, 1.980), 66.9, 0.05);   // H100/H200
+  EXPECT_NEAR(tf("mma_fp16", 9, 0, 132, 1.830), 989.0, 1.0);    // H100/H200 at the tensor boost clock
+  EXPECT_FALSE(unit_ops_per_clock_per_sm("mma_fp16", 6, 1).has_value());  // no tensor cores on sm_61
+  EXPECT_FALSE(unit_ops_per_clock_per_sm("nonsense", 9, 0).has_value());
+}
+
+namespace {
+json net(int64_t batch, double ips, double mem_frac, const std::string& status = "ok", const std::string& prec = "fp16") {
+  json r = {{"family", "conv"}, {"status", status}, {"gpus", {0}},
+            {"params", {{"layer", "resnet50_total"}, {"precision", prec}, {"layout", "nchw"}, {"batch", batch}}},
+            {"metrics", json::object()}, {"reason", nullptr}};
+  if (status == "ok")
+    r["metrics"] = {{"train_images_per_s", ips}, {"memory_fraction_x", mem_frac}, {"peak_memory_bytes", mem_frac * 1e11}};
+  else
+    r["reason"] = "out of memory: does not fit: asked for 1 bytes";
+  return r;
+}
+}  // namespace
+
+TEST(BatchRecommendation, SmallestBatchNearThePlateauThatFits) {
+  // Throughput saturates at 1000 images/s; 95% of it is first reached at batch 64.
+  json recs = json::array({net(16, 700, 0.05), net(32, 900, 0.10), net(64, 960, 0.20), net(128, 1000, 0.40),
+                           net(256, 990, 0.80), net(512, 0, 0, "skipped")});
+  json a = batch_recommendation(recs, 0.9);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["batch"], 64);
+  EXPECT_DOUBLE_EQ(a[0]["plateau_images_per_s"].get<double>(), 1000);
+  EXPECT_EQ(a[0]["smallest_batch_out_of_memory"], 512);
+  // A tighter memory limit that the plateau batches exceed leaves no recommendation, with why.
+  json b = batch_recommendation(recs, 0.15);
+  EXPECT_TRUE(b[0]["batch"].is_null());
+  EXPECT_NE(b[0]["reason"].get<std::string>().find("15%"), std::string::npos);
+  EXPECT_EQ(batch_recommendation_lines(a).size(), 1u);
+}
+
+TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
+  json recs = json::array({net(8, 100, 0.1, "ok", "fp32"), net(8, 300, 0.1, "ok", "fp16"), net(1, 0, 0, "skipped", "tf32")});
+  json a = batch_recommendation(recs, 0.9);
+  ASSERT_EQ(a.size(), 3u);
+  for (const auto& e : a) {
+    if (e["precision"] == "tf32") {
+      EXPECT_TRUE(e["batch"].is_null());
+      EXPECT_EQ(e["reason"], "no batch size fit in memory");
+    } else {
+      EXPECT_EQ(e["batch"], 8);
+    }
+  }
+}
