@@ -249,31 +249,44 @@ void run_gemm(CaseContext& ctx, const Precision& p, const std::string& api, cons
                                &algo, h.workspace.get(), h.workspace.bytes(), st));
       (void)stream;
     };
-    // Autotune: time up to four of the heuristic's candidates (three runs each, after one
-    // warm-up) and keep the fastest. Skipped when one run is long (the first is then taken).
+    // Autotune: time up to four of the heuristic's candidates round-robin (two warm-up rounds,
+    // then five timed rounds, so that clock drift under the power cap hits every candidate
+    // alike) and keep the fastest median. Skipped for long GEMMs, where the heuristic's first
+    // choice is taken.
     int best = 0;
     int tried = 0;
     {
+      std::vector<int> cand;
+      for (int i = 0; i < std::min(returned, 4); ++i)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS) cand.push_back(i);
       Event e0, e1;
-      double best_t = 1e30;
-      for (int i = 0; i < std::min(returned, 4); ++i) {
-        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        std::vector<double> ts;
-        lt_launch(res[i].algo, stream);  // warm-up
-        for (int r = 0; r < 3; ++r) {
-          e0.record(stream);
-          lt_launch(res[i].algo, stream);
-          e1.record(stream);
-          NB_CUDA(cudaEventSynchronize(e1.get()));
-          ts.push_back(e1.seconds_since(e0));
+      e0.record(stream);
+      lt_launch(res[cand.empty() ? 0 : cand[0]].algo, stream);
+      e1.record(stream);
+      NB_CUDA(cudaEventSynchronize(e1.get()));
+      if (cand.size() > 1 && e1.seconds_since(e0) < 0.02) {
+        std::vector<std::vector<double>> ts(cand.size());
+        for (int round = 0; round < 7; ++round) {
+          for (size_t c = 0; c < cand.size(); ++c) {
+            e0.record(stream);
+            lt_launch(res[cand[c]].algo, stream);
+            e1.record(stream);
+            NB_CUDA(cudaEventSynchronize(e1.get()));
+            if (round >= 2) ts[c].push_back(e1.seconds_since(e0));
+          }
         }
-        ++tried;
-        const double t = median_of(ts);
-        if (t < best_t) {
-          best_t = t;
-          best = i;
+        double best_t = 1e30;
+        for (size_t c = 0; c < cand.size(); ++c) {
+          const double t = median_of(ts[c]);
+          if (t < best_t) {
+            best_t = t;
+            best = cand[c];
+          }
         }
-        if (t > 0.02) break;  // long GEMMs: the heuristic's choice is good enough
+        tried = int(cand.size());
+      } else if (!cand.empty()) {
+        best = cand[0];
+        tried = 1;
       }
     }
     chosen = res[best].algo;

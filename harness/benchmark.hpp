@@ -44,6 +44,10 @@ struct Case {
   std::function<Availability(const GpuInfo&)> available;  // null: runs anywhere
   std::function<void(CaseContext&)> run;
   std::optional<L2Mode> l2;  // the family's default when the user did not choose
+  // Runs once over every selected GPU (ctx.gpus()) instead of once per GPU; `min_gpus` says
+  // how many it needs (fewer: skipped with the reason).
+  bool multi_gpu = false;
+  int min_gpus = 1;
   std::string id() const { return family + "/" + name; }
 };
 
@@ -61,6 +65,8 @@ struct Registrar {
   explicit Registrar(std::unique_ptr<Family> f) { family_registry().push_back(std::move(f)); }
 };
 
+struct CasePart;
+
 // What a case reports besides its timing.
 struct CaseOutput {
   nlohmann::json metrics = nlohmann::json::object();
@@ -73,16 +79,38 @@ struct CaseOutput {
   std::string peak_key;
   bool wrong = false;
   std::string wrong_reason;
+  // Further records the case emits (a multi-GPU case: one per GPU pair, per GPU count); when
+  // there are parts, the case's own record is written only if it timed something itself or
+  // did not finish ok. `extra_params`: params known only at run time (the GPU count), merged
+  // into the record's params. `analysis`: merged (JSON merge patch) into the file's analysis.
+  std::vector<CasePart> parts;
+  nlohmann::json extra_params = nlohmann::json::object();
+  nlohmann::json analysis = nlohmann::json::object();
+};
+
+// One further record of a case: id "<family>/<case>/<name>", params the case's and these.
+struct CasePart {
+  std::string name;
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<int> gpus;        // the GPUs the record is about
+  std::string status = "ok";    // ok, skipped, failed; wrong comes from out.wrong
+  std::string reason;
+  double duration_s = -1;       // < 0: the case's
+  CaseOutput out;
 };
 
 class CaseContext {
  public:
   CaseContext(const GpuInfo& gpu, const Nvml& nvml, Measurer& measurer, cudaStream_t stream,
-              MeasureConfig cfg)
-      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream) {
+              MeasureConfig cfg, std::vector<const GpuInfo*> gpus = {})
+      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream), gpus_(std::move(gpus)) {
     out_.config = cfg;
+    if (gpus_.empty()) gpus_.push_back(&gpu_);
   }
   const GpuInfo& gpu() const { return gpu_; }
+  // Every GPU of a multi-GPU case (the first is gpu()).
+  const std::vector<const GpuInfo*>& gpus() const { return gpus_; }
+  const Nvml& nvml() const { return nvml_; }
   cudaStream_t stream() const { return stream_; }
   const MeasureConfig& config() const { return out_.config; }
 
@@ -90,6 +118,13 @@ class CaseContext {
   void measure(const std::function<void(cudaStream_t)>& launch) {
     out_.measurement = measurer_.measure(stream_, launch, out_.config);
   }
+  // A further measurement inside one case (a network of layers); not recorded by itself.
+  Measurement measure_sub(const std::function<void(cudaStream_t)>& launch, const MeasureConfig& cfg) {
+    return measurer_.measure(stream_, launch, cfg);
+  }
+  // For cases that time themselves (several GPUs at once): per-sample seconds per launch.
+  void set_measurement(Measurement m) { out_.measurement = std::move(m); }
+  MeasureConfig& mutable_config() { return out_.config; }
   // One launch does `work` units of `metric` x seconds (tflops: flops / 1e12; gbps: bytes / 1e9);
   // the harness divides by the median time and looks up `peak_key` in the GPU's peaks.
   void set_throughput(const std::string& metric, double work, const std::string& peak_key) {
@@ -97,6 +132,9 @@ class CaseContext {
     out_.work_per_launch = work;
     out_.peak_key = peak_key;
   }
+  void add_part(CasePart p) { out_.parts.push_back(std::move(p)); }
+  nlohmann::json& extra_params() { return out_.extra_params; }
+  nlohmann::json& analysis() { return out_.analysis; }
   nlohmann::json& metrics() { return out_.metrics; }
   nlohmann::json& details() { return out_.details; }
   [[noreturn]] void skip(const std::string& reason) { throw SkipCase{reason}; }
@@ -111,6 +149,7 @@ class CaseContext {
   const Nvml& nvml_;
   Measurer& measurer_;
   cudaStream_t stream_;
+  std::vector<const GpuInfo*> gpus_;
   CaseOutput out_;
 };
 

@@ -104,9 +104,34 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   run->add_option("--profiles", o.profiles_file, "Device profile file (expected peaks) instead of the built-in one")
       ->check(CLI::ExistingFile);
   run->add_flag("--quiet", o.quiet, "No progress lines, only the summary");
+  run->add_option("--memory-fraction", o.memory_fraction,
+                  "Batch-size recommendation: the largest fraction of device memory a batch may use")
+      ->check(CLI::Range(0.05, 1.0))
+      ->capture_default_str();
 
   CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
   env->add_flag("--json", o.json, "Print the environment as JSON (the result file's 'environment')");
+
+  ValidateOptions& v = cmd.validate;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "Check the node: driver, libraries, GPU visibility, PCIe links, ECC, clocks, peers; each problem with its fix");
+  doctor->add_flag("--json", o.json, "Print the checks as JSON");
+  doctor->add_flag("--no-load", v.no_load, "Read PCIe links without loading the GPUs (links train down at idle)");
+
+  CLI::App* validate = app.add_subcommand(
+      "validate", "Judge the node: doctor, then benchmarks by level against the device profile's thresholds");
+  validate->add_option("--profile", v.profile,
+                       "Thresholds: auto (by GPU model), a model name of the thresholds file, or a thresholds FILE")
+      ->capture_default_str();
+  validate->add_option("--level", v.level,
+                       "1 checks only (seconds); 2 plus quick bandwidth and GEMM (about a minute); 3 every family, full sweeps")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
+  validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");
+  validate->add_option("--prometheus", v.prometheus_file, "Write the verdicts as a node_exporter textfile (.prom) to FILE");
+  validate->add_option("--gpus", o.gpus, "Devices to benchmark: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
+  validate->add_flag("--quiet", o.quiet, "No progress lines");
 
   std::vector<std::string> rev(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::reverse(rev.begin(), rev.end());
@@ -130,6 +155,8 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
 
   if (list->parsed()) cmd.kind = CommandKind::list;
   else if (run->parsed()) cmd.kind = CommandKind::run;
+  else if (doctor->parsed()) cmd.kind = CommandKind::doctor;
+  else if (validate->parsed()) cmd.kind = CommandKind::validate;
   else cmd.kind = CommandKind::env;
 
   o.suite = *parse_suite(suite);
@@ -145,7 +172,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       return res;
     }
   }
-  if (cmd.kind == CommandKind::run) {
+  if (cmd.kind == CommandKind::run || cmd.kind == CommandKind::validate) {
     if (o.gpus != "all") {
       try {
         (void)parse_gpu_list(o.gpus, 1 << 20);  // syntax only; indices are checked against the node

@@ -30,13 +30,24 @@ struct RunOptions {
   std::string profiles_file;
   bool json = false;                  // list/env: JSON output
   bool quiet = false;
+  double memory_fraction = 0.9;       // batch recommendation: the largest share of device memory
 };
 
-enum class CommandKind { list, run, env };
+enum class CommandKind { list, run, env, doctor, validate };
+
+// `doctor` and `validate` (docs/VALIDATE.md).
+struct ValidateOptions {
+  int level = 2;                 // 1 checks only; 2 plus quick bandwidth and GEMM; 3 every family, full sweeps
+  std::string profile = "auto";  // auto, a model name of the thresholds file, or a thresholds FILE
+  std::string junit_file;        // JUnit XML, when set
+  std::string prometheus_file;   // node_exporter textfile, when set
+  bool no_load = false;          // doctor: read the PCIe link without loading the GPU
+};
 
 struct Command {
   CommandKind kind = CommandKind::run;
   RunOptions options;
+  ValidateOptions validate;
   std::vector<std::string> argv;  // as given, for the result file
 };
 

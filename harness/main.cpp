@@ -3,8 +3,10 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "doctor.hpp"
 #include "error.hpp"
 #include "runner.hpp"
+#include "validate.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
@@ -17,6 +19,8 @@ int main(int argc, char** argv) {
       case nb::CommandKind::list: return nb::cmd_list(*p.command);
       case nb::CommandKind::run: return nb::cmd_run(*p.command);
       case nb::CommandKind::env: return nb::cmd_env(*p.command);
+      case nb::CommandKind::doctor: return nb::cmd_doctor(*p.command);
+      case nb::CommandKind::validate: return nb::cmd_validate(*p.command);
     }
   } catch (const std::exception& e) {
     std::cerr << "nodebench: " << e.what() << "\n";

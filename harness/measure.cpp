@@ -63,12 +63,14 @@ Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cuda
   const auto w0 = Clock::now();
   double est = 0;
   do {
+    const auto h0 = Clock::now();
     start_.record(stream);
     launch(stream);
     stop_.record(stream);
     NB_CUDA(cudaStreamSynchronize(stream));
     NB_CUDA(cudaGetLastError());
-    est = stop_.seconds_since(start_);
+    est = cfg.timer == Timer::host ? std::chrono::duration<double>(Clock::now() - h0).count()
+                                   : stop_.seconds_since(start_);
     ++m.warmup_runs;
   } while (m.warmup_runs < 2 ||
            std::chrono::duration<double>(Clock::now() - w0).count() < cfg.warmup_s);
@@ -79,7 +81,18 @@ Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cuda
   auto last_poll = Clock::now() - std::chrono::seconds(1);
   const auto t0 = Clock::now();
   while (true) {
-    if (cfg.l2 == L2Mode::cold) flush_l2(stream);
+    if (cfg.l2 == L2Mode::cold) {
+      flush_l2(stream);
+      if (cfg.timer == Timer::host) NB_CUDA(cudaStreamSynchronize(stream));
+    }
+    double t = 0;
+    if (cfg.timer == Timer::host) {
+      const auto h0 = Clock::now();
+      for (size_t i = 0; i < m.batch; ++i) launch(stream);
+      NB_CUDA(cudaStreamSynchronize(stream));
+      t = std::chrono::duration<double>(Clock::now() - h0).count() / double(m.batch);
+      NB_CUDA(cudaGetLastError());
+    } else {
     host_flag[0] = 0;
     host_flag[1] = 0;
     kernels::launch_blocking(stream, dev_flag_, dev_flag_ + 1, cfg.blocking_timeout_ns);
@@ -91,7 +104,8 @@ Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cuda
     NB_CUDA(cudaEventSynchronize(stop_.get()));
     NB_CUDA(cudaGetLastError());
     if (host_flag[1]) m.blocking_timeout = true;
-    const double t = stop_.seconds_since(start_) / double(m.batch);
+    t = stop_.seconds_since(start_) / double(m.batch);
+    }
     m.samples_s.push_back(t);
     sum += t;
     sumsq += t * t;

@@ -18,8 +18,15 @@ namespace nb {
 
 enum class L2Mode { hot, cold };
 
+// events: CUDA events around the work on the GPU, with the blocking kernel holding the stream
+// (what the GPU spends). host: the host's clock from the first call to the end of a stream
+// synchronize (what a caller waits: latencies, and pageable copies, which the driver stages
+// through the host and which must not be held back by a blocking kernel).
+enum class Timer { events, host };
+
 struct MeasureConfig {
   L2Mode l2 = L2Mode::hot;
+  Timer timer = Timer::events;
   double target_cv = 0.01;     // stop once the samples' CV is at most this ...
   size_t min_samples = 10;     // ... and at least this many were taken
   size_t max_samples = 2000;

@@ -82,7 +82,29 @@ struct Nvml::Api {
   nvmlReturn_t (*persistence)(nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*mig)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
   nvmlReturn_t (*topology)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
+  // nvmlDeviceGetP2PStatus(device1, device2, nvmlGpuP2PCapsIndex_t, nvmlGpuP2PStatus_t*)
+  nvmlReturn_t (*p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int*) = nullptr;
+  // nvmlDeviceGetTotalEccErrors(device, nvmlMemoryErrorType_t, nvmlEccCounterType_t, unsigned long long*)
+  nvmlReturn_t (*ecc_total)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  // nvmlDeviceGetRetiredPages(device, nvmlPageRetirementCause_t, unsigned int* count, unsigned long long* addresses)
+  nvmlReturn_t (*retired_pages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
+  // nvmlDeviceGetRetiredPagesPendingStatus(device, nvmlEnableState_t*)
+  nvmlReturn_t (*retired_pending)(nvmlDevice_t, int*) = nullptr;
+  // nvmlDeviceGetRemappedRows(device, unsigned* corrRows, unsigned* uncRows, unsigned* isPending, unsigned* failureOccurred)
+  nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  // nvmlDeviceGetComputeRunningProcesses_v3/_v2(device, unsigned* infoCount, nvmlProcessInfo_t* infos)
+  nvmlReturn_t (*compute_procs)(nvmlDevice_t, unsigned*, void*) = nullptr;
 };
+
+// nvmlProcessInfo_t as the _v2 and _v3 entry points take it (nvmlProcessInfo_v2_t in nvml.h).
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr nvmlReturn_t kErrorInsufficientSize = 7;
+constexpr unsigned long long kValueNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE
 
 template <class F>
 static void bind(void* lib, F& fn, std::initializer_list<const char*> names) {
@@ -125,6 +147,12 @@ Nvml::Nvml() : api_(std::make_unique<Api>()) {
   bind(lib_, a.persistence, {"nvmlDeviceGetPersistenceMode"});
   bind(lib_, a.mig, {"nvmlDeviceGetMigMode"});
   bind(lib_, a.topology, {"nvmlDeviceGetTopologyCommonAncestor"});
+  bind(lib_, a.p2p_status, {"nvmlDeviceGetP2PStatus"});
+  bind(lib_, a.ecc_total, {"nvmlDeviceGetTotalEccErrors"});
+  bind(lib_, a.retired_pages, {"nvmlDeviceGetRetiredPages"});
+  bind(lib_, a.retired_pending, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  bind(lib_, a.remapped_rows, {"nvmlDeviceGetRemappedRows"});
+  bind(lib_, a.compute_procs, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
   if (!a.init || !a.count || !a.handle_by_index) {
     error_ = "libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
@@ -278,12 +306,84 @@ std::optional<double> Nvml::power_limit_w(int h) const {
   return mw / 1000.0;
 }
 
+EccCounters Nvml::ecc_counters(int h) const {
+  NB_NVML_HANDLE(h);
+  EccCounters c;
+  if (!api_->ecc_total) return c;
+  // nvmlMemoryErrorType_t: 0 corrected, 1 uncorrected; nvmlEccCounterType_t: 0 volatile, 1 aggregate.
+  unsigned long long v = 0;
+  if (api_->ecc_total(dev, 0, 0, &v) == kSuccess) c.volatile_corrected = v;
+  if (api_->ecc_total(dev, 1, 0, &v) == kSuccess) c.volatile_uncorrected = v;
+  if (api_->ecc_total(dev, 0, 1, &v) == kSuccess) c.aggregate_corrected = v;
+  if (api_->ecc_total(dev, 1, 1, &v) == kSuccess) c.aggregate_uncorrected = v;
+  return c;
+}
+
+RetiredPages Nvml::retired_pages(int h) const {
+  NB_NVML_HANDLE(h);
+  RetiredPages r;
+  // nvmlPageRetirementCause_t: 0 multiple single-bit errors, 1 double-bit error. A count of 0 with
+  // no buffer asks for the count: success when there are none, INSUFFICIENT_SIZE with the count.
+  if (api_->retired_pages) {
+    for (int cause : {0, 1}) {
+      unsigned n = 0;
+      const nvmlReturn_t rc = api_->retired_pages(dev, cause, &n, nullptr);
+      if (rc == kSuccess || rc == kErrorInsufficientSize) (cause == 0 ? r.single_bit : r.double_bit) = n;
+    }
+  }
+  int pending = 0;
+  if (api_->retired_pending && api_->retired_pending(dev, &pending) == kSuccess) r.pending = pending != 0;
+  return r;
+}
+
+std::optional<RemappedRows> Nvml::remapped_rows(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+  if (!api_->remapped_rows || api_->remapped_rows(dev, &corr, &unc, &pending, &failure) != kSuccess)
+    return std::nullopt;
+  return RemappedRows{corr, unc, pending != 0, failure != 0};
+}
+
+std::optional<std::vector<ProcessUse>> Nvml::compute_processes(int h) const {
+  NB_NVML_HANDLE(h);
+  if (!api_->compute_procs) return std::nullopt;
+  std::vector<NvmlProcessInfo> buf(64);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    unsigned n = unsigned(buf.size());
+    const nvmlReturn_t rc = api_->compute_procs(dev, &n, buf.data());
+    if (rc == kErrorInsufficientSize) {
+      buf.resize(size_t(n) + 16);  // processes may start between the calls
+      continue;
+    }
+    if (rc != kSuccess) return std::nullopt;
+    std::vector<ProcessUse> out;
+    for (unsigned i = 0; i < n && i < buf.size(); ++i) {
+      ProcessUse p;
+      p.pid = buf[i].pid;
+      if (buf[i].usedGpuMemory != kValueNotAvailable) p.used_bytes = buf[i].usedGpuMemory;
+      out.push_back(p);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::optional<int> Nvml::topology_level(int a, int b) const {
   if (!available_ || !api_->topology) return std::nullopt;
   if (a < 0 || b < 0 || size_t(a) >= handles_.size() || size_t(b) >= handles_.size()) return std::nullopt;
   int level = 0;
   if (api_->topology(handles_[size_t(a)], handles_[size_t(b)], &level) != kSuccess) return std::nullopt;
   return level;
+}
+
+std::optional<bool> Nvml::nvlink_p2p(int a, int b) const {
+  if (!available_ || !api_->p2p_status) return std::nullopt;
+  if (a < 0 || b < 0 || size_t(a) >= handles_.size() || size_t(b) >= handles_.size()) return std::nullopt;
+  constexpr int kP2pCapsNvlink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK
+  constexpr int kP2pStatusOk = 0;    // NVML_P2P_STATUS_OK
+  int status = -1;
+  if (api_->p2p_status(handles_[size_t(a)], handles_[size_t(b)], kP2pCapsNvlink, &status) != kSuccess) return std::nullopt;
+  return status == kP2pStatusOk;
 }
 
 }  // namespace nb

@@ -28,6 +28,26 @@ std::vector<std::string> throttle_reason_names(unsigned long long mask);
 bool is_throttling(unsigned long long mask);
 bool is_power_capped(unsigned long long mask);
 
+// ECC error counters (nvmlDeviceGetTotalEccErrors); each nullopt where NVML does not report it
+// (ECC off or unsupported).
+struct EccCounters {
+  std::optional<unsigned long long> volatile_corrected, volatile_uncorrected;
+  std::optional<unsigned long long> aggregate_corrected, aggregate_uncorrected;
+};
+// Page retirement (GPUs before Ampere) and row remapping (Ampere and newer HBM GPUs).
+struct RetiredPages {
+  std::optional<unsigned> single_bit, double_bit;
+  std::optional<bool> pending;
+};
+struct RemappedRows {
+  unsigned correctable = 0, uncorrectable = 0;
+  bool pending = false, failure = false;
+};
+struct ProcessUse {
+  unsigned pid = 0;
+  std::optional<unsigned long long> used_bytes;  // nullopt where NVML cannot tell (e.g. no permission)
+};
+
 class Nvml {
  public:
   // Loads and initialises NVML; never throws. available() says whether it worked.
@@ -59,9 +79,17 @@ class Nvml {
   std::optional<bool> persistence_mode(int h) const;
   std::optional<bool> mig_mode(int h) const;
   std::optional<double> power_limit_w(int h) const;
+  EccCounters ecc_counters(int h) const;
+  RetiredPages retired_pages(int h) const;
+  std::optional<RemappedRows> remapped_rows(int h) const;
+  // Processes with a compute context on the device; nullopt when NVML cannot list them.
+  std::optional<std::vector<ProcessUse>> compute_processes(int h) const;
 
   // NVML's topology level between two devices (0 internal ... 60 system), or nullopt.
   std::optional<int> topology_level(int a, int b) const;
+  // Whether NVML reports peer-to-peer over NVLink between two devices (directly or through
+  // NVSwitch), or nullopt when it cannot tell.
+  std::optional<bool> nvlink_p2p(int a, int b) const;
 
  private:
   struct Api;

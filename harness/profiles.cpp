@@ -81,6 +81,37 @@ std::optional<int> fp32_lanes_per_sm(int major, int minor) {
   }
 }
 
+std::optional<double> unit_ops_per_clock_per_sm(const std::string& unit, int major, int minor) {
+  const int cc = major * 10 + minor;
+  // Per compute capability, from the vendors' whitepaper rates (ops/clock/SM = TFLOPS / (SMs x
+  // boost clock)): P100 6.0, P40 6.1, V100 7.0, T4 7.5, A100 8.0, A10 8.6, L4 8.9, H100 9.0.
+  struct Row {
+    const char* unit;
+    std::initializer_list<std::pair<int, double>> rates;
+  };
+  static const Row rows[] = {
+      {"fp16_hfma2", {{60, 256}, {61, 4}, {62, 4}, {70, 256}, {72, 256}, {75, 256}, {80, 512}, {86, 256}, {87, 256}, {89, 256}, {90, 512}}},
+      {"bf16_fma2", {{80, 256}, {90, 512}}},
+      {"fp64_dfma", {{60, 64}, {61, 8}, {62, 8}, {70, 64}, {72, 8}, {75, 4}, {80, 64}, {86, 4}, {87, 4}, {89, 4}, {90, 128}}},
+      {"int8_dp4a", {{61, 1024}, {62, 1024}, {70, 512}, {72, 512}, {75, 512}, {80, 512}, {86, 512}, {87, 512}, {89, 512}, {90, 512}}},
+      {"int32_imad", {{60, 128}, {61, 256}, {62, 256}, {70, 128}, {72, 128}, {75, 128}, {80, 128}, {86, 128}, {87, 128}, {89, 128}, {90, 128}}},
+      {"mma_fp16", {{70, 1024}, {72, 1024}, {75, 1024}, {80, 2048}, {86, 1024}, {87, 1024}, {89, 1024}, {90, 4096}}},
+      {"mma_bf16", {{80, 2048}, {86, 1024}, {87, 1024}, {89, 1024}, {90, 4096}}},
+      {"mma_tf32", {{80, 1024}, {86, 512}, {87, 512}, {89, 512}, {90, 2048}}},
+      {"mma_int8", {{72, 2048}, {75, 2048}, {80, 4096}, {86, 2048}, {87, 2048}, {89, 2048}, {90, 8192}}},
+  };
+  if (unit == "fp32_ffma") {
+    if (auto lanes = fp32_lanes_per_sm(major, minor)) return 2.0 * *lanes;
+    return std::nullopt;
+  }
+  for (const auto& r : rows) {
+    if (unit != r.unit) continue;
+    for (const auto& [c, v] : r.rates)
+      if (c == cc) return v;
+  }
+  return std::nullopt;
+}
+
 std::optional<double> pcie_gbps(unsigned gen, unsigned width) {
   // Per lane, one direction, after encoding: 8b/10b for Gen1-2, 128b/130b for Gen3-5.
   static const double per_lane[] = {0, 0.25, 0.5, 0.984615, 1.969231, 3.938462, 7.876923};

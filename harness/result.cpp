@@ -77,6 +77,10 @@ json make_record(const RecordInput& in) {
       if (s.median > 0 && !o.throughput_metric.empty() && o.work_per_launch > 0) {
         const double value = o.work_per_launch / s.median;
         metrics[o.throughput_metric] = value;
+        // A family may give the theoretical rate it computed (peak: at the measured clock).
+        const std::string theo_key = "theoretical_" + o.throughput_metric;
+        if (metrics.contains(theo_key) && metrics[theo_key].is_number() && metrics[theo_key].get<double>() > 0)
+          metrics["of_theoretical_pct"] = 100.0 * value / metrics[theo_key].get<double>();
         if (in.gpu && !o.peak_key.empty()) {
           if (const Peak* p = in.gpu->peak(o.peak_key)) {
             pct = {{"metric", o.throughput_metric},
@@ -213,6 +217,7 @@ void ResultFile::flush(bool force) {
 
 void ResultFile::write() {
   doc_["summary"] = summary();
+  if (path_.empty()) return;  // kept in memory only (an MPI rank other than 0)
   write_file_atomic(path_, doc_.dump(1, ' ', false, json::error_handler_t::replace));
   last_write_ = std::chrono::steady_clock::now();
 }

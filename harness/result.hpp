@@ -36,7 +36,7 @@ nlohmann::json make_record(const RecordInput& in);
 
 // Writes the run's file: after each added record at most every `min_interval_s`, and on
 // finish(); each write goes to a temporary file in the same folder and is renamed over the
-// target, so readers never see a partial file.
+// target, so readers never see a partial file. An empty path keeps the document in memory only.
 class ResultFile {
  public:
   ResultFile(std::string path, nlohmann::json header, double min_interval_s = 2.0);

@@ -15,6 +15,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include "analysis.hpp"
+#include "case_records.hpp"
+#include "cluster.hpp"
 #include "result.hpp"
 
 #include "build_info.hpp"
@@ -66,7 +69,9 @@ std::string headline(const json& r) {
   const std::string status = r["status"];
   if (status != "ok" && status != "wrong") return r["reason"].is_string() ? r["reason"].get<std::string>() : "";
   std::string s;
-  for (const char* m : {"tflops", "tops", "gbps", "latency_us"}) {
+  for (const char* m : {"tflops", "tops", "gbps", "busbw_gbps", "algbw_gbps", "latency_us"}) {
+    // busbw is 0 on one rank by definition: algbw says more there.
+    if (std::string(m) == "busbw_gbps" && r["metrics"].value(m, 0.0) <= 0) continue;
     if (r["metrics"].contains(m) && r["metrics"][m].is_number()) {
       s = fmt(r["metrics"][m].get<double>(), 2) + " " + m;
       break;
@@ -234,32 +239,47 @@ int cmd_run(const Command& cmd) {
     return kExitUsage;
   }
 
+  // Under an MPI launcher: one process per GPU, rank 0 writes the file (docs/MULTIGPU.md).
+  // Every step that can fail on one process only is agreed on, so no process waits alone.
+  if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
   Nvml nvml;
   Environment env = capture_environment(nvml, profiles);
-  if (env.gpus.empty()) {
-    std::cerr << no_gpu_diagnosis(env.cuda_error) << "\n";
+  if (!cluster::all_ok(!env.gpus.empty())) {
+    std::cerr << (env.gpus.empty() ? no_gpu_diagnosis(env.cuda_error) : "nodebench: another MPI rank found no GPU")
+              << "\n";
     return kExitNoGpu;
   }
   std::vector<int> gpu_ids;
+  std::string gpu_error;
   try {
     gpu_ids = parse_gpu_list(o.gpus, int(env.gpus.size()));
   } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n";
+    gpu_error = e.what();
+  }
+  if (!cluster::all_ok(gpu_error.empty())) {
+    std::cerr << "nodebench: " << (gpu_error.empty() ? "another MPI rank rejected --gpus" : gpu_error) << "\n";
     return kExitUsage;
   }
+  gpu_ids = cluster::local_gpus(gpu_ids);
 
   const double max_time = o.max_time_s.value_or(default_max_time(o.suite));
-  const std::string run_id = make_run_id();
-  std::string path = o.out_file;
+  const std::string run_id = cluster::from_root(make_run_id());
+  std::string path = cluster::root() ? o.out_file : "";
+  std::string out_error;
   try {
-    if (path.empty()) {
+    if (!cluster::root()) {
+      // Other ranks keep their records in memory and send them to rank 0.
+    } else if (path.empty()) {
       fs::create_directories(o.out_dir);
       path = (fs::path(o.out_dir) / result_file_name(env.json, run_id)).string();
     } else if (fs::path(path).has_parent_path()) {
       fs::create_directories(fs::path(path).parent_path());
     }
   } catch (const fs::filesystem_error& e) {
-    std::cerr << "nodebench: cannot create the output folder: " << e.what() << "\n";
+    out_error = std::string("cannot create the output folder: ") + e.what();
+  }
+  if (!cluster::all_ok(out_error.empty())) {
+    std::cerr << "nodebench: " << (out_error.empty() ? "rank 0 cannot write the result file" : out_error) << "\n";
     return kExitUsage;
   }
 
@@ -272,6 +292,7 @@ int cmd_run(const Command& cmd) {
                    {"cuda_architectures", NODEBENCH_CUDA_ARCHITECTURES}}},
                  {"options", options_json(o, max_time)},
                  {"environment", env.json}};
+  cluster::gather_environment(header["environment"], gpu_ids.front());
   std::optional<ResultFile> file;
   try {
     file.emplace(path, header);
@@ -280,8 +301,10 @@ int cmd_run(const Command& cmd) {
     return kExitUsage;
   }
   install_signal_handlers();
-  std::cout << "nodebench " << NODEBENCH_VERSION << ": " << cases.size() << " case(s) x " << gpu_ids.size()
-            << " GPU(s), suite " << to_string(o.suite) << "; results: " << path << std::endl;
+  if (cluster::root())
+    std::cout << "nodebench " << NODEBENCH_VERSION << ": " << cases.size() << " case(s) x " << gpu_ids.size()
+              << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
+              << ", suite " << to_string(o.suite) << "; results: " << path << std::endl;
 
   MeasureConfig base;
   base.target_cv = o.target_cv;
@@ -296,26 +319,53 @@ int cmd_run(const Command& cmd) {
     std::string broken;  // set after an error that leaves the CUDA context unusable
   };
   std::map<int, GpuState> states;
-  const size_t total = cases.size() * gpu_ids.size();
+  size_t total = 0;
+  for (const Case& c : cases) total += c.multi_gpu ? 1 : gpu_ids.size();
   size_t done = 0;
   std::string run_error;
 
-  auto execute = [&](const Case& c, int gpu_id) {
+  // Runs one case (on one GPU, or once over every GPU of this process), records it and returns
+  // the median time of its last record (for Google Benchmark).
+  auto execute = [&](const Case& c, const std::vector<int>& ids) -> double {
+    const int gpu_id = ids.front();
     const GpuInfo& gpu = env.gpus[size_t(gpu_id)];
+    std::vector<const GpuInfo*> all;
+    for (int i : ids) all.push_back(&env.gpus[size_t(i)]);
     RecordInput in;
     in.c = &c;
-    in.gpus = {gpu_id};
+    in.gpus = ids;
     in.gpu = &gpu;
     in.nvml_available = nvml.available() && gpu.nvml_index.has_value();
     in.started_at = iso_utc(std::chrono::system_clock::now());
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<CaseContext> ctx;
     GpuState& st = states[gpu_id];
+    // Under MPI a multi-GPU case is one operation over every rank: all run it or none does.
+    bool peers_ok = true;
+    if (c.multi_gpu && cluster::active()) {
+      bool mine = st.broken.empty() && int(ids.size()) >= c.min_gpus;
+      try {
+        mine = mine && (!c.available || c.available(gpu).ok);
+      } catch (const std::exception&) {
+        mine = false;
+      }
+      peers_ok = cluster::all_ok(mine) || !mine;
+    }
     try {
-      const Availability a = c.available ? c.available(gpu) : Availability::yes();
-      if (!a.ok) {
+      Availability a = c.available ? c.available(gpu) : Availability::yes();
+      for (size_t k = 1; a.ok && k < all.size(); ++k)
+        if (c.available) a = c.available(*all[k]);
+      if (c.multi_gpu && int(ids.size()) < c.min_gpus) {
+        in.status = "skipped";
+        in.reason = "needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(ids.size()) +
+                    (ids.size() == 1 ? " is" : " are") + " selected" +
+                    (cluster::active() ? " in this process (under MPI each process drives one GPU)" : "");
+      } else if (!a.ok) {
         in.status = "skipped";
         in.reason = a.reason;
+      } else if (!peers_ok) {
+        in.status = "skipped";
+        in.reason = "another MPI rank cannot run this case";
       } else if (!st.broken.empty()) {
         in.status = "failed";
         in.reason = "not run: GPU " + std::to_string(gpu_id) + " is unusable after an earlier error (" + st.broken + ")";
@@ -328,7 +378,7 @@ int cmd_run(const Command& cmd) {
         MeasureConfig cfg = base;
         cfg.l2 = o.l2.value_or(c.l2.value_or(L2Mode::hot));
         if (gpu.nvml_index) in.before = nvml.snapshot(*gpu.nvml_index);
-        ctx.emplace(gpu, nvml, *st.measurer, st.stream->get(), cfg);
+        ctx.emplace(gpu, nvml, *st.measurer, st.stream->get(), cfg, all);
         try {
           c.run(*ctx);
           in.status = "ok";
@@ -361,24 +411,28 @@ int cmd_run(const Command& cmd) {
       in.reason = std::string("setup failed: ") + e.what();
     }
     in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    json rec;
-    try {
-      rec = make_record(in);
-    } catch (const std::exception& e) {
-      RecordInput bad = in;
-      bad.out = nullptr;
-      bad.status = "failed";
-      bad.reason = std::string("could not summarise the case: ") + e.what();
-      rec = make_record(bad);
-    }
+    // The case's record, and one per part it emitted (one per GPU pair, per GPU count, ...);
+    // under MPI every rank's, at rank 0.
+    CaseRecords made = make_case_records(in, env.gpus);
+    std::vector<json> recs = cluster::gather_records(c.multi_gpu, std::move(made.records));
+    if (cluster::root()) merge_analysis(*file, made.analysis);
     ++done;
-    if (!o.quiet) {
-      std::cout << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << "] "
-                << std::left << std::setw(52) << c.id() << " gpu" << gpu_id << "  " << std::setw(8)
-                << rec["status"].get<std::string>() << headline(rec) << "  (" << fmt(in.duration_s, 2) << " s)"
-                << std::endl;
+    double median = 0;
+    for (json& rec : recs) {
+      if (!o.quiet) {
+        std::string where;
+        for (const auto& g : rec["gpus"]) where += (where.empty() ? "" : ",") + std::to_string(g.get<int>());
+        where = (rec["gpus"].size() > 1 ? " gpus " : " gpu") + where;
+        if (rec.contains("rank")) where = " rank" + std::to_string(rec["rank"].get<int>()) + where;
+        std::cout << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << "] "
+                  << std::left << std::setw(52) << rec["id"].get<std::string>() << where << "  " << std::setw(8)
+                  << rec["status"].get<std::string>() << headline(rec) << "  ("
+                  << fmt(rec["duration_s"].get<double>(), 2) << " s)" << std::endl;
+      }
+      if (rec["stats"].is_object()) median = rec["stats"]["median"].get<double>();
+      file->add(std::move(rec));
     }
-    file->add(std::move(rec));
+    return median;
   };
 
   // Register every (case, GPU) pair with Google Benchmark; each benchmark runs once (one
@@ -389,19 +443,26 @@ int cmd_run(const Command& cmd) {
     char arg0[] = "nodebench";
     char* argv[] = {arg0, nullptr};
     benchmark::Initialize(&argc, argv);
-    for (int gpu_id : gpu_ids) {
-      for (const Case& c : cases) {
-        const std::string bm_name = c.id() + "/gpu" + std::to_string(gpu_id);
-        benchmark::RegisterBenchmark(bm_name.c_str(), [&, gpu_id](benchmark::State& state) {
+    std::vector<std::pair<const Case*, std::vector<int>>> plan;
+    for (int gpu_id : gpu_ids)
+      for (const Case& c : cases)
+        if (!c.multi_gpu) plan.push_back({&c, {gpu_id}});
+    for (const Case& c : cases)
+      if (c.multi_gpu) plan.push_back({&c, gpu_ids});
+    for (const auto& [cp, ids] : plan) {
+      {
+        const Case& c = *cp;
+        std::string bm_name = c.id() + "/gpu";
+        for (int i : ids) bm_name += std::to_string(i) + (i == ids.back() ? "" : ",");
+        benchmark::RegisterBenchmark(bm_name.c_str(), [&, cp = cp, ids = ids](benchmark::State& state) {
           for (auto _ : state) {
-            if (g_interrupted.load()) {
+            // Under MPI every rank stops at the same case.
+            if (cluster::any(g_interrupted.load())) {
+              g_interrupted.store(true);
               state.SetIterationTime(0);
               continue;
             }
-            execute(c, gpu_id);
-            const json& last = file->doc()["records"].back();
-            const double med = last["stats"].is_object() ? last["stats"]["median"].get<double>() : 0.0;
-            state.SetIterationTime(med);
+            state.SetIterationTime(execute(*cp, ids));
           }
         })
             ->Iterations(1)
@@ -415,6 +476,30 @@ int cmd_run(const Command& cmd) {
     run_error = e.what();
   }
 
+  std::vector<std::string> verdicts;
+  try {
+    bool relevant = false;
+    for (const auto& r : file->doc()["records"])
+      relevant = relevant || r["family"] == "gemm" || r["family"] == "peak" || r["family"] == "conv";
+    if (relevant) {
+      std::vector<GpuBrief> briefs;
+      for (int i : gpu_ids) briefs.push_back({i, env.gpus[size_t(i)].name, env.gpus[size_t(i)].cc_major, env.gpus[size_t(i)].cc_minor});
+      json a = fp16_vs_fp32(file->doc()["records"], briefs);
+      verdicts = fp16_verdict_lines(a);
+      file->set_analysis("fp16_vs_fp32", std::move(a));
+    }
+    bool conv_net = false;
+    for (const auto& r : file->doc()["records"])
+      conv_net = conv_net || (r["family"] == "conv" && r["params"].value("layer", "") == "resnet50_total");
+    if (conv_net) {
+      json b = batch_recommendation(file->doc()["records"], o.memory_fraction);
+      for (auto& l : batch_recommendation_lines(b)) verdicts.push_back(l);
+      file->set_analysis("batch_recommendation", std::move(b));
+    }
+  } catch (const std::exception& e) {
+    verdicts.push_back(std::string("FP16-versus-FP32 analysis failed: ") + e.what());
+  }
+
   const std::string status = !run_error.empty() ? "aborted" : g_interrupted.load() ? "interrupted" : "complete";
   try {
     file->finish(status, run_error);
@@ -422,7 +507,13 @@ int cmd_run(const Command& cmd) {
     std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
     return kExitCaseFailed;
   }
+  if (!cluster::root()) {
+    // Rank 0 reports the whole run; this rank's exit code says how its own part went.
+    if (!run_error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << run_error << "\n";
+    return status == "complete" ? kExitOk : kExitCaseFailed;
+  }
   print_summary(file->doc(), std::cout);
+  for (const auto& v : verdicts) std::cout << v << "\n";
   std::cout << "results: " << path << "\n";
   if (!run_error.empty()) std::cerr << "nodebench: run aborted: " << run_error << "\n";
   if (status == "interrupted") std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";

@@ -50,6 +50,11 @@ GemmTolerance gemm_tolerance(const std::string& p) {
   if (p == "bf16") return {0, u32, ubf, false};
   if (p == "fp8") return {0, std::ldexp(1.0, -14), ubf, false};  // FP8 tensor-core accumulation is narrower than FP32
   if (p == "int8") return {0, 0, 0, true};
+  // Convolution: cuDNN may pick transform algorithms (Winograd, FFT) whose rounding grows with
+  // the transform, about two decimal digits beyond a direct sum; the input term allows it.
+  if (p == "conv_fp32") return {std::ldexp(1.0, -16), u32, u32, false};
+  if (p == "conv_tf32") return {std::ldexp(1.0, -9), u32, u32, false};
+  if (p == "conv_fp16") return {std::ldexp(1.0, -8), u32, u16, false};
   throw Error("no tolerance for precision '" + p + "'");
 }
 

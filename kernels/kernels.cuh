@@ -31,3 +31,31 @@ void launch_empty(cudaStream_t stream);
 void launch_sleep(cudaStream_t stream, uint64_t ns);
 
 }  // namespace nb::kernels
+
+namespace nb::kernels {
+
+// ---- Device memory (STREAM-style), 16-byte accesses, grid-stride; n4 = element count / 4 ----
+enum class StreamOp : int { copy, scale, add, triad, read };
+// copy: b = a; scale: b = s a; add: c = a + b; triad: a = b + s c; read: partial[block] = sum a.
+// `partial` must hold `blocks` floats (read only). Grid: blocks x threads.
+void launch_stream(cudaStream_t s, StreamOp op, float* a, float* b, float* c, float scalar, size_t n4,
+                   float* partial, unsigned blocks, unsigned threads);
+// a[i] = (i % 1024) * 0.25 - 128 (exact in float), the pattern verification expects.
+void launch_pattern(cudaStream_t s, float* a, size_t n);
+
+// SM-driven copy of n16 16-byte words from src to dst (either may be mapped host memory).
+void launch_sm_copy(cudaStream_t s, const void* src, void* dst, size_t n16, unsigned blocks, unsigned threads);
+
+// ---- Peak arithmetic: each thread runs `iters` iterations of `kChains` independent chains ----
+enum class PeakUnit : int { ffma, hfma2, bf16fma2, dfma, dp4a, imad, mma_fp16, mma_bf16, mma_tf32, mma_int8 };
+constexpr int kPeakChains = 8;
+// Operations one thread does per iteration (FMA counted as 2; DP4A as 8; mma per warp / 32).
+double peak_ops_per_thread_iter(PeakUnit u);
+// Lowest compute capability (major*10+minor) whose code path exists; the kernel traps below it.
+int peak_min_cc(PeakUnit u);
+// out: one value per thread block so nothing is optimised away. clocks: per block, cycles and
+// nanoseconds of the block's run (clock64, %globaltimer), to measure the SM clock in the kernel.
+void launch_peak(cudaStream_t s, PeakUnit u, int iters, float* out, unsigned long long* clocks, unsigned blocks,
+                 unsigned threads);
+
+}  // namespace nb::kernels

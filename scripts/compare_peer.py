@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Ratio of nodebench to a peer (PyTorch) measured in the same call.
+"""Ratio of nodebench to a peer (PyTorch) measured in the same call: nodebench / peer.
 
-For GEMM: each peer matmul row is matched with the nodebench record of the same precision and
-size through the API PyTorch itself uses (cuBLAS for FP32/TF32, cuBLASLt for FP16/BF16) and
-with the best of both APIs; ratio = nodebench TFLOPS / PyTorch TFLOPS. When several peer files
-are given (taken before and after nodebench), the peer's median over them is used.
-
-usage: compare_peer.py --result RESULT.json [--result ...] --peer PEER.json [--peer ...] [--out FILE] [--min-ratio R]
+Each peer row is matched with nodebench records:
+  conv2d (precision, batch)  conv/layer/l1_3x3_64_64/<precision>/nchw/fwd/b<batch>
+  matmul (precision, size)  gemm square records of that precision and size; the API PyTorch
+                            itself uses (cuBLAS for FP32/TF32, cuBLASLt for FP16/BF16) and the best
+  copy_d2d                  memory/copy and memory/memcpy_d2d at 4 GiB (bytes read + written)
+  h2d_pinned, d2h_pinned,   hostlink/<dir>/<memory>/ce/1GiB
+  h2d_pageable, d2h_pageable
 Runs taken alternately (peer, nodebench, peer, nodebench, peer) average out the GPU's drift
 between power states; each side's median over its runs is compared.
-Exit 0, or 1 when --min-ratio is given and a ratio is below it.
+
+usage: compare_peer.py --result RESULT.json [--result ...] --peer PEER.json [--peer ...]
+                       [--out FILE] [--min-ratio R]
+Exit 0, or 1 when --min-ratio is given and a best ratio is below it.
 """
 import argparse
 import json
@@ -17,6 +21,40 @@ import statistics
 import sys
 
 TORCH_API = {"fp32": "cublas", "tf32": "cublas", "fp16": "cublaslt", "bf16": "cublaslt"}
+
+
+def peer_key(r):
+    if r["op"] == "matmul":
+        return ("matmul", r["precision"], r["m"])
+    if r["op"] == "conv2d":
+        return ("conv2d", r["precision"], r["batch"])
+    return (r["op"],)
+
+
+def ours_for(key, record):
+    """(label, value) when the record answers the peer row `key`, else None."""
+    if record["status"] != "ok":
+        return None
+    p, m = record["params"], record["metrics"]
+    if key[0] == "matmul":
+        if (record["family"] == "gemm" and p.get("shape") == "square" and p["precision"] == key[1]
+                and p["m"] == key[2]):
+            return p["api"], m["tflops"]
+        return None
+    if key[0] == "conv2d":
+        if (record["family"] == "conv" and p.get("layer") == "l1_3x3_64_64" and p.get("pass") == "fwd"
+                and p.get("layout") == "nchw" and p["precision"] == key[1] and p["batch"] == key[2]):
+            return "cudnn", m["tflops"]
+        return None
+    if key[0] == "copy_d2d":
+        if record["family"] == "memory" and p.get("kernel") in ("copy", "memcpy_d2d") and p.get("bytes") == 4 << 30:
+            return p["kernel"], m["gbps"]
+        return None
+    direction, memory = key[0].split("_")
+    if (record["family"] == "hostlink" and p.get("direction") == direction and p.get("memory") == memory
+            and p.get("engine") == "ce" and p.get("bytes") == 1 << 30):
+        return "ce", m["gbps"]
+    return None
 
 
 def main():
@@ -29,40 +67,38 @@ def main():
     a = ap.parse_args()
     results = [json.load(open(f)) for f in a.result]
     peers = [json.load(open(p)) for p in a.peer]
+    keys = []
+    for p in peers:
+        for r in p["results"]:
+            if peer_key(r) not in keys:
+                keys.append(peer_key(r))
     rows = []
-    for pr in peers[0]["results"]:
-        if pr["op"] != "matmul":
-            continue
-        key = (pr["precision"], pr["m"], pr["n"], pr["k"])
-        peer_tflops = statistics.median(
-            r["tflops"] for p in peers for r in p["results"]
-            if r["op"] == "matmul" and (r["precision"], r["m"], r["n"], r["k"]) == key)
-        per_api = {}
+    for key in keys:
+        unit = "tflops" if key[0] in ("matmul", "conv2d") else "gbps"
+        peer_runs = [r[unit] for p in peers for r in p["results"] if peer_key(r) == key]
+        per_label = {}
         for res in results:
-            for r in res["records"]:
-                pa = r["params"]
-                if (r["family"] == "gemm" and r["status"] == "ok" and pa.get("shape") == "square"
-                        and (pa["precision"], pa["m"], pa["n"], pa["k"]) == key):
-                    per_api.setdefault(pa["api"], []).append(r["metrics"]["tflops"])
-        ours = {api: statistics.median(v) for api, v in per_api.items()}
-        if not ours:
+            for rec in res["records"]:
+                hit = ours_for(key, rec)
+                if hit:
+                    per_label.setdefault(hit[0], []).append(hit[1])
+        if not per_label:
             continue
-        same_api = ours.get(TORCH_API[pr["precision"]])
-        best = max(ours.values())
-        rows.append({"precision": pr["precision"], "size": pr["m"], "peer_tflops": peer_tflops,
-                     "nodebench_tflops_same_api": same_api, "nodebench_tflops_best": best,
-                     "nodebench_by_api": ours, "nodebench_runs_by_api": per_api,
-                     "peer_runs": [r["tflops"] for p in peers for r in p["results"]
-                                   if r["op"] == "matmul" and (r["precision"], r["m"], r["n"], r["k"]) == key],
-                     "ratio_same_api": same_api / peer_tflops if same_api else None,
-                     "ratio_best": best / peer_tflops})
-    print(f"{'precision':10s}{'size':>7s}{'PyTorch':>10s}{'ours(api)':>11s}{'ours(best)':>11s}{'ratio':>8s}{'best':>8s}")
+        ours = {k: statistics.median(v) for k, v in per_label.items()}
+        peer = statistics.median(peer_runs)
+        same = ours.get(TORCH_API.get(key[1])) if key[0] == "matmul" else None
+        best_label = max(ours, key=ours.get)
+        rows.append({"case": " ".join(str(k) for k in key), "unit": unit, "peer": peer, "peer_runs": peer_runs,
+                     "nodebench": ours, "nodebench_runs": per_label, "best": best_label,
+                     "ratio_best": ours[best_label] / peer,
+                     "ratio_same_api": same / peer if same else None})
+    print(f"{'case':24s}{'unit':>7s}{'PyTorch':>10s}{'nodebench':>11s}{'ratio':>8s}  best of")
     for r in rows:
-        sa = r["nodebench_tflops_same_api"]
-        print(f"{r['precision']:10s}{r['size']:7d}{r['peer_tflops']:10.1f}{(sa or float('nan')):11.1f}"
-              f"{r['nodebench_tflops_best']:11.1f}{(r['ratio_same_api'] or float('nan')):8.3f}{r['ratio_best']:8.3f}")
+        print(f"{r['case']:24s}{r['unit']:>7s}{r['peer']:10.1f}{r['nodebench'][r['best']]:11.1f}"
+              f"{r['ratio_best']:8.3f}  {r['best']}"
+              + (f" (same API as PyTorch: {r['ratio_same_api']:.3f})" if r["ratio_same_api"] else ""))
     doc = {"result_files": a.result, "peer_files": a.peer, "run_ids": [r["run_id"] for r in results],
-           "device": peers[0].get("device"), "rows": rows}
+           "device": peers[0].get("device"), "torch_version": peers[0].get("torch_version"), "rows": rows}
     if a.out:
         with open(a.out, "w") as f:
             json.dump(doc, f, indent=1)

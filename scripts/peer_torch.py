@@ -3,7 +3,7 @@
 compared (ratio = nodebench / PyTorch). Times with CUDA events around each operation after a
 warm-up and reports the median.
 
-usage: peer_torch.py --out FILE [--gemm] [--gemm-size N] [--seconds S]
+usage: peer_torch.py --out FILE [--gemm] [--copies] [--conv] [--gemm-size N] [--seconds S]
 """
 import argparse
 import json
@@ -52,10 +52,63 @@ def gemm(n, seconds):
     return out
 
 
+def copies(seconds):
+    """Device copy y.copy_(x) on 4 GiB (bytes read plus written), and host<->device copy_ of
+    1 GiB from pinned (non_blocking) and pageable host memory."""
+    import torch
+    out = []
+    n = (4 << 30) // 4
+    x = torch.rand(n, device="cuda")
+    y = torch.empty_like(x)
+    times = timed(lambda: y.copy_(x), seconds)
+    med = statistics.median(times)
+    out.append({"op": "copy_d2d", "bytes": 4 << 30, "median_s": med, "samples_s": times,
+                "gbps": 2 * (4 << 30) / med / 1e9})
+    del x, y
+    nb = 1 << 30
+    dev = torch.empty(nb // 4, device="cuda")
+    for mem in ("pinned", "pageable"):
+        host = torch.rand(nb // 4, pin_memory=(mem == "pinned"))
+        nbk = mem == "pinned"
+        for op, fn in (("h2d", lambda: dev.copy_(host, non_blocking=nbk)),
+                       ("d2h", lambda: host.copy_(dev, non_blocking=nbk))):
+            times = timed(fn, seconds, warmup=3)
+            med = statistics.median(times)
+            out.append({"op": f"{op}_{mem}", "bytes": nb, "median_s": med, "samples_s": times,
+                        "gbps": nb / med / 1e9})
+    for r in out:
+        print(f"torch {r['op']:14s} {r['gbps']:9.1f} GB/s", flush=True)
+    return out
+
+
+def conv(seconds, batches=(32, 64, 128, 256)):
+    """3x3 convolution, 64 -> 64 channels, 56x56, NCHW, with cudnn.benchmark on; FP16, and
+    FP32 with TF32 allowed (PyTorch's default for convolution)."""
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    out = []
+    for name, dtype in (("fp16", torch.float16), ("tf32", torch.float32)):
+        for n in batches:
+            x = (torch.rand(n, 64, 56, 56, device="cuda") * 2 - 1).to(dtype)
+            w = (torch.rand(64, 64, 3, 3, device="cuda") * 2 - 1).to(dtype)
+            times = timed(lambda: F.conv2d(x, w, padding=1), seconds)
+            med = statistics.median(times)
+            flops = 2 * n * 64 * 56 * 56 * 64 * 9
+            out.append({"op": "conv2d", "precision": name, "batch": n, "layer": "l1_3x3_64_64", "layout": "nchw",
+                        "median_s": med, "samples_s": times, "tflops": flops / med / 1e12,
+                        "images_per_s": n / med})
+            print(f"torch conv2d {name} b{n:4d}: {flops / med / 1e12:7.1f} TFLOPS", flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--gemm", action="store_true")
+    ap.add_argument("--copies", action="store_true", help="device copy and host<->device copies")
+    ap.add_argument("--conv", action="store_true", help="3x3 64->64 56x56 NCHW convolution, batch 32..256")
     ap.add_argument("--gemm-size", type=int, default=8192)
     ap.add_argument("--seconds", type=float, default=1.0,
                     help="sustained time per case, as nodebench's --max-time with --target-cv 0")
@@ -70,6 +123,10 @@ def main():
            "command_line": sys.argv, "results": []}
     if a.gemm:
         doc["results"] += gemm(a.gemm_size, a.seconds)
+    if a.copies:
+        doc["results"] += copies(a.seconds)
+    if a.conv:
+        doc["results"] += conv(a.seconds)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
     return 0

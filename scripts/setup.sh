@@ -7,6 +7,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 pkgs=(cmake g++ make ninja-build pkg-config libbenchmark-dev libgtest-dev nlohmann-json3-dev libcli11-dev)
+# MPI: the launch mode of one process per GPU over several nodes (optional at build time).
+pkgs+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

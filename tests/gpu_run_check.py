@@ -41,6 +41,10 @@ def main() -> int:
             v = r["details"].get("verification", {})
             if v.get("samples", 0) < 4 or v.get("failures") != 0:
                 bad.append(f"{r['id']}: not verified: {v}")
+        elif r["family"] == "nccl":
+            v = r["details"].get("verification", {})
+            if r["metrics"].get("wrong_count") != 0 or not v.get("elements_checked"):
+                bad.append(f"{r['id']}: not verified: {v}")
     if doc["run_status"] != "complete" or not doc["records"]:
         bad.append(f"run_status {doc['run_status']}, {len(doc['records'])} records")
     for b in bad:

@@ -84,3 +84,69 @@ TEST(Selection, FilterAndUnknownFamily) {
   EXPECT_THROW(select_cases(Suite::quick, {"nosuchfamily"}, ""), Error);
   EXPECT_TRUE(select_cases(Suite::quick, {}, "matches-nothing").empty());
 }
+
+TEST(OtherFamilies, QuickSuitesHoldTheMeasuredCases) {
+  std::set<std::string> ids;
+  for (const auto& c : select_cases(Suite::quick, {"memory", "hostlink", "latency", "peak"}, "")) {
+    EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+  }
+  for (const char* id : {"memory/copy/4096MiB", "memory/memcpy_d2d/4096MiB", "memory/triad/8xL2", "memory/read/8xL2",
+                         "hostlink/h2d/pinned/ce/1GiB", "hostlink/d2h/pinned/ce/1GiB", "hostlink/h2d/pageable/ce/1GiB",
+                         "hostlink/h2d/write_combined/ce/1GiB", "hostlink/bidir/pinned/ce/256MiB",
+                         "hostlink/h2d/pinned/sm/256MiB", "latency/h2d_4b", "latency/launch_roundtrip",
+                         "peak/fp32_ffma", "peak/mma_bf16", "peak/int8_dp4a"})
+    EXPECT_TRUE(ids.count(id)) << id;
+}
+
+TEST(OtherFamilies, HostLinkFullSweepsFourKiBToOneGiB) {
+  std::set<int64_t> sizes;
+  for (const auto& c : select_cases(Suite::full, {"hostlink"}, "^hostlink/h2d/pinned/ce/"))
+    sizes.insert(c.params["bytes"].get<int64_t>());
+  EXPECT_EQ(*sizes.begin(), 4096);
+  EXPECT_EQ(*sizes.rbegin(), int64_t(1) << 30);
+  const auto all = select_cases(Suite::quick, {"hostlink"}, "all_gpus");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all[0].multi_gpu);
+  EXPECT_EQ(all[0].min_gpus, 2);
+}
+
+TEST(OtherFamilies, PeakUnitsSkipWhatSm61Lacks) {
+  std::map<std::string, bool> p40;
+  for (const auto& c : select_cases(Suite::quick, {"peak"}, "")) p40[c.params["unit"]] = c.available(gpu(6, 1)).ok;
+  EXPECT_TRUE(p40["fp32_ffma"] && p40["fp16_hfma2"] && p40["int8_dp4a"] && p40["fp64_dfma"]);
+  EXPECT_FALSE(p40["mma_fp16"] || p40["mma_bf16"] || p40["mma_tf32"] || p40["mma_int8"] || p40["bf16_fma2"]);
+}
+
+#ifdef NB_HAVE_CUDNN
+namespace nb {
+std::vector<std::pair<std::string, int>> resnet50_conv_counts();
+}
+
+TEST(ConvFamily, ResNet50HasFiftyThreeConvolutionsInTwentyThreeShapes) {
+  const auto l = resnet50_conv_counts();
+  int total = 0;
+  std::set<std::string> names;
+  for (const auto& [n, c] : l) {
+    total += c;
+    names.insert(n);
+  }
+  EXPECT_EQ(l.size(), 23u);
+  EXPECT_EQ(names.size(), 23u);
+  EXPECT_EQ(total, 53);  // 49 in the bottlenecks and stem, 4 projection shortcuts
+}
+
+TEST(ConvFamily, FullSweepIsBatchOneTo1024PerPrecisionAndLayout) {
+  std::map<std::string, std::set<int64_t>> series;
+  for (const auto& c : select_cases(Suite::full, {"conv"}, "^conv/resnet50/"))
+    series[c.params["precision"].get<std::string>() + "/" + c.params["layout"].get<std::string>()].insert(
+        c.params["batch"].get<int64_t>());
+  EXPECT_EQ(series.size(), 6u);  // fp32, tf32, fp16 x nchw, nhwc
+  for (const auto& [k, b] : series) {
+    EXPECT_EQ(*b.begin(), 1) << k;
+    EXPECT_EQ(*b.rbegin(), 1024) << k;
+    EXPECT_EQ(b.size(), 11u) << k;
+  }
+  for (const auto& c : select_cases(Suite::quick, {"conv"}, "tf32"))
+    EXPECT_FALSE(c.available(gpu(6, 1)).ok);  // no TF32 on a P40
+}
+#endif

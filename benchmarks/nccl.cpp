@@ -1,0 +1,1215 @@
+// NCCL collectives: all-reduce, reduce-scatter, all-gather and broadcast; float, half and
+// bfloat16; out of place and in place; launched directly or through CUDA graphs; from 8 B to
+// 4 GiB. Time per collective, algorithm bandwidth and bus bandwidth (nccl-tests' factors),
+// then a check of every output element on fresh data. And a GPU-count sweep (1, 2, 4, ... N
+// GPUs, chosen closest-first from the topology) with the scaling of bus bandwidth.
+//
+// Two launch modes (docs/MULTIGPU.md): one process driving every selected GPU (communicators
+// made by a group of ncclCommInitRankConfig calls), or one process per GPU under MPI (the
+// unique id goes out by MPI broadcast; rank 0 decides the iteration counts for every rank and
+// gathers the times). A watchdog polls ncclCommGetAsyncError and the completion events, and
+// aborts (ncclCommAbort) a communicator that hangs past the timeout (NODEBENCH_NCCL_TIMEOUT_S,
+// 120 s), which records the case as failed; under MPI the communicators are non-blocking, so
+// that a hung initialisation is aborted too.
+//
+// Each collective plugs into one driver through a row of a table (CollectiveDef): its byte
+// count, its data initialisation, its expected result, its bus-bandwidth factor and its call.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "benchmark.hpp"
+#include "collective_kernels.cuh"
+#include "collectives.hpp"
+#include "kernels.cuh"
+#include "mpi.hpp"
+#include "resources.hpp"
+#include "stats.hpp"
+#include "topology.hpp"
+#include "verify.hpp"
+
+#if NB_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+extern char** environ;
+
+namespace nb {
+namespace {
+
+using coll::Collective;
+using coll::DType;
+using nlohmann::json;
+
+struct Spec {
+  Collective coll = Collective::all_reduce;
+  DType dtype = DType::f32;
+  size_t bytes = 0;
+  bool in_place = false;
+  bool graph = false;
+  bool sweep = false;
+};
+
+std::string case_name(const Spec& s) {
+  if (s.sweep) return "sweep/" + coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + coll::size_name(s.bytes);
+  return coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + (s.in_place ? "in_place" : "out_of_place") +
+         "/" + (s.graph ? "graph" : "eager") + "/" + coll::size_name(s.bytes);
+}
+
+#if NB_HAVE_NCCL
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- errors, settings, hooks
+
+std::string nccl_error(ncclResult_t r, ncclComm_t comm) {
+  std::string s = ncclGetErrorString(r);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
+  const char* last = ncclGetLastError(comm);
+  if (last && *last) s += ": " + std::string(last);
+#else
+  (void)comm;
+#endif
+  return s;
+}
+
+// ncclInProgress is not an error: a non-blocking communicator is still working (settle()).
+ncclResult_t check_nccl(ncclResult_t r, const char* expr, ncclComm_t comm = nullptr) {
+  if (r == ncclSuccess || r == ncclInProgress) return r;
+  throw LibraryError(int(r), std::string(expr) + ": " + nccl_error(r, comm));
+}
+#define NB_NCCL(expr) check_nccl((expr), #expr)
+
+// A communicator that did not finish an operation within the watchdog's timeout.
+struct Hang : Error {
+  using Error::Error;
+};
+
+double env_seconds(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  return end != v && x > 0 ? x : fallback;
+}
+double watchdog_s() { return env_seconds("NODEBENCH_NCCL_TIMEOUT_S", 120.0); }
+
+std::string fmt(double v, int prec = 1) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+// NVLink SHARP (multicast) stays off unless the user set it: NCCL_NVLS_ENABLE=0 before any
+// NCCL call (a rule of shared multi-GPU hosts: multicast can take the host's GPUs out of service).
+void prepare_env() { setenv("NCCL_NVLS_ENABLE", "0", 0); }
+
+json nccl_env() {
+  json e = json::object();
+  for (char** p = environ; p && *p; ++p) {
+    const std::string kv = *p;
+    if (kv.rfind("NCCL_", 0) != 0) continue;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) e[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return e;
+}
+
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  const int major = v / 10000, minor = (v / 100) % 100, patch = v % 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+// Test hooks (docs/MULTIGPU.md): make the watchdog's path run on demand.
+// NODEBENCH_NCCL_TEST_STALL_S=S: in the first measurement of the process, rank 0 holds its
+// first GPU's stream S seconds before the warm-up (a collective that does not finish in time;
+// the cases after it run normally). NODEBENCH_NCCL_TEST_ABSENT_RANK=R: rank R never joins the
+// communicators (the others' initialisation hangs).
+double test_stall_s() {
+  static bool used = false;
+  if (used) return 0.0;
+  used = true;
+  return env_seconds("NODEBENCH_NCCL_TEST_STALL_S", 0.0);
+}
+int test_absent_rank() {
+  const char* v = std::getenv("NODEBENCH_NCCL_TEST_ABSENT_RANK");
+  return v && *v ? std::atoi(v) : -1;
+}
+
+// NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
+void trace(const std::string& what) {
+  static const bool on = [] {
+    const char* v = std::getenv("NODEBENCH_NCCL_TRACE");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (on) std::cerr << "nccl trace: rank " << mpi::rank() << ": " << what << std::endl;
+}
+
+void pause_briefly(int& spins) {
+  if (spins++ < 2000) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+// Waits until no communicator is ncclInProgress; throws on an error, or Hang past the deadline.
+void settle(const std::vector<ncclComm_t>& comms, Clock::time_point deadline, const std::string& what) {
+  int spins = 0;
+  while (true) {
+    bool pending = false;
+    for (ncclComm_t c : comms) {
+      if (!c) continue;
+      ncclResult_t st = ncclSuccess;
+      const ncclResult_t r = ncclCommGetAsyncError(c, &st);
+      if (r != ncclSuccess) throw LibraryError(int(r), what + ": ncclCommGetAsyncError: " + nccl_error(r, c));
+      if (st == ncclInProgress) pending = true;
+      else if (st != ncclSuccess) throw LibraryError(int(st), what + ": " + nccl_error(st, c));
+    }
+    if (!pending) return;
+    if (Clock::now() > deadline)
+      throw Hang(what + " did not complete within " + fmt(watchdog_s(), 0) + " s (NODEBENCH_NCCL_TIMEOUT_S)");
+    pause_briefly(spins);
+  }
+}
+
+Clock::time_point deadline() {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(watchdog_s()));
+}
+
+// The watchdog: waits for `events` while polling the communicators for asynchronous errors;
+// throws Hang past the timeout (the caller aborts the communicators).
+void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclComm_t>& comms, const std::string& what) {
+  const auto end = deadline();
+  int spins = 0;
+  while (true) {
+    bool done = true;
+    for (cudaEvent_t e : events) {
+      const cudaError_t r = cudaEventQuery(e);
+      if (r == cudaErrorNotReady) {
+        done = false;
+        continue;
+      }
+      NB_CUDA(r);
+    }
+    if (done) return;
+    for (ncclComm_t c : comms) {
+      ncclResult_t st = ncclSuccess;
+      if (c && ncclCommGetAsyncError(c, &st) == ncclSuccess && st != ncclSuccess && st != ncclInProgress)
+        throw LibraryError(int(st), what + ": " + nccl_error(st, c));
+    }
+    if (Clock::now() > end)
+      throw Hang(what + " did not complete within " + fmt(watchdog_s(), 0) +
+                 " s (NODEBENCH_NCCL_TIMEOUT_S): communicator aborted");
+    pause_briefly(spins);
+  }
+}
+
+// ---------------------------------------------------------------- lockstep over processes
+
+// Runs the steps of a measurement on every process in lockstep. A step that throws marks this
+// process failed; after each step every process learns whether any failed (an MPI reduction;
+// nothing to do in a single process), so that all of them stop together and none waits in a
+// collective the others will never reach.
+class Lockstep {
+ public:
+  template <class F>
+  bool step(F&& f) {
+    if (failed_) return false;
+    if (err_.empty()) {
+      try {
+        f();
+      } catch (const SkipCase& s) {
+        err_ = s.reason;
+        kind_ = 's';
+      } catch (const CudaError& e) {
+        err_ = e.what();
+        kind_ = e.out_of_memory() ? 'm' : 'f';
+      } catch (const std::exception& e) {
+        err_ = e.what();
+        kind_ = 'f';
+      }
+    }
+    failed_ = mpi::any(!err_.empty());
+    return !failed_;
+  }
+  bool failed() const { return failed_; }
+
+  // After a failure, on every process: the reasons of every failed process, at rank 0.
+  struct Reason {
+    std::string text;
+    bool skip = false;  // every failed process skipped or ran out of memory: not a failure
+  };
+  Reason collect() const {
+    const std::string mine = err_.empty() ? "" : std::string(1, kind_) + err_;
+    std::vector<std::string> all = mpi::gather_strings(mine, 0);
+    std::vector<std::string> hosts = mpi::gather_strings(mpi::host(), 0);
+    Reason r;
+    if (mpi::rank() != 0) return r;
+    bool only_skips = true;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].empty()) continue;
+      if (all[i][0] == 'f') only_skips = false;
+      if (!r.text.empty()) r.text += "; ";
+      if (mpi::active() && mpi::size() > 1) r.text += "rank " + std::to_string(i) + " (" + hosts[i] + "): ";
+      if (all[i][0] == 'm') r.text += "out of memory: ";
+      r.text += all[i].substr(1);
+    }
+    if (r.text.empty()) r.text = "another process failed";
+    r.skip = only_skips;
+    return r;
+  }
+  // Throws what the case's record should say: rank 0 the reasons (skipped or failed); the other
+  // ranks SkipCase (their record is dropped: rank 0 reports the case).
+  [[noreturn]] void raise() const {
+    const Reason r = collect();
+    if (mpi::rank() != 0) throw SkipCase{"reported by rank 0"};
+    if (r.skip) throw SkipCase{r.text};
+    throw Error(r.text);
+  }
+
+ private:
+  std::string err_;
+  char kind_ = 'f';  // f failed, m out of memory, s skipped
+  bool failed_ = false;
+};
+
+// ---------------------------------------------------------------- communicators
+
+struct Member {
+  int device = 0;
+  int rank = 0;
+  ncclComm_t comm = nullptr;
+};
+
+struct Team {
+  std::string key;
+  int nranks = 0;
+  std::vector<Member> local;  // the members this process drives (under MPI: none or one)
+  json members = json::array();
+  std::vector<ncclComm_t> comms() const {
+    std::vector<ncclComm_t> c;
+    for (const auto& m : local) c.push_back(m.comm);
+    return c;
+  }
+};
+
+// Kept for the process (made once, reused by every case of the same GPUs); dropped after a
+// failure. Never destroyed at exit (NCCL's teardown after CUDA's is not safe).
+std::map<std::string, Team*>& teams() {
+  static auto* t = new std::map<std::string, Team*>;
+  return *t;
+}
+
+void abort_team(Team& t) {
+  trace("aborting " + t.key);
+  for (auto& m : t.local) {
+    if (!m.comm) continue;
+    (void)cudaSetDevice(m.device);
+    (void)ncclCommAbort(m.comm);
+    m.comm = nullptr;
+  }
+}
+
+void drop_team(const std::string& key) {
+  auto it = teams().find(key);
+  if (it == teams().end()) return;
+  abort_team(*it->second);
+  delete it->second;
+  teams().erase(it);
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+// Whether communicators are non-blocking. Under MPI they are (an initialisation waiting for a
+// rank that never comes must be abortable); in one process blocking communicators launch small
+// collectives far faster (a non-blocking group launch goes through a helper thread) and their
+// initialisation waits on nothing outside the process. NODEBENCH_NCCL_NONBLOCKING=0/1 overrides.
+bool nonblocking(bool under_mpi) {
+  const char* v = std::getenv("NODEBENCH_NCCL_NONBLOCKING");
+  if (v && *v) return std::string(v) != "0";
+  return under_mpi;
+}
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+ncclConfig_t comm_config(bool under_mpi) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = nonblocking(under_mpi) ? 0 : 1;
+  return cfg;
+}
+#endif
+
+// One process, every GPU of `devices`: a group of ncclCommInitRankConfig calls.
+Team& local_team(const std::vector<int>& devices) {
+  const std::string key = "local:" + join(devices);
+  if (auto it = teams().find(key); it != teams().end()) return *it->second;
+  prepare_env();
+  auto* t = new Team;
+  t->key = key;
+  t->nranks = int(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    t->local.push_back({devices[i], int(i), nullptr});
+    t->members.push_back({{"rank", int(i)}, {"gpu", devices[i]}});
+  }
+  try {
+    int previous = 0;
+    NB_CUDA(cudaGetDevice(&previous));
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    ncclUniqueId id;
+    NB_NCCL(ncclGetUniqueId(&id));
+    ncclConfig_t cfg = comm_config(false);
+    // The group is always closed, whatever fails inside it.
+    NB_NCCL(ncclGroupStart());
+    std::string err;
+    for (auto& m : t->local) {
+      if (const cudaError_t e = cudaSetDevice(m.device); e != cudaSuccess) {
+        err = std::string("cudaSetDevice: ") + cudaGetErrorString(e);
+        break;
+      }
+      const ncclResult_t r = ncclCommInitRankConfig(&m.comm, t->nranks, id, m.rank, &cfg);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        err = "ncclCommInitRankConfig: " + nccl_error(r, nullptr);
+        break;
+      }
+    }
+    const ncclResult_t r = ncclGroupEnd();
+    (void)cudaSetDevice(previous);
+    if (!err.empty()) throw Error(err);
+    check_nccl(r, "ncclGroupEnd (communicator init)");
+    settle(t->comms(), deadline(), "communicator initialisation over GPUs " + join(devices));
+#else
+    std::vector<ncclComm_t> comms(devices.size());
+    NB_NCCL(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()));
+    for (size_t i = 0; i < comms.size(); ++i) t->local[i].comm = comms[i];
+    (void)cudaSetDevice(previous);
+#endif
+  } catch (...) {
+    abort_team(*t);
+    delete t;
+    throw;
+  }
+  teams()[key] = t;
+  return *t;
+}
+
+// What every process knows of the others (gathered once): host, GPU, PCI bus id.
+struct RankDesc {
+  std::string host, pci;
+  int gpu = 0;
+};
+const std::vector<RankDesc>& world_ranks(const GpuInfo& mine) {
+  static std::vector<RankDesc>* all = nullptr;
+  if (all) return *all;
+  const json me = {{"host", mpi::host()}, {"pci", mine.pci_bus_id}, {"gpu", mine.index}};
+  all = new std::vector<RankDesc>;
+  for (const auto& s : mpi::allgather_strings(me.dump())) {
+    const json j = json::parse(s);
+    all->push_back({j["host"], j["pci"], j["gpu"]});
+  }
+  return *all;
+}
+
+// Collective over every process: the processes of `members` (world ranks, sorted) make a
+// communicator; the first member makes the unique id and MPI broadcasts it to everyone.
+// Returns the team (with no local member on a process outside it), or nullptr when any
+// process failed (every process then knows; the reasons are in `ls`).
+Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls) {
+  const std::string key = "mpi:" + join(members);
+  if (auto it = teams().find(key); it != teams().end()) return it->second;
+  prepare_env();
+  const int me = mpi::rank();
+  const int root = members.front();
+  const auto pos = std::find(members.begin(), members.end(), me);
+  struct {
+    ncclUniqueId id;
+    int32_t ok;
+  } boot{};
+  std::string boot_err;
+  if (me == root) {
+    const ncclResult_t r = ncclGetUniqueId(&boot.id);
+    boot.ok = r == ncclSuccess;
+    if (!boot.ok) boot_err = "ncclGetUniqueId: " + nccl_error(r, nullptr);
+  }
+  mpi::broadcast(&boot, sizeof boot, root);
+  auto* t = new Team;
+  t->key = key;
+  t->nranks = int(members.size());
+  const auto& world = world_ranks(gpu);
+  for (size_t i = 0; i < members.size(); ++i) {
+    const RankDesc& d = world[size_t(members[i])];
+    t->members.push_back({{"rank", int(i)}, {"world_rank", members[i]}, {"host", d.host}, {"gpu", d.gpu}});
+  }
+  ls.step([&] {
+    if (!boot.ok) throw Error(me == root ? boot_err : "no NCCL unique id from rank " + std::to_string(root));
+    if (pos == members.end()) return;
+    if (test_absent_rank() == me) throw Error("test hook NODEBENCH_NCCL_TEST_ABSENT_RANK: this rank stayed out");
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    DeviceGuard g(gpu.index);
+    Member m{gpu.index, int(pos - members.begin()), nullptr};
+    ncclConfig_t cfg = comm_config(true);
+    const ncclResult_t r = ncclCommInitRankConfig(&m.comm, t->nranks, boot.id, m.rank, &cfg);
+    t->local.push_back(m);
+    check_nccl(r, "ncclCommInitRankConfig");
+    settle(t->comms(), deadline(), "communicator initialisation over ranks " + join(members));
+#else
+    DeviceGuard g(gpu.index);
+    Member m{gpu.index, int(pos - members.begin()), nullptr};
+    NB_NCCL(ncclCommInitRank(&m.comm, t->nranks, boot.id, m.rank));
+    t->local.push_back(m);
+#endif
+  });
+  if (ls.failed()) {
+    abort_team(*t);
+    delete t;
+    return nullptr;
+  }
+  teams()[key] = t;
+  return t;
+}
+
+// ---------------------------------------------------------------- the collectives' table
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat32;
+    case DType::f16: return ncclFloat16;
+    case DType::bf16:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+      return ncclBfloat16;
+#else
+      throw SkipCase{"this NCCL has no bfloat16 (2.10 or newer needed)"};
+#endif
+  }
+  return ncclFloat32;
+}
+
+kernels::CollDType kernel_type(DType t) {
+  return t == DType::f32 ? kernels::CollDType::f32 : t == DType::f16 ? kernels::CollDType::f16 : kernels::CollDType::bf16;
+}
+
+// A rank's buffers: `a` the send buffer (out of place), `b` the receive buffer; `in`/`out`
+// where the collective reads and writes (in place: both inside `b`).
+struct Slot {
+  Member* member = nullptr;
+  DeviceBuffer a, b;
+  void* in = nullptr;
+  void* out = nullptr;
+  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Event> e0, e1;
+  cudaGraphExec_t graph = nullptr;
+  DeviceBuffer counters;  // [0] wrong elements, [1] first wrong index
+  PinnedBuffer hold;      // [0] release, [1] timed out: the flag of the kernel that holds the stream
+  int32_t* hold_dev = nullptr;
+  Slot() = default;
+  Slot(Slot&& o) noexcept
+      : member(o.member), a(std::move(o.a)), b(std::move(o.b)), in(o.in), out(o.out), stream(std::move(o.stream)),
+        e0(std::move(o.e0)), e1(std::move(o.e1)), graph(std::exchange(o.graph, nullptr)), counters(std::move(o.counters)),
+        hold(std::move(o.hold)), hold_dev(std::exchange(o.hold_dev, nullptr)) {}
+  Slot& operator=(Slot&&) = delete;
+  Slot(const Slot&) = delete;
+  ~Slot() {
+    if (graph) (void)cudaGraphExecDestroy(graph);
+  }
+};
+
+struct Layout {
+  const coll::Counts& k;
+  size_t esize;
+  int rank, nranks;
+  DType dtype;
+  bool in_place;
+};
+
+void place_same(Slot& s, const Layout& l) {  // all-reduce, broadcast
+  s.b = DeviceBuffer(l.k.recv * l.esize);
+  if (!l.in_place) s.a = DeviceBuffer(l.k.send * l.esize);
+  s.out = s.b.get();
+  s.in = l.in_place ? s.b.get() : s.a.get();
+}
+void place_scatter(Slot& s, const Layout& l) {  // reduce-scatter: in place, the output is the rank's chunk of the input
+  if (l.in_place) {
+    s.b = DeviceBuffer(l.k.send * l.esize);
+    s.in = s.b.get();
+    s.out = s.b.as<char>() + size_t(l.rank) * l.k.chunk * l.esize;
+  } else {
+    s.a = DeviceBuffer(l.k.send * l.esize);
+    s.b = DeviceBuffer(l.k.recv * l.esize);
+    s.in = s.a.get();
+    s.out = s.b.get();
+  }
+}
+void place_gather(Slot& s, const Layout& l) {  // all-gather: in place, the input is the rank's chunk of the output
+  s.b = DeviceBuffer(l.k.recv * l.esize);
+  s.out = s.b.get();
+  if (l.in_place) {
+    s.in = s.b.as<char>() + size_t(l.rank) * l.k.chunk * l.esize;
+  } else {
+    s.a = DeviceBuffer(l.k.send * l.esize);
+    s.in = s.a.get();
+  }
+}
+
+struct CollectiveDef {
+  Collective id;
+  kernels::CollKind kind;
+  coll::Counts (*count)(size_t bytes, size_t esize, int nranks);  // byte count: the buffers
+  double (*bus_factor)(int nranks);
+  void (*place)(Slot&, const Layout&);
+  void (*init)(Slot&, const Layout&, kernels::CollKind, uint64_t seed, cudaStream_t);    // data initialisation
+  void (*expect)(Slot&, const Layout&, kernels::CollKind, uint64_t seed, cudaStream_t);  // expected result: counts mismatches
+  ncclResult_t (*run)(const Slot&, const Layout&, ncclComm_t, cudaStream_t);
+};
+
+void init_input(Slot& s, const Layout& l, kernels::CollKind kind, uint64_t seed, cudaStream_t st) {
+  // Everything the collective may write is poisoned first (all-ones bits: NaN in every type),
+  // so an element it failed to write is caught.
+  if (s.a.get()) NB_CUDA(cudaMemsetAsync(s.a.get(), 0xFF, s.a.bytes(), st));
+  NB_CUDA(cudaMemsetAsync(s.b.get(), 0xFF, s.b.bytes(), st));
+  kernels::launch_coll_fill(st, s.in, l.k.send, kernel_type(l.dtype), kind, l.rank, seed);
+  NB_CUDA_LAUNCH();
+}
+
+double tolerance(DType t, int nranks) {
+  // Sums of {-1, 0, 1} over up to 256 ranks are exact in bfloat16 (2048 in half).
+  if (t == DType::bf16 && nranks > 256) return nranks / 64.0;
+  if (t == DType::f16 && nranks > 2048) return nranks / 512.0;
+  return 0.0;
+}
+
+void expect_output(Slot& s, const Layout& l, kernels::CollKind kind, uint64_t seed, cudaStream_t st) {
+  NB_CUDA(cudaMemsetAsync(s.counters.get(), 0, 8, st));
+  NB_CUDA(cudaMemsetAsync(s.counters.as<char>() + 8, 0xFF, 8, st));
+  kernels::launch_coll_check(st, s.out, l.k.recv, kernel_type(l.dtype), kind, l.rank, l.nranks, l.k.chunk, seed,
+                             tolerance(l.dtype, l.nranks), s.counters.as<unsigned long long>());
+  NB_CUDA_LAUNCH();
+}
+
+const std::vector<CollectiveDef>& table() {
+  static const std::vector<CollectiveDef> t = {
+      {Collective::all_reduce, kernels::CollKind::all_reduce,
+       [](size_t b, size_t e, int n) { return coll::counts(Collective::all_reduce, b, e, n); },
+       [](int n) { return coll::bus_factor(Collective::all_reduce, n); }, place_same, init_input, expect_output,
+       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
+         return ncclAllReduce(s.in, s.out, l.k.send, nccl_type(l.dtype), ncclSum, c, st);
+       }},
+      {Collective::reduce_scatter, kernels::CollKind::reduce_scatter,
+       [](size_t b, size_t e, int n) { return coll::counts(Collective::reduce_scatter, b, e, n); },
+       [](int n) { return coll::bus_factor(Collective::reduce_scatter, n); }, place_scatter, init_input, expect_output,
+       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
+         return ncclReduceScatter(s.in, s.out, l.k.chunk, nccl_type(l.dtype), ncclSum, c, st);
+       }},
+      {Collective::all_gather, kernels::CollKind::all_gather,
+       [](size_t b, size_t e, int n) { return coll::counts(Collective::all_gather, b, e, n); },
+       [](int n) { return coll::bus_factor(Collective::all_gather, n); }, place_gather, init_input, expect_output,
+       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
+         return ncclAllGather(s.in, s.out, l.k.chunk, nccl_type(l.dtype), c, st);
+       }},
+      {Collective::broadcast, kernels::CollKind::broadcast,
+       [](size_t b, size_t e, int n) { return coll::counts(Collective::broadcast, b, e, n); },
+       [](int n) { return coll::bus_factor(Collective::broadcast, n); }, place_same, init_input, expect_output,
+       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
+         return ncclBroadcast(s.in, s.out, l.k.send, nccl_type(l.dtype), 0, c, st);
+       }},
+  };
+  return t;
+}
+
+const CollectiveDef& def_of(Collective c) {
+  for (const auto& d : table())
+    if (d.id == c) return d;
+  throw Error("no table entry for collective " + coll::to_string(c));
+}
+
+double decode(const void* p, DType t) {
+  if (t == DType::f32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == DType::f16 ? half_to_double(h) : bf16_to_double(h);
+}
+
+// ---------------------------------------------------------------- the shared driver
+
+struct TeamResult {
+  Measurement m;
+  coll::Counts k;
+  double factor = 0, algbw = 0, busbw = 0, median = 0;
+  uint64_t wrong = 0;
+  uint64_t checked = 0;
+  std::string first_wrong;
+  std::vector<double> wrong_per_rank;
+};
+
+// Measures `spec` on `team` (nullptr or no local member: this process only keeps step with the
+// others). Called by every process; on failure `ls` says so and the result is empty.
+TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg, Lockstep& ls) {
+  const CollectiveDef& def = def_of(spec.coll);
+  const size_t esize = coll::elem_size(spec.dtype);
+  TeamResult res;
+  res.k = def.count(spec.bytes, esize, nranks);
+  res.factor = def.bus_factor(nranks);
+  std::vector<Slot> slots;
+  std::vector<Layout> layouts;
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaEvent_t> ends;
+  // After a failed step the communicators are aborted before the buffers are freed: freeing
+  // waits for the GPU, and a collective that hangs only ends when its communicator is aborted.
+  struct AbortOnFailure {
+    Team* team;
+    const Lockstep& ls;
+    ~AbortOnFailure() {
+      if (team && ls.failed()) abort_team(*team);
+    }
+  } abort_on_failure{team, ls};
+  constexpr size_t kWarmup = 5, kPilot = 3;
+  const std::string what = coll::to_string(spec.coll) + " of " + coll::size_name(spec.bytes);
+
+  // Enqueues `count` collectives on every local member, each a group over the members.
+  auto enqueue = [&](size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      NB_NCCL(ncclGroupStart());
+      ncclResult_t first = ncclSuccess;
+      ncclComm_t first_comm = nullptr;
+      for (size_t j = 0; j < slots.size() && (first == ncclSuccess || first == ncclInProgress); ++j) {
+        first = def.run(slots[j], layouts[j], slots[j].member->comm, slots[j].stream->get());
+        first_comm = slots[j].member->comm;
+      }
+      const ncclResult_t end = ncclGroupEnd();  // always closed, whatever failed inside
+      check_nccl(first, "collective", first_comm);
+      if (check_nccl(end, "ncclGroupEnd") == ncclInProgress) settle(comms, deadline(), what);
+    }
+  };
+  auto record = [&](bool start) {
+    for (auto& s : slots) {
+      DeviceGuard g(s.member->device);
+      (start ? s.e0 : s.e1)->record(s.stream->get());
+    }
+  };
+  // Seconds per collective: the slowest local member's events.
+  auto elapsed = [&](size_t count) {
+    double t = 0;
+    for (auto& s : slots) t = std::max(t, s.e1->seconds_since(*s.e0) / double(count));
+    return t;
+  };
+
+  // Ends the capture of every member's stream, then instantiates each graph (on its GPU).
+  auto instantiate_all = [&] {
+    std::vector<cudaGraph_t> graphs(slots.size(), nullptr);
+    cudaError_t first = cudaSuccess;
+    for (size_t j = 0; j < slots.size(); ++j) {
+      const cudaError_t e = cudaStreamEndCapture(slots[j].stream->get(), &graphs[j]);
+      if (first == cudaSuccess) first = e;
+    }
+    for (size_t j = 0; j < slots.size() && first == cudaSuccess; ++j) {
+      DeviceGuard dg(slots[j].member->device);
+      first = cudaGraphInstantiate(&slots[j].graph, graphs[j], 0);
+    }
+    for (cudaGraph_t g : graphs)
+      if (g) (void)cudaGraphDestroy(g);
+    NB_CUDA(first);
+  };
+
+  // One timed sample of `count` collectives (or of each member's graph). A kernel holds every
+  // member's stream while the host queues the work and is released after it, so the time is
+  // the GPUs' and not the host's enqueue cost (a non-blocking communicator's enqueue can take
+  // longer than a small collective); it lets go by itself after kHoldNs. Returns seconds per
+  // collective (the slowest member's events) and sets `host_per_op` to the host's time.
+  constexpr uint64_t kHoldNs = 2'000'000'000ull;
+  // Opt-in (NODEBENCH_NCCL_HOLD=1; not yet seen working on several GPUs); off after a hold that
+  // timed out. Without it a sample of small collectives includes the host's enqueue pace.
+  const char* hold_env = std::getenv("NODEBENCH_NCCL_HOLD");
+  bool hold_ok = hold_env && std::string(hold_env) == "1";
+  double host_per_op = 0;
+  auto timed = [&](size_t count, bool use_graph) -> double {
+    if (hold_ok) {
+      for (auto& s : slots) {
+        volatile int32_t* f = s.hold.as<volatile int32_t>();
+        f[0] = 0;
+        f[1] = 0;
+        DeviceGuard g(s.member->device);
+        kernels::launch_blocking(s.stream->get(), s.hold_dev, s.hold_dev + 1, kHoldNs);
+        NB_CUDA_LAUNCH();
+      }
+    }
+    struct Release {  // whatever happens, no kernel is left holding a stream
+      std::vector<Slot>& v;
+      void operator()() {
+        for (auto& s : v) s.hold.as<volatile int32_t>()[0] = 1;
+      }
+      ~Release() { (*this)(); }
+    } release{slots};
+    const auto h0 = Clock::now();
+    record(true);
+    if (use_graph) {
+      for (auto& s : slots) {
+        DeviceGuard g(s.member->device);
+        NB_CUDA(cudaGraphLaunch(s.graph, s.stream->get()));
+      }
+    } else {
+      enqueue(count);
+    }
+    record(false);
+    host_per_op = std::chrono::duration<double>(Clock::now() - h0).count() / double(count);
+    release();
+    wait_events(ends, comms, what);
+    for (auto& s : slots)
+      if (hold_ok && s.hold.as<volatile int32_t>()[1]) {
+        res.m.blocking_timeout = true;
+        hold_ok = false;
+      }
+    return elapsed(count);
+  };
+
+  // 1. Buffers, streams, events; fresh input.
+  trace(what + ": setup");
+  ls.step([&] {
+    if (!team) return;
+    for (auto& m : team->local) {
+      DeviceGuard g(m.device);
+      Slot s;
+      s.member = &m;
+      layouts.push_back({res.k, esize, m.rank, nranks, spec.dtype, spec.in_place});
+      def.place(s, layouts.back());
+      s.stream = std::make_unique<Stream>();
+      s.e0 = std::make_unique<Event>();
+      s.e1 = std::make_unique<Event>();
+      s.counters = DeviceBuffer(16);
+      s.hold = PinnedBuffer(8, cudaHostAllocMapped | cudaHostAllocPortable);
+      std::memset(s.hold.get(), 0, 8);
+      NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.hold_dev), s.hold.get(), 0));
+      def.init(s, layouts.back(), def.kind, 1, s.stream->get());
+      comms.push_back(m.comm);
+      slots.push_back(std::move(s));
+    }
+    for (auto& s : slots) {
+      ends.push_back(s.e1->get());
+      s.stream->sync();
+    }
+  });
+
+  // 2. Warm-up, and a first estimate of one collective's time.
+  double pilot = 0, pilot_host = 0;
+  trace(what + ": warm-up");
+  ls.step([&] {
+    if (slots.empty()) return;
+    if (const double stall = test_stall_s(); stall > 0 && mpi::rank() == 0) {
+      // The test hook: work that does not finish before the watchdog's timeout (a kernel that
+      // spins S seconds on the GPU, with no collective queued behind it).
+      static PinnedBuffer* flag = new PinnedBuffer(8, cudaHostAllocMapped | cudaHostAllocPortable);  // outlives the kernel
+      std::memset(flag->get(), 0, 8);
+      int32_t* dev = nullptr;
+      NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), flag->get(), 0));
+      DeviceGuard g(slots[0].member->device);
+      kernels::launch_blocking(slots[0].stream->get(), dev, dev + 1, uint64_t(stall * 1e9));
+      NB_CUDA_LAUNCH();
+      record(false);
+      wait_events(ends, comms, "warm-up " + what + " (held by NODEBENCH_NCCL_TEST_STALL_S)");
+    }
+    record(true);
+    enqueue(kWarmup);
+    record(false);
+    wait_events(ends, comms, "warm-up " + what);
+    pilot = timed(kPilot, false);
+    pilot_host = host_per_op;
+  });
+  if (ls.failed()) return res;
+
+  // 3. Rank 0 decides the batch (collectives per sample) and the sample count for everyone.
+  pilot = mpi::allreduce(pilot, mpi::Op::max);
+  pilot_host = mpi::allreduce(pilot_host, mpi::Op::max);
+  int64_t plan[2] = {1, 1};
+  if (mpi::rank() == 0) {
+    const double min_sample = std::max(cfg.min_sample_s, 1e-3);  // long enough to cover the ranks' skew
+    const double t = std::max(pilot, 1e-7);
+    const size_t batch = std::clamp<size_t>(size_t(std::ceil(min_sample / t)), 1, std::max<size_t>(cfg.max_batch, 1));
+    size_t samples = cfg.fixed_samples;
+    if (samples == 0) {
+      // Within the time cap at the pace of the slower of the GPUs and the host's enqueue.
+      const size_t cap = std::min<size_t>(cfg.max_samples, 100);
+      const size_t fit = size_t(cfg.max_time_s / (std::max(t, pilot_host) * double(batch)));
+      samples = std::clamp<size_t>(fit, std::min(cfg.min_samples, cap), cap);
+    }
+    plan[0] = int64_t(batch);
+    plan[1] = int64_t(std::max<size_t>(samples, 1));
+  }
+  mpi::broadcast(plan, sizeof plan, 0);
+  res.m.batch = size_t(plan[0]);
+  res.m.warmup_runs = kWarmup + kPilot;
+  res.m.stop = StopReason::fixed;
+  std::vector<double> samples(size_t(plan[1]), 0.0);
+
+  // 4. The timed samples (through a CUDA graph of `batch` collectives when asked).
+  trace(what + ": " + std::to_string(samples.size()) + " samples of " + std::to_string(res.m.batch) +
+        (spec.graph ? " (graph)" : ""));
+  ls.step([&] {
+    if (slots.empty()) return;
+    if (spec.graph) {
+      for (auto& s : slots) NB_CUDA(cudaStreamBeginCapture(s.stream->get(), cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue(res.m.batch);
+      } catch (...) {
+        for (auto& s : slots) {
+          cudaGraph_t g = nullptr;
+          (void)cudaStreamEndCapture(s.stream->get(), &g);
+          if (g) (void)cudaGraphDestroy(g);
+        }
+        throw;
+      }
+      // Every capture ends before any graph is instantiated: instantiating is not allowed
+      // while this thread still captures another GPU's stream.
+      instantiate_all();
+    }
+    for (double& out : samples) out = timed(res.m.batch, spec.graph);
+  });
+  if (ls.failed()) return res;
+  // Every rank's samples: a sample is the slowest rank's.
+  mpi::allreduce(samples, mpi::Op::max);
+  res.m.samples_s = samples;
+
+  // 5. Correctness on fresh data: one collective (by the same launch path), every output
+  //    element checked on the GPU.
+  const uint64_t seed = 0xC0FFEEull + spec.bytes;
+  uint64_t local_wrong = 0;
+  trace(what + ": verification");
+  ls.step([&] {
+    if (slots.empty()) return;
+    for (size_t j = 0; j < slots.size(); ++j) {
+      DeviceGuard g(slots[j].member->device);
+      def.init(slots[j], layouts[j], def.kind, seed, slots[j].stream->get());
+    }
+    if (spec.graph) {
+      for (auto& s : slots) {
+        if (s.graph) (void)cudaGraphExecDestroy(s.graph);
+        s.graph = nullptr;
+        NB_CUDA(cudaStreamBeginCapture(s.stream->get(), cudaStreamCaptureModeThreadLocal));
+      }
+      std::string err;
+      try {
+        enqueue(1);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+      if (!err.empty()) {
+        for (auto& s : slots) {
+          cudaGraph_t g = nullptr;
+          (void)cudaStreamEndCapture(s.stream->get(), &g);
+          if (g) (void)cudaGraphDestroy(g);
+        }
+        throw Error(err);
+      }
+      instantiate_all();
+      for (auto& s : slots) {
+        DeviceGuard g(s.member->device);
+        NB_CUDA(cudaGraphLaunch(s.graph, s.stream->get()));
+      }
+    } else {
+      enqueue(1);
+    }
+    record(false);
+    wait_events(ends, comms, "verification of " + what);
+    for (size_t j = 0; j < slots.size(); ++j) {
+      Slot& s = slots[j];
+      DeviceGuard g(s.member->device);
+      def.expect(s, layouts[j], def.kind, seed, s.stream->get());
+      unsigned long long c[2] = {0, 0};
+      NB_CUDA(cudaMemcpyAsync(c, s.counters.get(), 16, cudaMemcpyDeviceToHost, s.stream->get()));
+      s.stream->sync();
+      local_wrong += c[0];
+      res.checked += layouts[j].k.recv;
+      if (c[0] && res.first_wrong.empty()) {
+        unsigned char raw[4] = {};
+        NB_CUDA(cudaMemcpy(raw, static_cast<const char*>(s.out) + size_t(c[1]) * esize, esize, cudaMemcpyDeviceToHost));
+        const double want = kernels::coll_expected(def.kind, layouts[j].rank, nranks, layouts[j].k.recv,
+                                                   layouts[j].k.chunk, size_t(c[1]), seed);
+        std::ostringstream os;
+        os << "rank " << layouts[j].rank << " (GPU " << s.member->device << "): " << c[0] << " of "
+           << layouts[j].k.recv << " elements wrong; first at index " << c[1] << ": got " << decode(raw, spec.dtype)
+           << ", expected " << want;
+        res.first_wrong = os.str();
+      }
+    }
+  });
+  if (ls.failed()) return res;
+  // Wrong elements of every rank, and the first description, at rank 0.
+  res.wrong_per_rank.assign(size_t(mpi::size()), 0.0);
+  res.wrong_per_rank[size_t(mpi::rank())] = double(local_wrong);
+  mpi::allreduce(res.wrong_per_rank, mpi::Op::sum);
+  for (double w : res.wrong_per_rank) res.wrong += uint64_t(w);
+  const std::vector<std::string> firsts = mpi::gather_strings(res.first_wrong, 0);
+  for (const auto& f : firsts)
+    if (res.first_wrong.empty() && !f.empty()) res.first_wrong = f;
+  res.checked = uint64_t(mpi::allreduce(double(res.checked), mpi::Op::sum));
+
+  res.median = compute_stats(res.m.samples_s).median;
+  res.algbw = double(res.k.bytes) / 1e9 / res.median;
+  res.busbw = res.algbw * res.factor;
+  return res;
+}
+
+void fill_output(json& metrics, json& details, const TeamResult& r, const Spec& spec, int nranks) {
+  metrics["algbw_gbps"] = r.algbw;
+  metrics["busbw_gbps"] = r.busbw;
+  metrics["bus_factor_x"] = r.factor;
+  metrics["data_bytes"] = double(r.k.bytes);
+  metrics["gpu_count"] = nranks;
+  metrics["wrong_count"] = double(r.wrong);
+  details["nccl_version"] = nccl_version();
+  details["nccl_env"] = nccl_env();
+  details["timer"] = "CUDA events around each sample on every rank; a sample is the slowest rank's, per collective";
+  details["iterations"] = {{"decided_by", "rank 0"},
+                           {"batch", r.m.batch},
+                           {"samples", r.m.samples_s.size()},
+                           {"warmup", r.m.warmup_runs}};
+  details["buffers"] = {{"send_elements", r.k.send}, {"recv_elements", r.k.recv}, {"chunk_elements", r.k.chunk}};
+  details["watchdog_s"] = watchdog_s();
+  details["nonblocking_communicators"] = nonblocking(mpi::active());
+  std::vector<uint64_t> per_rank;
+  for (double w : r.wrong_per_rank) per_rank.push_back(uint64_t(w));
+  details["verification"] = {{"method", "fresh data (small integers, exact in every type), one collective, every "
+                                        "output element of every rank compared on the GPU"},
+                             {"elements_checked", r.checked},
+                             {"wrong", r.wrong},
+                             {"wrong_per_rank", per_rank},
+                             {"tolerance", tolerance(spec.dtype, nranks)}};
+  if (nranks == 1 && spec.in_place && spec.coll != Collective::reduce_scatter)
+    details["note"] = "one rank, in place: NCCL has nothing to move; the time is the call's cost alone";
+  else if (nranks == 1 && r.factor == 0)
+    details["note"] = "one rank: the bus bandwidth is 0 by definition (nothing crosses a link); algbw_gbps is the "
+                      "rate of the local operation";
+}
+
+// ---------------------------------------------------------------- the cases
+
+bool ranks_share_gpus(const std::vector<RankDesc>& world, std::string& why) {
+  std::map<std::string, int> seen;
+  for (size_t r = 0; r < world.size(); ++r) {
+    const std::string key = world[r].host + "|" + world[r].pci;
+    auto [it, fresh] = seen.emplace(key, int(r));
+    if (!fresh) {
+      why = "ranks " + std::to_string(it->second) + " and " + std::to_string(r) + " share GPU " + world[r].pci + " on " +
+            world[r].host + ": NCCL needs one GPU per rank (start as many processes per host as it has GPUs)";
+      return true;
+    }
+  }
+  return false;
+}
+
+void check_mpi_layout(CaseContext& ctx) {
+  const auto& world = world_ranks(ctx.gpu());
+  std::string why;
+  if (test_absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
+}
+
+void run_collective(CaseContext& ctx, const Spec& spec) {
+  prepare_env();
+  Lockstep ls;
+  Team* team = nullptr;
+  int nranks = 0;
+  if (mpi::active()) {
+    check_mpi_layout(ctx);
+    std::vector<int> all(size_t(mpi::size()));
+    for (int r = 0; r < mpi::size(); ++r) all[size_t(r)] = r;
+    nranks = mpi::size();
+    team = mpi_team(all, ctx.gpu(), ls);
+  } else {
+    std::vector<int> devices;
+    for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index);
+    nranks = int(devices.size());
+    ls.step([&] { team = &local_team(devices); });
+  }
+  if (ls.failed()) ls.raise();
+  const TeamResult r = measure_team(team, nranks, spec, ctx.config(), ls);
+  if (ls.failed()) {
+    drop_team(team->key);
+    ls.raise();
+  }
+  ctx.set_measurement(r.m);
+  ctx.extra_params()["ngpus"] = nranks;
+  fill_output(ctx.metrics(), ctx.details(), r, spec, nranks);
+  ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
+  ctx.details()["members"] = team->members;
+  if (r.wrong > 0 && mpi::rank() == 0)
+    ctx.wrong(std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong);
+}
+
+// The distance between every pair of GPUs the sweep may choose from: this process's GPUs, or
+// under MPI every rank's (NVML on each host; ranks on different hosts are a network apart).
+std::vector<std::vector<int>> sweep_distances(CaseContext& ctx) {
+  if (!mpi::active()) return distance_matrix(ctx.nvml(), ctx.gpus());
+  const auto& world = world_ranks(ctx.gpu());
+  std::vector<int> row(world.size(), 0);
+  for (size_t j = 0; j < world.size(); ++j) {
+    if (int(j) == mpi::rank()) continue;
+    if (world[j].host != mpi::host()) {
+      row[j] = coll::kNetworkDistance;
+      continue;
+    }
+    row[j] = pair_link(ctx.nvml(), ctx.gpu().nvml_index, ctx.nvml().find_by_pci(world[j].pci)).distance;
+  }
+  std::vector<std::vector<int>> d;
+  for (const auto& s : mpi::allgather_strings(json(row).dump())) d.push_back(json::parse(s).get<std::vector<int>>());
+  return d;
+}
+
+void run_sweep(CaseContext& ctx, const Spec& spec) {
+  prepare_env();
+  if (mpi::active()) check_mpi_layout(ctx);
+  const auto dist = sweep_distances(ctx);
+  const auto steps = coll::sweep_subsets(dist);
+  json points = json::array();
+  std::optional<double> reference;
+  int reference_count = 0;
+  for (const auto& step : steps) {
+    const auto t0 = Clock::now();
+    Lockstep ls;
+    Team* team = nullptr;
+    CasePart part;
+    part.name = "n" + std::to_string(step.count);
+    part.params = {{"ngpus", step.count}};
+    if (mpi::active()) {
+      part.params["ranks"] = step.members;
+      part.gpus = {ctx.gpu().index};
+      team = mpi_team(step.members, ctx.gpu(), ls);
+    } else {
+      std::vector<int> devices;
+      for (int i : step.members) devices.push_back(ctx.gpus()[size_t(i)]->index);
+      part.params["members"] = devices;
+      part.gpus = devices;
+      ls.step([&] { team = &local_team(devices); });
+    }
+    TeamResult r;
+    if (!ls.failed()) {
+      r = measure_team(team, step.count, spec, ctx.config(), ls);
+      if (ls.failed()) drop_team(team->key);
+    }
+    json point = {{"ngpus", step.count}, {"members", part.params.contains("ranks") ? part.params["ranks"] : part.params["members"]}};
+    if (ls.failed()) {
+      const auto reason = ls.collect();
+      part.status = reason.skip ? "skipped" : "failed";
+      part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
+      if (mpi::rank() != 0) part.status = "skipped";
+      point["status"] = part.status;
+    } else {
+      part.out.measurement = r.m;
+      part.out.config = ctx.config();
+      fill_output(part.out.metrics, part.out.details, r, spec, step.count);
+      part.out.details["members"] = team ? team->members : json::array();
+      if (r.wrong > 0 && mpi::rank() == 0) {
+        part.out.wrong = true;
+        part.out.wrong_reason = std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong;
+      }
+      if (!reference && r.busbw > 0) {
+        reference = r.busbw;
+        reference_count = step.count;
+      }
+      const double eff = reference && r.busbw > 0 ? 100.0 * r.busbw / *reference : -1;
+      if (eff >= 0) part.out.metrics["scaling_efficiency_pct"] = eff;
+      point.update({{"status", r.wrong ? "wrong" : "ok"},
+                    {"time_us", r.median * 1e6},
+                    {"algbw_gbps", r.algbw},
+                    {"busbw_gbps", r.busbw},
+                    {"efficiency_pct", eff >= 0 ? json(eff) : json(nullptr)}});
+    }
+    part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    ctx.add_part(std::move(part));
+    points.push_back(std::move(point));
+  }
+  ctx.extra_params()["ngpus_max"] = int(dist.size());
+  ctx.analysis()["nccl_scaling"][coll::to_string(spec.coll) + "/" + coll::to_string(spec.dtype) + "/" +
+                                 coll::size_name(spec.bytes)] = {
+      {"case", "nccl/" + case_name(spec)},
+      {"collective", coll::to_string(spec.coll)},
+      {"dtype", coll::to_string(spec.dtype)},
+      {"bytes", spec.bytes},
+      {"mode", mpi::active() ? "mpi" : "single_process"},
+      {"reference_ngpus", reference ? json(reference_count) : json(nullptr)},
+      {"efficiency", "bus bandwidth at each GPU count over the bus bandwidth at the smallest count above one "
+                     "(constant bus bandwidth is perfect scaling)"},
+      {"points", points}};
+}
+
+#endif  // NB_HAVE_NCCL
+
+class NcclFamily : public Family {
+ public:
+  std::string name() const override { return "nccl"; }
+  std::string description() const override {
+    return "NCCL all-reduce, reduce-scatter, all-gather, broadcast: time, algorithm and bus bandwidth, checked "
+           "results; GPU-count scaling; one process or MPI";
+  }
+  std::vector<Case> cases(Suite suite) const override {
+    std::vector<Case> out;
+    auto add = [&](Spec s) {
+      Case c;
+      c.family = "nccl";
+      c.name = case_name(s);
+      c.params = {{"collective", coll::to_string(s.coll)}, {"dtype", coll::to_string(s.dtype)}, {"bytes", s.bytes},
+                  {"in_place", s.in_place}, {"graph", s.graph}};
+      if (s.sweep) c.params["sweep"] = true;
+      c.multi_gpu = true;
+      c.min_gpus = 1;
+#if NB_HAVE_NCCL
+      if (s.sweep) c.run = [s](CaseContext& ctx) { run_sweep(ctx, s); };
+      else c.run = [s](CaseContext& ctx) { run_collective(ctx, s); };
+#else
+      c.available = [](const GpuInfo&) {
+        return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
+      };
+      c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+#endif
+      out.push_back(std::move(c));
+    };
+    const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+    if (suite == Suite::quick) {
+      for (size_t b : {size_t(8), 64 * KiB, 1 * MiB, 64 * MiB, 256 * MiB}) add({Collective::all_reduce, DType::f32, b});
+      add({Collective::all_reduce, DType::f16, 64 * MiB});
+      add({Collective::all_reduce, DType::bf16, 64 * MiB});
+      add({Collective::all_reduce, DType::f32, 64 * MiB, true});
+      add({Collective::all_reduce, DType::f32, 8, false, true});
+      add({Collective::all_reduce, DType::f32, 64 * KiB, false, true});
+      for (Collective c : {Collective::reduce_scatter, Collective::all_gather, Collective::broadcast})
+        for (size_t b : {1 * MiB, 256 * MiB}) add({c, DType::f32, b});
+      add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
+      return out;
+    }
+    // Full: all-reduce in float, out of place, every power of two from 8 B to 4 GiB; every
+    // other combination every eighth power (8 B, 64 B, ... 1 GiB) and 4 GiB. The data type
+    // matters only to the reductions: all-gather and broadcast run in float.
+    const auto every = coll::size_ladder(8, 4 * GiB, 1);
+    const auto sparse = coll::size_ladder(8, 4 * GiB, 3);
+    for (Collective c : coll::all_collectives()) {
+      for (DType t : coll::all_dtypes()) {
+        if (!coll::reduces(c) && t != DType::f32) continue;
+        for (bool in_place : {false, true})
+          for (bool graph : {false, true}) {
+            const bool main = c == Collective::all_reduce && t == DType::f32 && !in_place && !graph;
+            for (size_t b : main ? every : sparse) add({c, t, b, in_place, graph});
+          }
+      }
+    }
+    add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
+    add({Collective::all_reduce, DType::f32, 1 * GiB, false, false, true});
+    return out;
+  }
+};
+
+const Registrar registrar(std::make_unique<NcclFamily>());
+
+}  // namespace
+}  // namespace nb

@@ -1,0 +1,71 @@
+#include "case_records.hpp"
+
+namespace nb {
+using nlohmann::json;
+
+namespace {
+
+json safe_record(const RecordInput& in) {
+  try {
+    return make_record(in);
+  } catch (const std::exception& e) {
+    RecordInput bad = in;
+    bad.out = nullptr;
+    bad.status = "failed";
+    bad.reason = std::string("could not summarise the case: ") + e.what();
+    return make_record(bad);
+  }
+}
+
+}  // namespace
+
+CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>& gpus) {
+  CaseRecords out;
+  CaseOutput* o = in.out;
+  if (!o || (o->parts.empty() && o->extra_params.empty())) {
+    out.records.push_back(safe_record(in));
+    if (o) out.analysis = o->analysis;
+    return out;
+  }
+  out.analysis = o->analysis;
+  for (CasePart& p : o->parts) {
+    Case pc = *in.c;
+    pc.name += "/" + p.name;
+    pc.params.update(o->extra_params);
+    pc.params.update(p.params);
+    RecordInput pin = in;
+    pin.c = &pc;
+    pin.gpus = p.gpus.empty() ? in.gpus : p.gpus;
+    const int first = pin.gpus.front();
+    pin.gpu = first >= 0 && size_t(first) < gpus.size() ? &gpus[size_t(first)] : in.gpu;
+    pin.status = p.status;
+    pin.reason = p.reason;
+    // A part skipped or failed before measuring has nothing to summarise.
+    pin.out = p.status == "ok" || p.out.measurement ? &p.out : nullptr;
+    if (p.duration_s >= 0) pin.duration_s = p.duration_s;
+    out.records.push_back(safe_record(pin));
+  }
+  const bool own_timing = o->measurement && !o->measurement->samples_s.empty();
+  if (o->parts.empty() || own_timing || in.status != "ok" || o->wrong) {
+    Case c = *in.c;
+    c.params.update(o->extra_params);
+    RecordInput own = in;
+    own.c = &c;
+    out.records.push_back(safe_record(own));
+  }
+  return out;
+}
+
+void merge_analysis(ResultFile& file, const json& analysis) {
+  if (!analysis.is_object()) return;
+  for (const auto& [key, value] : analysis.items()) {
+    json cur = nullptr;
+    const json& doc = file.doc();
+    if (doc.contains("analysis") && doc["analysis"].contains(key)) cur = doc["analysis"][key];
+    if (cur.is_object() && value.is_object()) cur.merge_patch(value);
+    else cur = value;
+    file.set_analysis(key, std::move(cur));
+  }
+}
+
+}  // namespace nb

@@ -1,0 +1,27 @@
+// From one run of a case to its records: the case's own record and one per part it emitted
+// (CaseOutput::parts), with the params it learned at run time merged in, and the analysis it
+// wrote. Used by the runner; unit-tested without a GPU.
+#pragma once
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "environment.hpp"
+#include "result.hpp"
+
+namespace nb {
+
+struct CaseRecords {
+  std::vector<nlohmann::json> records;  // parts first, in the order emitted, then the case's own
+  nlohmann::json analysis = nlohmann::json::object();
+};
+
+// `gpus`: every GPU of the environment (a part's record looks up its first GPU for peaks).
+// Never throws: a record that cannot be built becomes a failed record saying why.
+CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>& gpus);
+
+// Merges `analysis` (an object of keys) into the result file's analysis, key by key, with JSON
+// merge-patch semantics (objects merge, everything else replaces).
+void merge_analysis(ResultFile& file, const nlohmann::json& analysis);
+
+}  // namespace nb

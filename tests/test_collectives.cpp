@@ -1,0 +1,383 @@
+// The multi-GPU families' pure logic: bus-bandwidth factors, buffer counts, the GPU-count
+// sweep and its topology-following subsets (made-up topologies), link names, the p2p and nccl
+// case expansion, records from a case's parts, and the MPI rank merge (no MPI, no GPU needed).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "case_records.hpp"
+#include "cluster.hpp"
+#include "collectives.hpp"
+#include "mpi.hpp"
+#include "runner.hpp"
+
+using namespace nb;
+using namespace nb::coll;
+using nlohmann::json;
+
+namespace {
+
+// Symmetric matrix from a function of (i, j), 0 on the diagonal.
+std::vector<std::vector<int>> topo(int n, int (*f)(int, int)) {
+  std::vector<std::vector<int>> d(size_t(n), std::vector<int>(size_t(n), 0));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (i != j) d[size_t(i)][size_t(j)] = f(std::min(i, j), std::max(i, j));
+  return d;
+}
+
+// A two-socket PCIe server: pairs (0,1), (2,3), (4,5), (6,7) under one switch each (PIX); two
+// switches under one bridge per socket (PXB); sockets apart (SYS).
+int two_socket(int a, int b) {
+  if (a / 4 != b / 4) return 50;
+  if (a / 2 != b / 2) return 20;
+  return 10;
+}
+
+}  // namespace
+
+TEST(BusFactor, StandardFactors) {
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 1), 0.0);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 2), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::reduce_scatter, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_gather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_gather, 1), 0.0);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::broadcast, 1), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::broadcast, 16), 1.0);
+  EXPECT_THROW(bus_factor(Collective::all_reduce, 0), std::invalid_argument);
+}
+
+TEST(Counts, FollowTheNcclTestsSizeConvention) {
+  const Counts ar = counts(Collective::all_reduce, 1 << 20, 4, 8);
+  EXPECT_EQ(ar.send, 262144u);
+  EXPECT_EQ(ar.recv, 262144u);
+  EXPECT_EQ(ar.bytes, size_t(1) << 20);
+  // Reduce-scatter: the input is the nominal size, the output one rank's chunk.
+  const Counts rs = counts(Collective::reduce_scatter, 1 << 20, 4, 3);
+  EXPECT_EQ(rs.chunk, 262144u / 3);
+  EXPECT_EQ(rs.send, rs.chunk * 3);
+  EXPECT_EQ(rs.recv, rs.chunk);
+  EXPECT_EQ(rs.bytes, rs.send * 4);
+  // All-gather: the output is the nominal size.
+  const Counts ag = counts(Collective::all_gather, 1 << 20, 2, 8);
+  EXPECT_EQ(ag.send, 65536u);
+  EXPECT_EQ(ag.recv, 524288u);
+  EXPECT_EQ(ag.bytes, size_t(1) << 20);
+  // 8 bytes over 8 ranks of floats: at least one element per rank.
+  const Counts tiny = counts(Collective::all_gather, 8, 4, 8);
+  EXPECT_EQ(tiny.chunk, 1u);
+  EXPECT_EQ(tiny.recv, 8u);
+  EXPECT_EQ(tiny.bytes, 32u);
+  EXPECT_EQ(counts(Collective::broadcast, 8, 2, 4).send, 4u);
+  EXPECT_EQ(counts(Collective::all_reduce, 1, 4, 2).send, 1u);
+}
+
+TEST(Names, CollectivesDtypesSizes) {
+  for (Collective c : all_collectives()) EXPECT_EQ(parse_collective(to_string(c)), c);
+  for (DType t : all_dtypes()) EXPECT_EQ(parse_dtype(to_string(t)), t);
+  EXPECT_FALSE(parse_collective("alltoall"));
+  EXPECT_EQ(all_collectives().front(), Collective::all_reduce);
+  EXPECT_EQ(elem_size(DType::bf16), 2u);
+  EXPECT_EQ(size_name(8), "8B");
+  EXPECT_EQ(size_name(65536), "64KiB");
+  EXPECT_EQ(size_name(size_t(256) << 20), "256MiB");
+  EXPECT_EQ(size_name(size_t(4) << 30), "4GiB");
+  EXPECT_EQ(size_name(1536), "1536B");
+  const auto every = size_ladder(8, size_t(4) << 30, 1);
+  EXPECT_EQ(every.size(), 30u);
+  EXPECT_EQ(every.front(), 8u);
+  EXPECT_EQ(every.back(), size_t(4) << 30);
+  const auto sparse = size_ladder(8, size_t(4) << 30, 3);
+  EXPECT_EQ(sparse.back(), size_t(4) << 30);
+  EXPECT_EQ(sparse[1], 64u);
+}
+
+TEST(Topology, LinkTypesAndDistances) {
+  EXPECT_EQ(link_type(10, false), "PIX");
+  EXPECT_EQ(link_type(20, false), "PXB");
+  EXPECT_EQ(link_type(30, false), "PHB");
+  EXPECT_EQ(link_type(40, false), "NODE");
+  EXPECT_EQ(link_type(50, false), "SYS");
+  EXPECT_EQ(link_type(0, false), "internal");
+  EXPECT_EQ(link_type(50, true), "NVLink");
+  EXPECT_EQ(link_type(std::nullopt, false), "unknown");
+  EXPECT_EQ(link_distance(50, true), 0);
+  EXPECT_EQ(link_distance(30, false), 30);
+  EXPECT_EQ(link_distance(std::nullopt, false), kUnknownDistance);
+  EXPECT_LT(link_distance(50, false), kNetworkDistance);
+}
+
+TEST(SweepCounts, PowersOfTwoThenN) {
+  EXPECT_EQ(sweep_counts(1), (std::vector<int>{1}));
+  EXPECT_EQ(sweep_counts(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(sweep_counts(8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(sweep_counts(6), (std::vector<int>{1, 2, 4, 6}));
+  EXPECT_EQ(sweep_counts(16), (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_TRUE(sweep_counts(0).empty());
+}
+
+TEST(PickClosest, TwoSocketPcieServer) {
+  const auto d = topo(8, two_socket);
+  EXPECT_EQ(pick_closest(d, 1), (std::vector<int>{0}));
+  EXPECT_EQ(pick_closest(d, 2), (std::vector<int>{0, 1}));      // one switch
+  EXPECT_EQ(pick_closest(d, 3), (std::vector<int>{0, 1, 2}));   // one socket
+  EXPECT_EQ(pick_closest(d, 4), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(pick_closest(d, 8).size(), 8u);
+  const auto steps = sweep_subsets(d);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[2].count, 4);
+  EXPECT_EQ(steps[2].members, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(PickClosest, PrefersTheClosePairOverLowIndices) {
+  // GPU 0 sits alone across the system; 2 and 3 share a switch; the rest meet at a host bridge.
+  const auto d = topo(4, [](int a, int b) {
+    if (a == 0) return 50;
+    if (a == 2 && b == 3) return 10;
+    return 30;
+  });
+  EXPECT_EQ(pick_closest(d, 2), (std::vector<int>{2, 3}));
+  EXPECT_EQ(pick_closest(d, 3), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(PickClosest, NvlinkPairsAndNvswitch) {
+  // 0 and 5 are NVLinked (distance 0), everything else crosses the system.
+  const auto pair = topo(8, [](int a, int b) { return a == 0 && b == 5 ? 0 : 50; });
+  EXPECT_EQ(pick_closest(pair, 2), (std::vector<int>{0, 5}));
+  // NVSwitch: every pair NVLink: the lowest indices.
+  const auto all = topo(8, [](int, int) { return 0; });
+  EXPECT_EQ(pick_closest(all, 4), (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(PickClosest, HostsBeforeTheNetwork) {
+  // Two hosts of four ranks each (MPI mode): a count that fits in a host stays in one host.
+  const auto d = topo(8, [](int a, int b) { return a / 4 != b / 4 ? kNetworkDistance : 0; });
+  EXPECT_EQ(pick_closest(d, 4), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(pick_closest(d, 2), (std::vector<int>{0, 1}));
+  // Ranks interleaved over the hosts (round-robin placement): still one host first.
+  const auto rr = topo(8, [](int a, int b) { return a % 2 != b % 2 ? kNetworkDistance : 0; });
+  EXPECT_EQ(pick_closest(rr, 4), (std::vector<int>{0, 2, 4, 6}));
+}
+
+TEST(PickClosest, RejectsBadInput) {
+  const auto d = topo(4, two_socket);
+  EXPECT_THROW(pick_closest(d, 0), std::invalid_argument);
+  EXPECT_THROW(pick_closest(d, 5), std::invalid_argument);
+  EXPECT_THROW(pick_closest({{0, 1}, {1}}, 1), std::invalid_argument);
+}
+
+TEST(P2pCases, QuickSuiteNeedsTwoGpus) {
+  const auto cases = select_cases(Suite::quick, {"p2p"}, "");
+  std::set<std::string> ids;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+    EXPECT_TRUE(c.multi_gpu) << c.id();
+    EXPECT_EQ(c.min_gpus, 2) << c.id();
+    for (const char* k : {"test", "mode", "peer", "engine", "bytes"}) EXPECT_TRUE(c.params.contains(k)) << c.id() << k;
+  }
+  for (const char* id : {"p2p/one_way/enabled/ce/256MiB", "p2p/one_way/disabled/ce/256MiB", "p2p/one_way/enabled/sm/256MiB",
+                         "p2p/bidir/enabled/ce/256MiB", "p2p/bidir/disabled/ce/256MiB", "p2p/latency/enabled/ce",
+                         "p2p/latency/disabled/ce"})
+    EXPECT_TRUE(ids.count(id)) << id;
+  EXPECT_LT(cases.size(), 12u);
+  EXPECT_GT(select_cases(Suite::full, {"p2p"}, "").size(), cases.size());
+}
+
+TEST(NcclCases, QuickSuite) {
+  const auto cases = select_cases(Suite::quick, {"nccl"}, "");
+  std::set<std::string> ids, collectives, dtypes;
+  std::set<size_t> ar_sizes;
+  bool in_place = false, graph = false, sweep = false;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+    EXPECT_TRUE(c.multi_gpu);
+    EXPECT_EQ(c.min_gpus, 1);  // NCCL runs on one GPU too (a one-rank communicator)
+    collectives.insert(c.params["collective"].get<std::string>());
+    dtypes.insert(c.params["dtype"].get<std::string>());
+    in_place = in_place || c.params["in_place"].get<bool>();
+    graph = graph || c.params["graph"].get<bool>();
+    sweep = sweep || c.params.contains("sweep");
+    if (c.params["collective"] == "all_reduce" && c.params["dtype"] == "float" && !c.params["in_place"].get<bool>() &&
+        !c.params["graph"].get<bool>() && !c.params.contains("sweep"))
+      ar_sizes.insert(c.params["bytes"].get<size_t>());
+  }
+  EXPECT_EQ(collectives, (std::set<std::string>{"all_reduce", "reduce_scatter", "all_gather", "broadcast"}));
+  EXPECT_EQ(dtypes, (std::set<std::string>{"float", "half", "bfloat16"}));
+  EXPECT_EQ(ar_sizes, (std::set<size_t>{8, 64 << 10, 1 << 20, 64 << 20, 256 << 20}));
+  EXPECT_TRUE(in_place && graph && sweep);
+  EXPECT_TRUE(ids.count("nccl/all_reduce/float/out_of_place/eager/8B"));
+  EXPECT_TRUE(ids.count("nccl/sweep/all_reduce/float/256MiB"));
+  EXPECT_LT(cases.size(), 25u);
+}
+
+TEST(NcclCases, FullSuiteSweepsEightBytesToFourGiB) {
+  const auto cases = select_cases(Suite::full, {"nccl"}, "");
+  std::set<std::string> ids;
+  std::set<size_t> main;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+    if (c.params["collective"] == "all_gather" || c.params["collective"] == "broadcast")
+      EXPECT_EQ(c.params["dtype"], "float") << c.id();
+    if (c.id().rfind("nccl/all_reduce/float/out_of_place/eager/", 0) == 0) main.insert(c.params["bytes"].get<size_t>());
+  }
+  EXPECT_EQ(main.size(), 30u);
+  EXPECT_EQ(*main.begin(), 8u);
+  EXPECT_EQ(*main.rbegin(), size_t(4) << 30);
+  EXPECT_TRUE(ids.count("nccl/reduce_scatter/bfloat16/in_place/graph/4GiB"));
+}
+
+namespace {
+
+Measurement samples(double t) {
+  Measurement m;
+  m.samples_s = {t, t, t};
+  m.stop = StopReason::fixed;
+  return m;
+}
+
+}  // namespace
+
+TEST(CaseRecords, PartsBecomeRecords) {
+  Case c;
+  c.family = "p2p";
+  c.name = "one_way/enabled/ce/256MiB";
+  c.params = {{"mode", "one_way"}, {"peer", "enabled"}};
+  std::vector<GpuInfo> gpus(2);
+  gpus[0].index = 0;
+  gpus[1].index = 1;
+  CaseOutput out;
+  CasePart ok;
+  ok.name = "gpu0-gpu1";
+  ok.params = {{"src", 0}, {"dst", 1}};
+  ok.gpus = {0, 1};
+  ok.out.measurement = samples(0.01);
+  ok.out.throughput_metric = "gbps";
+  ok.out.work_per_launch = 0.25;
+  out.parts.push_back(ok);
+  CasePart skipped;
+  skipped.name = "gpu1-gpu0";
+  skipped.params = {{"src", 1}, {"dst", 0}};
+  skipped.gpus = {1, 0};
+  skipped.status = "skipped";
+  skipped.reason = "no peer access";
+  out.parts.push_back(skipped);
+  out.analysis = {{"p2p", {{"gpus", {0, 1}}}}};
+  RecordInput in;
+  in.c = &c;
+  in.gpus = {0, 1};
+  in.gpu = &gpus[0];
+  in.status = "ok";
+  in.out = &out;
+  in.started_at = "2026-11-29T00:00:00.000Z";
+  const CaseRecords r = make_case_records(in, gpus);
+  ASSERT_EQ(r.records.size(), 2u);  // the case itself timed nothing: no record of its own
+  EXPECT_EQ(r.records[0]["id"], "p2p/one_way/enabled/ce/256MiB/gpu0-gpu1");
+  EXPECT_EQ(r.records[0]["status"], "ok");
+  EXPECT_EQ(r.records[0]["params"]["src"], 0);
+  EXPECT_EQ(r.records[0]["params"]["mode"], "one_way");
+  EXPECT_NEAR(r.records[0]["metrics"]["gbps"].get<double>(), 25.0, 1e-9);
+  EXPECT_EQ(r.records[1]["status"], "skipped");
+  EXPECT_EQ(r.records[1]["reason"], "no peer access");
+  EXPECT_EQ(r.records[1]["gpus"], json({1, 0}));
+  EXPECT_EQ(r.analysis["p2p"]["gpus"], json({0, 1}));
+
+  // A case that failed after emitting parts keeps its own (failed) record too.
+  in.status = "failed";
+  in.reason = "watchdog";
+  const CaseRecords f = make_case_records(in, gpus);
+  ASSERT_EQ(f.records.size(), 3u);
+  EXPECT_EQ(f.records[2]["id"], "p2p/one_way/enabled/ce/256MiB");
+  EXPECT_EQ(f.records[2]["status"], "failed");
+}
+
+TEST(CaseRecords, ExtraParamsMergeIntoTheCasesRecord) {
+  Case c;
+  c.family = "nccl";
+  c.name = "all_reduce/float/out_of_place/eager/8B";
+  c.params = {{"collective", "all_reduce"}, {"bytes", 8}};
+  GpuInfo g;
+  CaseOutput out;
+  out.measurement = samples(1e-5);
+  out.extra_params = {{"ngpus", 4}};
+  out.metrics = {{"busbw_gbps", 1.0}};
+  RecordInput in;
+  in.c = &c;
+  in.gpus = {0, 1, 2, 3};
+  in.gpu = &g;
+  in.status = "ok";
+  in.out = &out;
+  in.started_at = "2026-11-29T00:00:00.000Z";
+  const CaseRecords r = make_case_records(in, {g});
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0]["id"], "nccl/all_reduce/float/out_of_place/eager/8B");
+  EXPECT_EQ(r.records[0]["params"]["ngpus"], 4);
+  EXPECT_EQ(r.records[0]["params"]["bytes"], 8);
+}
+
+TEST(CaseRecords, AnalysisMergesAcrossCases) {
+  ResultFile file("", {{"run_id", "x"}});  // in memory only
+  merge_analysis(file, {{"p2p", {{"gpus", {0, 1}}, {"bandwidth_gbps", {{"a", {{nullptr, 1.0}, {2.0, nullptr}}}}}}}});
+  merge_analysis(file, {{"p2p", {{"gpus", {0, 1}}, {"bandwidth_gbps", {{"b", {{nullptr, 3.0}, {4.0, nullptr}}}}}}}});
+  const json& a = file.doc()["analysis"]["p2p"];
+  EXPECT_TRUE(a["bandwidth_gbps"].contains("a"));
+  EXPECT_TRUE(a["bandwidth_gbps"].contains("b"));
+  EXPECT_EQ(a["bandwidth_gbps"]["a"][0][1], 1.0);
+  EXPECT_TRUE(a["bandwidth_gbps"]["a"][0][0].is_null());
+}
+
+TEST(Cluster, MergeRankRecords) {
+  const json ok = {{"id", "x"}, {"status", "ok"}};
+  const json failed = {{"id", "x"}, {"status", "failed"}, {"reason", "hang"}};
+  const json skipped = {{"id", "x"}, {"status", "skipped"}, {"reason", "reported by rank 0"}};
+  // Per-GPU case: every rank's record, each with its rank and host.
+  auto per_gpu = cluster::merge_rank_records(false, {{ok}, {ok}, {failed}}, {"a", "a", "b"});
+  ASSERT_EQ(per_gpu.size(), 3u);
+  EXPECT_EQ(per_gpu[2]["rank"], 2);
+  EXPECT_EQ(per_gpu[2]["host"], "b");
+  // Multi-GPU case: rank 0's, and what other ranks saw go wrong.
+  auto multi = cluster::merge_rank_records(true, {{ok}, {ok}, {skipped}, {failed}}, {"a", "a", "b", "b"});
+  ASSERT_EQ(multi.size(), 2u);
+  EXPECT_EQ(multi[0]["rank"], 0);
+  EXPECT_EQ(multi[1]["rank"], 3);
+  EXPECT_EQ(multi[1]["status"], "failed");
+}
+
+TEST(Cluster, RankEnvironmentListsNodesAndRanks) {
+  auto info = [](int rank, int local, const std::string& host, int gpu) {
+    return json{{"rank", rank},
+                {"local_rank", local},
+                {"host", host},
+                {"gpu", gpu},
+                {"pci_bus_id", "0000:0" + std::to_string(gpu) + ":00.0"},
+                {"gpu_name", "NVIDIA H200"},
+                {"environment", {{"host", {{"hostname", host}}}}}};
+  };
+  json env = {{"host", {{"hostname", "a"}}}, {"gpus", json::array()}};
+  cluster::add_rank_environment(env, {info(0, 0, "a", 0), info(1, 1, "a", 1), info(2, 0, "b", 0)});
+  ASSERT_EQ(env["ranks"].size(), 3u);
+  EXPECT_EQ(env["ranks"][2]["host"], "b");
+  EXPECT_FALSE(env["ranks"][0].contains("environment"));
+  ASSERT_EQ(env["nodes"].size(), 2u);
+  EXPECT_EQ(env["nodes"][0]["ranks"], json({0, 1}));
+  EXPECT_EQ(env["nodes"][1]["environment"]["host"]["hostname"], "b");
+  EXPECT_EQ(env["mpi"]["world_size"], 3);
+  EXPECT_EQ(env["mpi"]["node_count"], 2);
+}
+
+TEST(Cluster, SingleProcessIsAPassThrough) {
+  // Not started by an MPI launcher: a world of one, operations act locally.
+  ASSERT_FALSE(mpi::active());
+  EXPECT_EQ(mpi::rank(), 0);
+  EXPECT_EQ(mpi::size(), 1);
+  EXPECT_EQ(mpi::gather_strings("x", 0), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(mpi::allgather_strings("y"), (std::vector<std::string>{"y"}));
+  EXPECT_DOUBLE_EQ(mpi::allreduce(2.5, mpi::Op::max), 2.5);
+  EXPECT_TRUE(mpi::any(true));
+  EXPECT_FALSE(mpi::all(false));
+  EXPECT_TRUE(cluster::root());
+  EXPECT_EQ(cluster::local_gpus({0, 1, 2}), (std::vector<int>{0, 1, 2}));
+  const auto recs = cluster::gather_records(true, {json{{"id", "x"}}});
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_FALSE(recs[0].contains("rank"));
+}
