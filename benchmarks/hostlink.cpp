@@ -132,9 +132,8 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
   NB_CUDA(cudaMemcpy(dsrc.get(), hsrc.get(), bytes, cudaMemcpyHostToDevice));
   Stream a, b;
   Event start, end_h2d, end_d2h;
-  const MeasureConfig& cfg = ctx.config();
-  Measurement m;
   std::vector<double> t_h2d, t_d2h;
+  double pair_s = 0;
   auto once = [&](bool keep) {
     start.record(a.get());
     NB_CUDA(cudaStreamWaitEvent(b.get(), start.get(), 0));
@@ -147,18 +146,14 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
     if (!keep) return;
     t_h2d.push_back(end_h2d.seconds_since(start));
     t_d2h.push_back(end_d2h.seconds_since(start));
-    m.samples_s.push_back(std::max(t_h2d.back(), t_d2h.back()));
+    pair_s = std::max(t_h2d.back(), t_d2h.back());
   };
   for (int i = 0; i < 3; ++i) once(false);
-  m.warmup_runs = 3;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (true) {
+  Measurement m = sample_until_stop(ctx.config(), [&] {
     once(true);
-    const Stats s = compute_stats(m.samples_s);
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.stop = should_stop(cfg, m.samples_s.size(), m.samples_s.size() > 1 ? s.cv : 1.0, el);
-    if (m.stop != StopReason::none) break;
-  }
+    return pair_s;
+  });
+  m.warmup_runs = 3;
   ctx.set_measurement(m);
   const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
   const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
@@ -199,7 +194,7 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
     p.e1 = std::make_unique<Event>();
     per.push_back(std::move(p));
   }
-  Measurement m;
+  double wall = 0;
   auto once = [&](bool keep) {
     const auto h0 = std::chrono::steady_clock::now();
     for (auto& p : per) {
@@ -209,21 +204,16 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
       p.e1->record(p.stream->get());
     }
     for (auto& p : per) NB_CUDA(cudaEventSynchronize(p.e1->get()));
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
     if (!keep) return;
     for (auto& p : per) p.times.push_back(p.e1->seconds_since(*p.e0));
-    m.samples_s.push_back(wall);
   };
   for (int i = 0; i < 3; ++i) once(false);
-  const auto t0 = std::chrono::steady_clock::now();
-  const MeasureConfig& cfg = ctx.config();
-  while (true) {
+  Measurement m = sample_until_stop(ctx.config(), [&] {
     once(true);
-    const Stats s = compute_stats(m.samples_s);
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.stop = should_stop(cfg, m.samples_s.size(), m.samples_s.size() > 1 ? s.cv : 1.0, el);
-    if (m.stop != StopReason::none) break;
-  }
+    return wall;
+  });
+  m.warmup_runs = 3;
   ctx.set_measurement(m);
   ctx.set_throughput("gbps", double(bytes) * double(per.size()) / 1e9, "");
   json shares = json::object();

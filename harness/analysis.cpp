@@ -1,4 +1,5 @@
 #include "analysis.hpp"
+#include "text.hpp"
 
 #include <cmath>
 #include <iomanip>
@@ -25,12 +26,6 @@ double rate(const json& records, int g, Pred pred) {
     if (std::isfinite(v) && (!std::isfinite(best) || v > best)) best = v;
   }
   return best;
-}
-
-std::string fmt(double v, int p = 2) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(p) << v;
-  return os.str();
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "doctor.hpp"
+#include "text.hpp"
 
 #include <unistd.h>
 
@@ -62,18 +63,6 @@ template <class T>
 std::optional<T> json_opt(const json& j, const char* k) {
   if (j.is_object() && j.contains(k) && !j[k].is_null()) return j[k].get<T>();
   return std::nullopt;
-}
-
-std::string fmt(double v, int prec) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
 }
 
 // Replaces {key} by its value.

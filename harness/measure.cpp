@@ -37,6 +37,24 @@ std::string to_string(StopReason r) {
   return "none";
 }
 
+Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<double()>& sample) {
+  Measurement m;
+  double sum = 0, sumsq = 0;
+  const auto t0 = Clock::now();
+  while (true) {
+    const double t = sample();
+    m.samples_s.push_back(t);
+    sum += t;
+    sumsq += t * t;
+    const size_t n = m.samples_s.size();
+    const double mean = sum / double(n);
+    const double var = n > 1 ? std::max(0.0, (sumsq - double(n) * mean * mean) / double(n - 1)) : 0.0;
+    const double cv = n > 1 && mean > 0 ? std::sqrt(var) / mean : 1.0;
+    m.stop = should_stop(cfg, n, cv, std::chrono::duration<double>(Clock::now() - t0).count());
+    if (m.stop != StopReason::none) return m;
+  }
+}
+
 Measurer::Measurer(int device, size_t l2_bytes, const Nvml* nvml, std::optional<int> nvml_index)
     : device_(device),
       l2_bytes_(l2_bytes),

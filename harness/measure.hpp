@@ -57,6 +57,10 @@ struct Measurement {
   std::vector<unsigned long long> throttle_masks;
 };
 
+// For cases that time themselves (several streams or GPUs at once): calls `sample()`, which
+// runs the work once and returns its seconds, until should_stop() says so.
+Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<double()>& sample);
+
 class Measurer {
  public:
   // `nvml_index` may be empty: clocks are then not read.

@@ -1,4 +1,5 @@
 #include "runner.hpp"
+#include "text.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -50,12 +51,6 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 
 ProfileDb load_profiles(const RunOptions& o) {
   return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
-}
-
-std::string fmt(double v, int prec) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
 }
 
 std::string human_time(double s) {

@@ -1,4 +1,5 @@
 #include "validate.hpp"
+#include "text.hpp"
 
 #include <unistd.h>
 
@@ -29,18 +30,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string fmt(double v, int prec) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
 
 void check_entries(const json& entries, const std::string& where, bool need_unit) {
   if (!entries.is_object()) throw Error("thresholds: '" + where + "' must be an object of check ids");

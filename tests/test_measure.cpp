@@ -61,3 +61,19 @@ TEST(Nvml, AbsentLibraryIsReportedNotFatal) {
     EXPECT_TRUE(n.driver_version().has_value());
   }
 }
+
+TEST(SampleLoop, StopsWhenConvergedOrFixed) {
+  MeasureConfig c;
+  c.min_samples = 5;
+  c.target_cv = 0.01;
+  int calls = 0;
+  // Identical samples: CV 0, so the loop stops at the minimum.
+  Measurement m = sample_until_stop(c, [&] { ++calls; return 1e-3; });
+  EXPECT_EQ(m.samples_s.size(), 5u);
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(m.stop, StopReason::converged);
+  c.fixed_samples = 9;
+  m = sample_until_stop(c, [&] { return (calls++ % 2) ? 1e-3 : 3e-3; });  // noisy, but fixed
+  EXPECT_EQ(m.samples_s.size(), 9u);
+  EXPECT_EQ(m.stop, StopReason::fixed);
+}
