@@ -18,7 +18,7 @@ def main() -> int:
     exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
     shutil.rmtree(outdir, ignore_errors=True)
     cmd = [exe, "run", "--out", str(outdir), *sys.argv[4:]]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     print(p.stdout[-6000:], p.stderr[-3000:])
     if p.returncode != 0:
         print(f"FAIL: exit {p.returncode}")

@@ -11,7 +11,7 @@ add_test(NAME gpu_quick_nccl_p2p_small
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu_run_check.py $<TARGET_FILE:nodebench>
                  ${CMAKE_SOURCE_DIR}/harness/schema/result-v1.schema.json ${CMAKE_CURRENT_BINARY_DIR}/gpu_out_nccl
                  --suite quick --family nccl,p2p --filter "^nccl/.*/(8B|64KiB|1MiB)$|^nccl/sweep/|^p2p/")
-set_tests_properties(gpu_quick_nccl_p2p_small PROPERTIES LABELS "gpu" TIMEOUT 600)
+set_tests_properties(gpu_quick_nccl_p2p_small PROPERTIES LABELS "gpu" TIMEOUT 180)
 # The watchdog: a collective held past the timeout is aborted and recorded as failed, and the
 # next case runs on a fresh communicator.
 add_test(NAME gpu_nccl_watchdog_aborts_a_hang
