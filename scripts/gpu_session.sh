@@ -5,7 +5,11 @@
 #   B: the ResNet-50 convolution sweep (FP16 and TF32, NCHW) with its batch recommendation,
 #      and `nodebench validate` (pass, and the two planted failures).
 # Everything goes under $OUT (default ./gpu-out); at most 8 files are kept there, the rest
-# packed into raw.tar.gz.  usage: scripts/gpu_session.sh A|B [CUDA_ARCHS]   (archs default 90)
+# packed into raw.tar.gz.  usage: scripts/gpu_session.sh A|B|ALL [CUDA_ARCHS]   (archs default 90)
+# ALL does A with one peer round, then B, and starts no step past BUDGET_S seconds (540).
+# The schema tests need `jsonschema`, which the GPU machine lacks: carry it as wheels in .whl/
+# (python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12
+#  --platform manylinux2014_x86_64 -d .whl jsonschema jsonschema-specifications referencing rpds-py).
 set -uo pipefail
 PHASE=${1:-A}
 START=$(date +%s)
