@@ -44,7 +44,9 @@ def ratio_of(base_median: float, new_median: float) -> float:
 
 def _mannwhitney_min_p(n: int, m: int) -> float:
     # The most extreme one-sided outcome (complete separation) has probability 1 / C(n+m, n).
-    return 1.0 / math.comb(n + m, n)
+    # In log space: with thousands of samples C(n+m, n) is beyond a float (it then rounds to 0).
+    log_c = math.lgamma(n + m + 1) - math.lgamma(n + 1) - math.lgamma(m + 1)
+    return math.exp(-log_c) if log_c < 700 else 0.0
 
 
 EXACT_MAX_PAIRS = 400  # exact null distribution when n*m is at most this and there are no ties

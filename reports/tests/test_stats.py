@@ -196,3 +196,11 @@ def test_status_changes(base_status, new_status, verdict, regression):
 
 def test_skipped_on_both_is_ignored():
     assert compare_case(rec([], "skipped"), rec([], "skipped")) is None
+
+
+def test_min_p_with_thousands_of_samples_does_not_overflow():
+    # Real result files keep up to 2000 samples per case: C(4000, 2000) is far beyond a float.
+    from nodebench_reports.stats import _mannwhitney_min_p
+    assert _mannwhitney_min_p(2000, 2000) == 0.0
+    assert abs(_mannwhitney_min_p(3, 3) - 1 / 20) < 1e-12
+    assert abs(_mannwhitney_min_p(10, 12) - 1 / 646646) < 1e-15
