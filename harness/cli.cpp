@@ -45,7 +45,7 @@ namespace {
 
 const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
-    "was interrupted); 2 bad usage; 3 no usable GPU.\n"
+    "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU.\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.";
 
 void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
