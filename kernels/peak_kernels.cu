@@ -116,13 +116,15 @@ __global__ void dp4a_kernel(int iters, float* out, unsigned long long* clocks, f
   BlockClock bc;
   bc.start();
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 610
-  const int x = int(a * 1000.f) | 0x01010101, y = int(b * 1000.f) | 0x02020202;
+  // The chain feeds the packed bytes back as an operand: with both byte operands loop-invariant
+  // the compiler could hoist the dot product and close the loop into one multiply.
+  const int y = int(b * 1000.f) | 0x02020202;
   int r[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) r[c] = int(threadIdx.x) + c;
+  for (int c = 0; c < C; ++c) r[c] = int(threadIdx.x) + c + int(a);
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) r[c] = __dp4a(x, y, r[c]);
+    for (int c = 0; c < C; ++c) r[c] = __dp4a(r[c], y, r[c]);
   }
   int s = 0;
 #pragma unroll
@@ -137,18 +139,19 @@ __global__ void dp4a_kernel(int iters, float* out, unsigned long long* clocks, f
 __global__ void imad_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
   BlockClock bc;
   bc.start();
-  const int x = int(a * 1000.f) | 1, y = int(b * 1000.f);
-  int r[C];
+  // Unsigned: wrap-around is defined, so the compiler may not reason from "no overflow".
+  const unsigned x = unsigned(a * 1000.f) | 1u, y = unsigned(b * 1000.f);
+  unsigned r[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) r[c] = int(threadIdx.x) + c;
+  for (int c = 0; c < C; ++c) r[c] = threadIdx.x + unsigned(c);
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
     for (int c = 0; c < C; ++c) r[c] = r[c] * x + y;
   }
-  int s = 0;
+  unsigned s = 0;
 #pragma unroll
   for (int c = 0; c < C; ++c) s ^= r[c];
-  if (s == 0x7fedcba9) out[blockIdx.x] = float(s);
+  if (s == 0x7fedcba9u) out[blockIdx.x] = float(s);
   bc.stop(clocks);
 }
 
