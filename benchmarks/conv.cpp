@@ -266,19 +266,38 @@ void run_pass(cudnnHandle_t h, Conv& c, Pass pass, const Chosen& ch, void* ws, c
                                             c.bdw.get()));
 }
 
-std::vector<double> to_doubles(const DeviceBuffer& b, size_t n, const Prec& p) {
+std::vector<double> to_doubles(const DeviceBuffer& b, size_t offset, size_t n, const Prec& p) {
   std::vector<double> out(n);
+  const auto* src = static_cast<const unsigned char*>(b.get()) + offset * p.elem;
   if (p.elem == 4) {
     std::vector<float> h(n);
-    NB_CUDA(cudaMemcpy(h.data(), b.get(), n * 4, cudaMemcpyDeviceToHost));
+    NB_CUDA(cudaMemcpy(h.data(), src, n * 4, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; ++i) out[i] = h[i];
   } else {
     std::vector<uint16_t> h(n);
-    NB_CUDA(cudaMemcpy(h.data(), b.get(), n * 2, cudaMemcpyDeviceToHost));
+    NB_CUDA(cudaMemcpy(h.data(), src, n * 2, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; ++i) out[i] = half_to_double(h[i]);
   }
   return out;
 }
+
+// A device tensor read on the host one image (batch entry) at a time, on first use: the batch
+// index is outermost in both layouts, so a sampled point needs only its own image.
+class HostTensor {
+ public:
+  HostTensor(const DeviceBuffer& b, size_t per_image, const Prec& p) : b_(b), per_(per_image), p_(p) {}
+  double at(size_t index) {
+    auto& img = images_[index / per_];
+    if (img.empty()) img = to_doubles(b_, index / per_ * per_, per_, p_);
+    return img[index % per_];
+  }
+
+ private:
+  const DeviceBuffer& b_;
+  size_t per_;
+  const Prec& p_;
+  std::map<size_t, std::vector<double>> images_;
+};
 
 // Checks `samples` sampled outputs of a pass against float64 sums over the stored inputs.
 // Returns the summary; sets failures.
@@ -286,13 +305,11 @@ json verify_pass(Conv& c, Pass pass, size_t samples, size_t& failures, std::stri
   const Layer& L = c.L;
   const GemmTolerance tol = gemm_tolerance("conv_" + std::string(c.P.name));
   const size_t cg = size_t(L.c / L.groups), kg = size_t(L.k / L.groups);
-  const auto X = pass == Pass::bwd_data ? std::vector<double>() : to_doubles(c.bx, c.x_elems(), c.P);
-  const auto W = pass == Pass::bwd_filter ? std::vector<double>() : to_doubles(c.bw, c.w_elems(), c.P);
-  const auto DY = pass == Pass::fwd ? std::vector<double>() : to_doubles(c.bdy, c.y_elems(), c.P);
-  const auto OUT = pass == Pass::fwd ? to_doubles(c.by, c.y_elems(), c.P)
-                   : pass == Pass::bwd_data ? to_doubles(c.bdx, c.x_elems(), c.P)
-                                            : to_doubles(c.bdw, c.w_elems(), c.P);
-  const size_t total = OUT.size();
+  const size_t x_img = c.x_elems() / size_t(c.n), y_img = c.y_elems() / size_t(c.n);
+  HostTensor X(c.bx, x_img, c.P), W(c.bw, c.w_elems(), c.P), DY(c.bdy, y_img, c.P);
+  HostTensor OUT(pass == Pass::fwd ? c.by : pass == Pass::bwd_data ? c.bdx : c.bdw,
+                 pass == Pass::fwd ? y_img : pass == Pass::bwd_data ? x_img : c.w_elems(), c.P);
+  const size_t total = pass == Pass::fwd ? c.y_elems() : pass == Pass::bwd_data ? c.x_elems() : c.w_elems();
   const auto pos = sample_positions(int64_t(total), 1, samples, 0xD00Dull);
   double max_ratio = 0;
   for (const auto& [flat, unused] : pos) {
@@ -312,8 +329,8 @@ json verify_pass(Conv& c, Pass pass, size_t samples, size_t& failures, std::stri
           for (int s = 0; s < L.r; ++s) {
             const long h = long(pp) * L.stride - L.pad + r, w = long(q) * L.stride - L.pad + s;
             if (h < 0 || w < 0 || h >= L.hw || w >= L.hw) continue;
-            a.push_back(X[c.xi(in, g * cg + ci, size_t(h), size_t(w))]);
-            b.push_back(W[c.wi(k, ci, size_t(r), size_t(s))]);
+            a.push_back(X.at(c.xi(in, g * cg + ci, size_t(h), size_t(w))));
+            b.push_back(W.at(c.wi(k, ci, size_t(r), size_t(s))));
           }
     } else if (pass == Pass::bwd_data) {
       size_t t = size_t(flat);
@@ -330,8 +347,8 @@ json verify_pass(Conv& c, Pass pass, size_t samples, size_t& failures, std::stri
             const long p = ph / L.stride, q = pw / L.stride;
             if (p >= c.p || q >= c.p) continue;
             const size_t k = g * kg + kk;
-            a.push_back(DY[c.yi(in, k, size_t(p), size_t(q))]);
-            b.push_back(W[c.wi(k, ci, size_t(r), size_t(s))]);
+            a.push_back(DY.at(c.yi(in, k, size_t(p), size_t(q))));
+            b.push_back(W.at(c.wi(k, ci, size_t(r), size_t(s))));
           }
     } else {
       size_t t = size_t(flat);
@@ -345,11 +362,11 @@ json verify_pass(Conv& c, Pass pass, size_t samples, size_t& failures, std::stri
           for (int q = 0; q < c.p; ++q) {
             const long h = long(p) * L.stride - L.pad + long(r), w = long(q) * L.stride - L.pad + long(s);
             if (h < 0 || w < 0 || h >= L.hw || w >= L.hw) continue;
-            a.push_back(DY[c.yi(size_t(in), k, size_t(p), size_t(q))]);
-            b.push_back(X[c.xi(size_t(in), g * cg + ci, size_t(h), size_t(w))]);
+            a.push_back(DY.at(c.yi(size_t(in), k, size_t(p), size_t(q))));
+            b.push_back(X.at(c.xi(size_t(in), g * cg + ci, size_t(h), size_t(w))));
           }
     }
-    const DotCheck d = check_dot(a, b, OUT[out_index], tol);
+    const DotCheck d = check_dot(a, b, OUT.at(out_index), tol);
     if (!d.ok) {
       if (!failures) {
         std::ostringstream os;
