@@ -133,6 +133,19 @@ TEST(Thresholds, AFileMergesOverTheBuiltIn) {
   EXPECT_TRUE(has(db.get("memory.copy", "My GPU")->source, "test.json"));
 }
 
+TEST(Profile, TheImpossibleProfileFailsOnlyGemm) {
+  // tests/data/impossible_thresholds.json (used on the GPU machine) asks SGEMM for 200% of peak.
+  const json env = h200_env();
+  const ProfileChoice p = resolve_profile(std::string(NB_TEST_DATA_DIR) + "/impossible_thresholds.json", env);
+  EXPECT_DOUBLE_EQ(p.db.get("gemm.fp32", "H200 SXM")->min, 200);
+  EXPECT_EQ(p.db.get("gemm.fp32", "H200 SXM")->unit, "percent_of_peak");
+  EXPECT_DOUBLE_EQ(p.db.get("memory.copy", "H200 SXM")->min, ThresholdDb::builtin().get("memory.copy", "H200 SXM")->min);
+  const auto checks = judge_results(doc_with({gemm_record(99.9)}), p, 2, kAllBuilt, {0});
+  const Check& g = get(checks, "gemm.fp32");
+  EXPECT_EQ(g.severity, Severity::fail) << g.summary;
+  EXPECT_TRUE(has(g.evidence, "impossible_thresholds.json")) << g.evidence;
+}
+
 TEST(Profile, AutoNameAndFile) {
   const json env = h200_env();
   const ProfileChoice a = resolve_profile("auto", env);
