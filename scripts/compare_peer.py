@@ -8,6 +8,8 @@ Each peer row is matched with nodebench records:
   copy_d2d                  memory/copy and memory/memcpy_d2d at 4 GiB (bytes read + written)
   h2d_pinned, d2h_pinned,   hostlink/<dir>/<memory>/ce/1GiB
   h2d_pageable, d2h_pageable
+  all_reduce (dtype, bytes, n)  nccl/all_reduce/<dtype>/{in_place,out_of_place}/eager/<size> on n
+                            GPUs, bus bandwidth (the peer, scripts/peer_torch_nccl.py, is in place)
 Runs taken alternately (peer, nodebench, peer, nodebench, peer) average out the GPU's drift
 between power states; each side's median over its runs is compared.
 
@@ -28,6 +30,8 @@ def peer_key(r):
         return ("matmul", r["precision"], r["m"])
     if r["op"] == "conv2d":
         return ("conv2d", r["precision"], r["batch"])
+    if r["op"] == "all_reduce":
+        return ("all_reduce", r["dtype"], r["bytes"], r["ngpus"])
     return (r["op"],)
 
 
@@ -45,6 +49,12 @@ def ours_for(key, record):
         if (record["family"] == "conv" and p.get("layer") == "l1_3x3_64_64" and p.get("pass") == "fwd"
                 and p.get("layout") == "nchw" and p["precision"] == key[1] and p["batch"] == key[2]):
             return "cudnn", m["tflops"]
+        return None
+    if key[0] == "all_reduce":
+        if (record["family"] == "nccl" and p.get("collective") == "all_reduce" and not p.get("sweep")
+                and p.get("dtype") == key[1] and p.get("bytes") == key[2] and p.get("ngpus") == key[3]
+                and not p.get("graph")):
+            return ("nccl in place" if p.get("in_place") else "nccl out of place"), m["busbw_gbps"]
         return None
     if key[0] == "copy_d2d":
         if record["family"] == "memory" and p.get("kernel") in ("copy", "memcpy_d2d") and p.get("bytes") == 4 << 30:
@@ -74,7 +84,8 @@ def main():
                 keys.append(peer_key(r))
     rows = []
     for key in keys:
-        unit = "tflops" if key[0] in ("matmul", "conv2d") else "gbps"
+        unit = ("tflops" if key[0] in ("matmul", "conv2d") else "busbw_gbps" if key[0] == "all_reduce"
+                else "gbps")
         peer_runs = [r[unit] for p in peers for r in p["results"] if peer_key(r) == key]
         per_label = {}
         for res in results:
@@ -92,9 +103,9 @@ def main():
                      "nodebench": ours, "nodebench_runs": per_label, "best": best_label,
                      "ratio_best": ours[best_label] / peer,
                      "ratio_same_api": same / peer if same else None})
-    print(f"{'case':24s}{'unit':>7s}{'PyTorch':>10s}{'nodebench':>11s}{'ratio':>8s}  best of")
+    print(f"{'case':30s}{'unit':>11s}{'PyTorch':>10s}{'nodebench':>11s}{'ratio':>8s}  best of")
     for r in rows:
-        print(f"{r['case']:24s}{r['unit']:>7s}{r['peer']:10.1f}{r['nodebench'][r['best']]:11.1f}"
+        print(f"{r['case']:30s}{r['unit']:>11s}{r['peer']:10.1f}{r['nodebench'][r['best']]:11.1f}"
               f"{r['ratio_best']:8.3f}  {r['best']}"
               + (f" (same API as PyTorch: {r['ratio_same_api']:.3f})" if r["ratio_same_api"] else ""))
     doc = {"result_files": a.result, "peer_files": a.peer, "run_ids": [r["run_id"] for r in results],

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Checks that the peak-arithmetic kernels issue the instructions their FLOP counts assume.
+
+The peak family reports operations per second from a count per loop iteration
+(kernels/peak_kernels.cu, peak_ops_per_thread_iter). That count is only true when the compiler
+keeps every operation: a result that is never used is dead code, and a tensor-core kernel that
+summed one element of each accumulator lost half its HMMA instructions and reported 123% of
+the tensor cores' peak. This script reads the machine code (cuobjdump -sass) and checks, for
+every architecture in the binary, the main loop of each peak kernel:
+
+  * scalar kernels (FFMA, HFMA2, BF16 HFMA2, DFMA, DP4A/IDP, IMAD): the unit's instruction is at
+    least 95% of the loop's instructions (the rest, counter and branch, takes issue slots);
+  * tensor-core kernels (sm_75+ IMMA, sm_80+ HMMA): the operations the loop's MMA instructions
+    perform, per source iteration (the loop counter's step), equal the count the FLOP rate uses.
+
+Usage: check_peak_sass.py BINARY [--cuobjdump PATH] [--arch sm_90 ...]
+Exit status: 0 all checks passed; 1 a check failed; 2 usage error or no usable cuobjdump.
+"""
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_sm61 import find_cuobjdump, list_elf, run  # noqa: E402
+
+# Scalar kernels: the opcode that does the work.
+SCALAR = {"ffma_kernel": "FFMA", "hfma2_kernel": "HFMA2", "bf16fma2_kernel": "HFMA2",
+          "dfma_kernel": "DFMA", "dp4a_kernel": "IDP", "imad_kernel": "IMAD"}
+# Tensor-core kernels: operations per warp per source iteration (4 accumulators of a 16x16xK
+# WMMA tile: 4 * 2 * 16 * 16 * K), as peak_ops_per_thread_iter counts them (times 32 lanes).
+MMA = {"mma_fp16_kernel": 4 * 2 * 16 * 16 * 16, "mma_bf16_kernel": 4 * 2 * 16 * 16 * 16,
+       "mma_int8_kernel": 4 * 2 * 16 * 16 * 16, "mma_tf32_kernel": 4 * 2 * 16 * 16 * 8}
+MIN_SCALAR_SHARE = 0.95
+
+
+def parse_sass(text):
+    """{kernel short name: [(address, instruction), ...]} for the peak kernels in one SASS dump."""
+    funcs, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            k = re.search(r"\d(" + "|".join(sorted(set(SCALAR) | set(MMA))) + r")E", m.group(1))
+            name = k.group(1) if k else None
+            cur = funcs.setdefault(name, []) if name in SCALAR or name in MMA else None
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if m and cur is not None:
+            cur.append((int(m.group(1), 16), m.group(2).strip()))
+    return funcs
+
+
+def opcode(instr):
+    toks = instr.split()
+    if toks and toks[0].startswith("@"):
+        toks = toks[1:]
+    return toks[0] if toks else ""
+
+
+def main_loop(instrs):
+    """The longest backward-branch loop: its instructions, or None."""
+    best = None
+    for addr, ins in instrs:
+        m = re.search(r"\bBRA\s+(?:`?\()?\.?L?_?x?_?(0x[0-9a-f]+)", ins)
+        if opcode(ins) == "BRA" and m and int(m.group(1), 16) < addr:
+            body = [i for a, i in instrs if int(m.group(1), 16) <= a <= addr]
+            if best is None or len(body) > len(best):
+                best = body
+    return best
+
+
+def loop_step(body):
+    """Source iterations per pass of the loop: the counter's decrement (IADD3/VIADD/UIADD3)."""
+    for ins in body:
+        op = opcode(ins).split(".")[0]
+        if op not in ("IADD3", "UIADD3", "VIADD", "IADD"):
+            continue
+        for tok in re.findall(r"-0x[0-9a-f]+|\b0x[0-9a-f]+\b", ins):
+            v = int(tok, 16) if not tok.startswith("-") else -int(tok[1:], 16)
+            if v >= 0x80000000:
+                v -= 1 << 32
+            if -64 <= v < 0:
+                return -v
+    return None
+
+
+def mma_ops(ins):
+    """Operations per warp of one MMA instruction, from its shape (HMMA.16816 = m16n8k16)."""
+    m = re.match(r"(HMMA|IMMA)\.(\d+)", opcode(ins))
+    if not m:
+        return None
+    shape = m.group(2)
+    for mm, nn in (("16", "8"), ("8", "8")):
+        if shape.startswith(mm + nn):
+            k = int(shape[len(mm + nn):])
+            return 2 * int(mm) * int(nn) * k
+    return None
+
+
+def check_function(name, instrs, arch):
+    """(ok, message) for one kernel's SASS, or (None, why) where the check does not apply."""
+    body = main_loop(instrs)
+    if body is None:
+        if any(opcode(i) == "BPT.TRAP" or opcode(i).startswith("BPT") for _, i in instrs):
+            return None, f"{name} {arch}: a trap (not launched on this architecture)"
+        return False, f"{name} {arch}: no loop found"
+    if name in SCALAR:
+        unit = SCALAR[name]
+        n = sum(opcode(i).split(".")[0] == unit for i in body)
+        share = n / len(body)
+        msg = f"{name} {arch}: {n} {unit} of {len(body)} loop instructions ({share:.1%})"
+        return share >= MIN_SCALAR_SHARE, msg
+    arch_n = int(re.sub(r"\D", "", arch) or 0)
+    if arch_n < 75 or (arch_n < 80 and name != "mma_int8_kernel"):
+        return None, f"{name} {arch}: tensor-core shapes of this architecture are not checked"
+    ops = [mma_ops(i) for i in body if opcode(i).startswith(("HMMA", "IMMA"))]
+    step = loop_step(body)
+    if not ops or None in ops or not step:
+        return False, f"{name} {arch}: cannot read the loop (MMA shapes {ops}, counter step {step})"
+    per_iter = sum(ops) / step
+    msg = (f"{name} {arch}: {len(ops)} MMA instructions per {step} iteration(s) = {per_iter:.0f} "
+           f"operations per warp-iteration, counted as {MMA[name]}")
+    return per_iter == MMA[name], msg
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("binary", help="the nodebench binary or libnb_kernels.a")
+    ap.add_argument("--cuobjdump", help="a cuobjdump (CUDA 12 reads sm_61; found on PATH or CUDA_HOME)")
+    ap.add_argument("--arch", action="append", help="architectures to check (default: every sm_XX in the binary)")
+    a = ap.parse_args()
+    if not Path(a.binary).is_file():
+        print(f"check_peak_sass: {a.binary}: no such file", file=sys.stderr)
+        return 2
+    cuobjdump, _release = find_cuobjdump(a.cuobjdump)
+    if not cuobjdump:
+        print("check_peak_sass: no cuobjdump found (give --cuobjdump)", file=sys.stderr)
+        return 2
+    archs = a.arch or sorted(set(list_elf(cuobjdump, a.binary)[0]))
+    failed = passed = 0
+    for arch in archs:
+        rc, out, err = run([cuobjdump, "-sass", "-arch", arch, a.binary])
+        funcs = parse_sass(out)
+        missing = sorted((set(SCALAR) | set(MMA)) - set(funcs))
+        if missing:
+            print(f"  FAIL  {arch}: peak kernels not in the SASS: {', '.join(missing)}")
+            failed += 1
+        for name in sorted(funcs):
+            ok, msg = check_function(name, funcs[name], arch)
+            if ok is None:
+                print(f"  info  {msg}")
+            elif ok:
+                print(f"  PASS  {msg}")
+                passed += 1
+            else:
+                print(f"  FAIL  {msg}")
+                failed += 1
+    print(f"check_peak_sass: {passed} passed, {failed} failed")
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
