@@ -148,6 +148,11 @@ int test_absent_rank() {
   return v && *v ? std::atoi(v) : -1;
 }
 
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
 // NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
 void trace(const std::string& what) {
   static const bool on = [] {
@@ -1031,6 +1036,15 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     std::vector<int> devices;
     for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index);
     nranks = int(devices.size());
+    // On two H200s, capturing one thread's group of NCCL launches on several GPUs first failed
+    // (cudaErrorStreamCaptureUnsupported at the end of capture) and, once every capture was ended
+    // before instantiating, hung until the watchdog (120 s a case). Under MPI (one GPU per
+    // process) the graph cases ran and verified. Until the one-process path is shown to work,
+    // it is skipped rather than left to hang.
+    if (spec.graph && devices.size() > 1 && !env_flag("NODEBENCH_NCCL_GRAPH_MULTI"))
+      ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
+               "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
+               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
     ls.step([&] { team = &local_team(devices); });
   }
   if (ls.failed()) ls.raise();

@@ -11,7 +11,9 @@ __device__ __forceinline__ float4 f4_fma(float4 a, float s, float4 b) {
   return make_float4(fmaf(s, a.x, b.x), fmaf(s, a.y, b.y), fmaf(s, a.z, b.z), fmaf(s, a.w, b.w));
 }
 
-// Each thread handles kUnroll elements spaced one grid apart per step, loads first.
+// Each thread handles kUnroll elements spaced one grid apart per step, loads first. Plain loads
+// and stores: on an H200 the streaming hints (__ldcs/__stcs) made a 4 GiB copy 1.8% slower
+// (scripts/dev/copy_kernel_shapes.cu, results/h200x2/2026-11-29-peer/copy_kernel_shapes.txt).
 template <StreamOp Op>
 __global__ void stream_kernel(float4* __restrict__ a, float4* __restrict__ b, float4* __restrict__ c, float s,
                               size_t n4, float* __restrict__ partial) {
@@ -24,17 +26,17 @@ __global__ void stream_kernel(float4* __restrict__ a, float4* __restrict__ b, fl
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t j = i + u * grid;
-      if constexpr (Op == StreamOp::copy || Op == StreamOp::scale || Op == StreamOp::add || Op == StreamOp::read) x[u] = __ldcs(a + j);
-      if constexpr (Op == StreamOp::add || Op == StreamOp::triad) y[u] = __ldcs(b + j);
-      if constexpr (Op == StreamOp::triad) x[u] = __ldcs(c + j);
+      if constexpr (Op == StreamOp::copy || Op == StreamOp::scale || Op == StreamOp::add || Op == StreamOp::read) x[u] = a[j];
+      if constexpr (Op == StreamOp::add || Op == StreamOp::triad) y[u] = b[j];
+      if constexpr (Op == StreamOp::triad) x[u] = c[j];
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t j = i + u * grid;
-      if constexpr (Op == StreamOp::copy) __stcs(b + j, x[u]);
-      if constexpr (Op == StreamOp::scale) __stcs(b + j, f4_scale(x[u], s));
-      if constexpr (Op == StreamOp::add) __stcs(c + j, f4_add(x[u], y[u]));
-      if constexpr (Op == StreamOp::triad) __stcs(a + j, f4_fma(x[u], s, y[u]));
+      if constexpr (Op == StreamOp::copy) b[j] = x[u];
+      if constexpr (Op == StreamOp::scale) b[j] = f4_scale(x[u], s);
+      if constexpr (Op == StreamOp::add) c[j] = f4_add(x[u], y[u]);
+      if constexpr (Op == StreamOp::triad) a[j] = f4_fma(x[u], s, y[u]);
       if constexpr (Op == StreamOp::read) acc += (x[u].x + x[u].y) + (x[u].z + x[u].w);
     }
   }

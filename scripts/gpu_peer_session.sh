@@ -3,15 +3,17 @@
 # results/README.md records, each taken alternately with nodebench (peer, nodebench, peer):
 #   conv     3x3 64->64 56x56 NCHW forward, batch 32..256, FP16 and TF32, against
 #            torch.nn.functional.conv2d with cudnn.benchmark (GPU 0);
+#   copies   device copy 4 GiB and pinned/pageable host copies 1 GiB against Tensor.copy_ (GPU 0);
 #   nccl     all-reduce float at 256 MiB, 1 GiB and 4 GiB on every GPU, against
 #            torch.distributed.all_reduce (NCCL backend) -- only with two or more GPUs;
-#   peak     the peak family (GPU 0), and the ResNet-50 convolution sweeps (FP16 and TF32, NCHW)
-#            with their batch recommendation, while time is left.
-# usage: scripts/gpu_peer_session.sh [STEPS] [CUDA_ARCHS]   STEPS: comma list of conv,nccl,peak,sweep
+#   peak     the peak family (GPU 0); sweep: the ResNet-50 convolution sweeps (FP16 and TF32,
+#            NCHW) with their batch recommendation, while time is left; validate: level 2.
+# usage: scripts/gpu_peer_session.sh [STEPS] [CUDA_ARCHS]
+#        STEPS: comma list of conv,copies,nccl,peak,sweep,validate
 #        (default all), archs default 90. Starts no step past BUDGET_S seconds (default 540).
 # Writes under $OUT (default ./gpu-out): at most 8 files (the device tool's limit); logs packed.
 set -uo pipefail
-STEPS=${1:-conv,nccl,peak,sweep}
+STEPS=${1:-conv,copies,nccl,peak,sweep,validate}
 ARCHS=${2:-90}
 START=$(date +%s)
 BUDGET_S=${BUDGET_S:-540}
@@ -46,6 +48,16 @@ if has conv; then
   echo "nodebench conv rc=$?" | tee -a "$OUT/session.log"
   CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --conv --seconds 1 --out "$RAW/peer_conv2.json" >> "$RAW/peer.log" 2>&1
   R+=(--result "$OUT/peer_conv_nodebench.json"); P+=(--peer "$RAW/peer_conv1.json" --peer "$RAW/peer_conv2.json")
+fi
+if has copies; then
+  log "copies peer: PyTorch, nodebench, PyTorch ($(left) s left)"
+  F='^memory/(copy|memcpy_d2d)/4096MiB$|^hostlink/(h2d|d2h)/(pinned|pageable)/ce/1GiB$'
+  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --copies --seconds 1 --out "$RAW/peer_copies1.json" >> "$RAW/peer.log" 2>&1
+  build/nodebench run --suite full --gpus 0 --filter "$F" --max-time 1 --target-cv 0 --quiet \
+    --out-file "$OUT/peer_copies_nodebench.json" > "$RAW/peer_copies_nodebench.log" 2>&1
+  echo "nodebench copies rc=$?" | tee -a "$OUT/session.log"
+  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --copies --seconds 1 --out "$RAW/peer_copies2.json" >> "$RAW/peer.log" 2>&1
+  R+=(--result "$OUT/peer_copies_nodebench.json"); P+=(--peer "$RAW/peer_copies1.json" --peer "$RAW/peer_copies2.json")
 fi
 if has nccl && [ "$NGPU" -ge 2 ] && [ "$(left)" -gt 120 ]; then
   log "nccl peer: torch.distributed, nodebench, torch.distributed on $NGPU GPUs ($(left) s left)"
@@ -91,6 +103,15 @@ if has sweep; then
     grep -E "cases:|recommended|no recommendation" "$RAW/conv_sweep_$p.log" | tee -a "$OUT/session.log"
   done
 fi
+if has validate && [ "$(left)" -gt 60 ]; then
+  log "validate --level 2 on $NGPU GPU(s) ($(left) s left)"
+  mkdir -p "$RAW/validate"
+  timeout 120 build/nodebench validate --level 2 --out "$RAW/validate" --junit "$OUT/validate-junit.xml" \
+    --prometheus "$RAW/validate.prom" > "$RAW/validate.log" 2>&1
+  echo "validate rc=$?" | tee -a "$OUT/session.log"
+  grep -E "^  (ok|FAIL|warn|skip) |VERDICT" "$RAW/validate.log" | tee -a "$OUT/session.log"
+  mv "$RAW"/validate/*.json "$OUT/validate.json" 2>/dev/null
+fi
 log "time used: $(( $(date +%s) - START )) s"
-tar czf "$OUT/logs.tar.gz" -C "$RAW" $(cd "$RAW" && ls *.log *.csv 2>/dev/null)
+tar czf "$OUT/logs.tar.gz" -C "$RAW" $(cd "$RAW" && ls *.log *.csv *.prom 2>/dev/null)
 ls -la "$OUT"
