@@ -7,9 +7,11 @@
 #   nccl     all-reduce float at 256 MiB, 1 GiB and 4 GiB on every GPU, against
 #            torch.distributed.all_reduce (NCCL backend) -- only with two or more GPUs;
 #   peak     the peak family (GPU 0); sweep: the ResNet-50 convolution sweeps (FP16 and TF32,
-#            NCHW) with their batch recommendation, while time is left; validate: level 2.
+#            NCHW; SWEEP_SERIES="fp32/nhwc ..." for others) with their batch recommendation, while
+#            time is left; validate: level 2; quick: `nodebench run --suite quick` on every GPU,
+#            timed from start to written result file.
 # usage: scripts/gpu_peer_session.sh [STEPS] [CUDA_ARCHS]
-#        STEPS: comma list of conv,copies,nccl,peak,sweep,validate
+#        STEPS: comma list of quick,conv,copies,nccl,peak,sweep,validate
 #        (default all), archs default 90. Starts no step past BUDGET_S seconds (default 540).
 # Writes under $OUT (default ./gpu-out): at most 8 files (the device tool's limit); logs packed.
 set -uo pipefail
@@ -39,6 +41,14 @@ fi
 log "build took $(( $(date +%s) - t0 )) s"
 R=(); P=()
 
+if has quick; then
+  log "quick suite on every GPU, timed from start to written JSON ($(left) s left)"
+  t0=$(date +%s.%N)
+  build/nodebench run --suite quick --out-file "$OUT/quick.json" > "$RAW/quick.log" 2>&1; rc=$?
+  t1=$(date +%s.%N)
+  echo "quick suite rc=$rc wall_s=$(python3 -c "print(round($t1 - $t0, 2))")" | tee -a "$OUT/session.log"
+  grep -E "cases:|mixed precision|recommended" "$RAW/quick.log" | tee -a "$OUT/session.log"
+fi
 if has conv; then
   log "conv peer: PyTorch, nodebench, PyTorch ($(left) s left)"
   F='^conv/layer/l1_3x3_64_64/(fp16|tf32)/nchw/fwd/b(32|64|128|256)$'
@@ -94,13 +104,14 @@ for v in d.get("analysis", {}).get("fp16_vs_fp32", []):
 EOF
 fi
 if has sweep; then
-  for p in fp16 tf32; do
-    if [ "$(left)" -lt 90 ]; then log "no time left for the $p sweep"; continue; fi
-    log "ResNet-50 convolution sweep $p nchw ($(left) s left)"
-    timeout $(( $(left) - 30 )) build/nodebench run --suite full --gpus 0 --family conv --filter "^conv/resnet50/$p/nchw/" \
-      --out-file "$OUT/conv_sweep_$p.json" > "$RAW/conv_sweep_$p.log" 2>&1
-    echo "conv sweep $p rc=$?" | tee -a "$OUT/session.log"
-    grep -E "cases:|recommended|no recommendation" "$RAW/conv_sweep_$p.log" | tee -a "$OUT/session.log"
+  for series in ${SWEEP_SERIES:-fp16/nchw tf32/nchw}; do
+    name=${series/\//_}
+    if [ "$(left)" -lt 90 ]; then log "no time left for the $series sweep"; continue; fi
+    log "ResNet-50 convolution sweep $series ($(left) s left)"
+    timeout $(( $(left) - 30 )) build/nodebench run --suite full --gpus 0 --family conv --filter "^conv/resnet50/$series/" \
+      --out-file "$OUT/conv_sweep_$name.json" > "$RAW/conv_sweep_$name.log" 2>&1
+    echo "conv sweep $series rc=$?" | tee -a "$OUT/session.log"
+    grep -E "cases:|recommended|no recommendation" "$RAW/conv_sweep_$name.log" | tee -a "$OUT/session.log"
   done
 fi
 if has validate && [ "$(left)" -gt 60 ]; then
