@@ -27,17 +27,42 @@ namespace nb {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+InterruptAction interrupt_action(int64_t now_ns, int64_t& first_ns) {
+  if (first_ns == 0) {
+    first_ns = now_ns;
+    return InterruptAction::stop_after_case;
+  }
+  return now_ns - first_ns < kInterruptRepeatNs ? InterruptAction::ignore : InterruptAction::terminate;
+}
+
 namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void on_signal(int) { g_interrupted.store(true); }
+std::atomic<int64_t> g_first_signal_ns{0};
+
+extern "C" void on_signal(int sig) {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  int64_t first = g_first_signal_ns.load();
+  switch (interrupt_action(int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, first)) {
+    case InterruptAction::stop_after_case:
+      g_first_signal_ns.store(first);
+      g_interrupted.store(true);
+      break;
+    case InterruptAction::ignore: break;
+    case InterruptAction::terminate:
+      signal(sig, SIG_DFL);
+      raise(sig);
+      break;
+  }
+}
 
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;  // a second signal kills the process the usual way
+  sa.sa_flags = 0;  // not SA_RESETHAND: see interrupt_action
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 }

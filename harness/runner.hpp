@@ -1,5 +1,7 @@
 // The commands: list, run, env. Each returns the process exit code.
 #pragma once
+#include <cstdint>
+
 #include "cli.hpp"
 
 namespace nb {
@@ -12,5 +14,14 @@ int cmd_env(const Command& cmd);
 // Throws nb::Error naming an unknown family.
 std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& families,
                                const std::string& filter);
+
+// SIGINT/SIGTERM during `run`: the first stops the run after the current case and writes the
+// file with run_status "interrupted"; a second one within kInterruptRepeatNs is the same
+// interruption delivered twice and is ignored (GNU timeout signals the child and then its whole
+// process group, so a run under `timeout` gets SIGTERM twice at once, which used to kill it and
+// leave the file at run_status "running"); a later one ends the process the default way.
+enum class InterruptAction { stop_after_case, ignore, terminate };
+constexpr int64_t kInterruptRepeatNs = 2'000'000'000;
+InterruptAction interrupt_action(int64_t now_ns, int64_t& first_ns);
 
 }  // namespace nb

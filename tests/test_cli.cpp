@@ -2,6 +2,7 @@
 
 #include "cli.hpp"
 #include "error.hpp"
+#include "runner.hpp"
 
 using namespace nb;
 
@@ -105,4 +106,18 @@ TEST(GpuList, AllListsAndRangeErrors) {
   }
   EXPECT_THROW(parse_gpu_list("-1", 2), Error);
   EXPECT_THROW(parse_gpu_list(",", 2), Error);
+}
+
+// SIGTERM from `timeout` arrives twice at once (to the child, then to its process group): the
+// first stops the run after the current case, the duplicate is ignored, and only a signal that
+// comes later than kInterruptRepeatNs ends the process.
+TEST(Interrupt, DuplicateSignalIsIgnoredALaterOneTerminates) {
+  int64_t first = 0;
+  const int64_t t0 = 5'000'000'000;
+  EXPECT_EQ(nb::interrupt_action(t0, first), nb::InterruptAction::stop_after_case);
+  EXPECT_EQ(first, t0);
+  EXPECT_EQ(nb::interrupt_action(t0 + 1'000, first), nb::InterruptAction::ignore);  // same instant
+  EXPECT_EQ(nb::interrupt_action(t0 + nb::kInterruptRepeatNs - 1, first), nb::InterruptAction::ignore);
+  EXPECT_EQ(nb::interrupt_action(t0 + nb::kInterruptRepeatNs, first), nb::InterruptAction::terminate);
+  EXPECT_EQ(first, t0);  // the first signal's time is kept
 }
