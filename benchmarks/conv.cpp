@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -211,10 +212,23 @@ struct Chosen {
   json trials = json::array();  // every candidate: algo, math, cuDNN's time, ours, or why rejected
 };
 
+// The workspace the algorithm search may use: NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB (the
+// default limit TensorFlow gives cuDNN), and never more than a quarter of the free memory. With
+// 1 GiB, the H200 sweeps of 2026-11-29 lost the fast algorithms of the largest layers from batch
+// 512 up (ResNet-50's first convolution's filter gradient at batch 1024 fell back to algorithm 0,
+// 100x slower), which made throughput fall past the plateau for want of workspace.
 size_t find_workspace_limit() {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  return std::min<size_t>(size_t(1) << 30, free_b / 4);
+  size_t cap = size_t(4) << 30;
+  if (const char* v = std::getenv("NODEBENCH_CUDNN_WORKSPACE_MIB"); v && *v) {
+    char* end = nullptr;
+    const unsigned long long mib = std::strtoull(v, &end, 10);
+    if (end == v || *end != '\0' || mib == 0)
+      throw Error(std::string("NODEBENCH_CUDNN_WORKSPACE_MIB must be a positive number of MiB, not '") + v + "'");
+    cap = size_t(mib) << 20;
+  }
+  return std::min<size_t>(cap, free_b / 4);
 }
 
 // One pass with a given algorithm; the status is returned, not thrown, so that a candidate that
@@ -497,6 +511,7 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   Conv c(L, P, nhwc, batch);
   c.allocate(ctx, pass != Pass::fwd);
   DeviceBuffer find_ws = alloc_or_skip(ctx, find_workspace_limit(), "the algorithm search workspace");
+  const size_t search_limit = find_ws.bytes();
   NB_CUDNN(cudnnSetStream(h, ctx.stream()));
   const Chosen ch = find_algo(h, c, pass, find_ws, ctx.stream());
   find_ws.reset();
@@ -512,7 +527,7 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
                                 {"api", "cudnnFind*AlgorithmEx, fastest candidates timed again"},
-                                {"trials", ch.trials}};
+                                {"trials", ch.trials}, {"search_workspace_limit_bytes", search_limit}};
   size_t failures = 0;
   std::string worst;
   json v = verify_pass(c, pass, 16, failures, worst);
@@ -543,6 +558,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         saved.push_back(alloc_or_skip(ctx, (c.x_elems() + c.y_elems()) * P.elem, "saved activations"));
     }
     DeviceBuffer find_ws = alloc_or_skip(ctx, find_workspace_limit(), "the algorithm search workspace");
+    ctx.details()["search_workspace_limit_bytes"] = find_ws.bytes();
     NB_CUDNN(cudnnSetStream(h, ctx.stream()));
     std::vector<std::array<Chosen, 3>> chosen;
     size_t max_ws = 0;
