@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_sm61 import find_cuobjdump, list_elf, run  # noqa: E402
+from check_sm61 import find_cuobjdump, list_elf, opcode, parse_sass_text, run  # noqa: E402
 
 # Scalar kernels: the opcode that does the work.
 SCALAR = {"ffma_kernel": "FFMA", "hfma2_kernel": "HFMA2", "bf16fma2_kernel": "HFMA2",
@@ -36,25 +36,13 @@ MIN_SCALAR_SHARE = 0.95
 
 def parse_sass(text):
     """{kernel short name: [(address, instruction), ...]} for the peak kernels in one SASS dump."""
-    funcs, cur = {}, None
-    for line in text.splitlines():
-        m = re.match(r"\s*Function : (\S+)", line)
-        if m:
-            k = re.search(r"\d(" + "|".join(sorted(set(SCALAR) | set(MMA))) + r")E", m.group(1))
-            name = k.group(1) if k else None
-            cur = funcs.setdefault(name, []) if name in SCALAR or name in MMA else None
-            continue
-        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
-        if m and cur is not None:
-            cur.append((int(m.group(1), 16), m.group(2).strip()))
-    return funcs
+    pattern = re.compile(r"\d(" + "|".join(sorted(set(SCALAR) | set(MMA))) + r")E")
 
+    def rename(mangled):
+        k = pattern.search(mangled)
+        return k.group(1) if k else None
 
-def opcode(instr):
-    toks = instr.split()
-    if toks and toks[0].startswith("@"):
-        toks = toks[1:]
-    return toks[0] if toks else ""
+    return parse_sass_text(text, rename)
 
 
 def main_loop(instrs):

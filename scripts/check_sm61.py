@@ -139,16 +139,22 @@ def sass_functions(cuobjdump, path, arch):
         raise RuntimeError(f"cuobjdump -sass {path}: {err.strip()}")
     if "deprecated" in err or "fatal" in err:
         raise RuntimeError(f"cuobjdump -sass {path}: {err.strip()}")
-    funcs = {}
-    cur = None
-    for line in out.splitlines():
+    return {name: [ins for _, ins in body] for name, body in parse_sass_text(out).items()}
+
+
+def parse_sass_text(text, rename=lambda mangled: mangled):
+    """{name: [(address, instruction text), ...]} from cuobjdump -sass output; `rename` maps a
+    mangled function name to the key to use, or None to leave the function out."""
+    funcs, cur = {}, None
+    for line in text.splitlines():
         m = re.match(r"\s*Function : (\S+)", line)
         if m:
-            cur = funcs.setdefault(m.group(1), [])
+            name = rename(m.group(1))
+            cur = funcs.setdefault(name, []) if name is not None else None
             continue
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
         if m and cur is not None:
-            cur.append(m.group(1).strip())
+            cur.append((int(m.group(1), 16), m.group(2).strip()))
     return funcs
 
 

@@ -49,26 +49,20 @@ if has quick; then
   echo "quick suite rc=$rc wall_s=$(python3 -c "print(round($t1 - $t0, 2))")" | tee -a "$OUT/session.log"
   grep -E "cases:|mixed precision|recommended" "$RAW/quick.log" | tee -a "$OUT/session.log"
 fi
-if has conv; then
-  log "conv peer: PyTorch, nodebench, PyTorch ($(left) s left)"
-  F='^conv/layer/l1_3x3_64_64/(fp16|tf32)/nchw/fwd/b(32|64|128|256)$'
-  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --conv --seconds 1 --out "$RAW/peer_conv1.json" >> "$RAW/peer.log" 2>&1
-  build/nodebench run --suite full --gpus 0 --filter "$F" --max-time 1 --target-cv 0 --quiet \
-    --out-file "$OUT/peer_conv_nodebench.json" > "$RAW/peer_conv_nodebench.log" 2>&1
-  echo "nodebench conv rc=$?" | tee -a "$OUT/session.log"
-  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --conv --seconds 1 --out "$RAW/peer_conv2.json" >> "$RAW/peer.log" 2>&1
-  R+=(--result "$OUT/peer_conv_nodebench.json"); P+=(--peer "$RAW/peer_conv1.json" --peer "$RAW/peer_conv2.json")
-fi
-if has copies; then
-  log "copies peer: PyTorch, nodebench, PyTorch ($(left) s left)"
-  F='^memory/(copy|memcpy_d2d)/4096MiB$|^hostlink/(h2d|d2h)/(pinned|pageable)/ce/1GiB$'
-  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --copies --seconds 1 --out "$RAW/peer_copies1.json" >> "$RAW/peer.log" 2>&1
-  build/nodebench run --suite full --gpus 0 --filter "$F" --max-time 1 --target-cv 0 --quiet \
-    --out-file "$OUT/peer_copies_nodebench.json" > "$RAW/peer_copies_nodebench.log" 2>&1
-  echo "nodebench copies rc=$?" | tee -a "$OUT/session.log"
-  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py --copies --seconds 1 --out "$RAW/peer_copies2.json" >> "$RAW/peer.log" 2>&1
-  R+=(--result "$OUT/peer_copies_nodebench.json"); P+=(--peer "$RAW/peer_copies1.json" --peer "$RAW/peer_copies2.json")
-fi
+# One single-GPU peer comparison: PyTorch (peer_torch.py --KIND), nodebench's cases matching
+# FILTER, PyTorch again; the files join the ratio table below.
+peer_round() {
+  local kind=$1 filter=$2
+  log "$kind peer: PyTorch, nodebench, PyTorch ($(left) s left)"
+  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py "--$kind" --seconds 1 --out "$RAW/peer_${kind}1.json" >> "$RAW/peer.log" 2>&1
+  build/nodebench run --suite full --gpus 0 --filter "$filter" --max-time 1 --target-cv 0 --quiet \
+    --out-file "$OUT/peer_${kind}_nodebench.json" > "$RAW/peer_${kind}_nodebench.log" 2>&1
+  echo "nodebench $kind rc=$?" | tee -a "$OUT/session.log"
+  CUDA_VISIBLE_DEVICES=0 python3 scripts/peer_torch.py "--$kind" --seconds 1 --out "$RAW/peer_${kind}2.json" >> "$RAW/peer.log" 2>&1
+  R+=(--result "$OUT/peer_${kind}_nodebench.json"); P+=(--peer "$RAW/peer_${kind}1.json" --peer "$RAW/peer_${kind}2.json")
+}
+has conv && peer_round conv '^conv/layer/l1_3x3_64_64/(fp16|tf32)/nchw/fwd/b(32|64|128|256)$'
+has copies && peer_round copies '^memory/(copy|memcpy_d2d)/4096MiB$|^hostlink/(h2d|d2h)/(pinned|pageable)/ce/1GiB$'
 if has nccl && [ "$NGPU" -ge 2 ] && [ "$(left)" -gt 120 ]; then
   log "nccl peer: torch.distributed, nodebench, torch.distributed on $NGPU GPUs ($(left) s left)"
   F='^nccl/all_reduce/float/(in_place|out_of_place)/eager/(256MiB|1GiB|4GiB)$'
