@@ -82,6 +82,9 @@ void run_peak(CaseContext& ctx, const UnitInfo& u) {
     ctx.details()["theoretical"] = {{"ops_per_clock_per_sm", *per_clk},
                                     {"sm_count", g.sm_count},
                                     {"formula", "SMs x ops/clock/SM x SM clock measured in the kernel"}};
+  } else {
+    ctx.details()["theoretical"] = {{"none", "no published one-instruction rate for this unit on compute capability " +
+                                                 g.cc_string() + " (e.g. Pascal multiplies 32-bit integers with three XMAD)"}};
   }
 }
 

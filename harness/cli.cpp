@@ -46,7 +46,9 @@ namespace {
 const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
     "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU.\n"
-    "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.";
+    "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
+    "Environment: NODEBENCH_CUDNN_WORKSPACE_MIB (conv algorithm search workspace, default 4096);\n"
+    "NODEBENCH_NCCL_TIMEOUT_S and the other NODEBENCH_NCCL_* variables (docs/MULTIGPU.md).";
 
 void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
@@ -69,8 +71,9 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   double max_time = -1;
 
   CLI::App app{
-      "nodebench: benchmarks and checks for GPU nodes (cuBLAS GEMM in every precision, with more\n"
-      "families to come), with timing on CUDA events, statistics per case, and versioned JSON results.",
+      "nodebench: benchmarks and checks for GPU nodes: cuBLAS GEMM in every precision, device memory,\n"
+      "host link, latencies, peak arithmetic, cuDNN convolution with a batch-size sweep, peer-to-peer\n"
+      "and NCCL collectives; timing on CUDA events, statistics per case, versioned JSON results.",
       "nodebench"};
   app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
   app.require_subcommand(1);
