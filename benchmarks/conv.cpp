@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "cli.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
 #include "stats.hpp"
@@ -220,14 +221,7 @@ struct Chosen {
 size_t find_workspace_limit() {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  size_t cap = size_t(4) << 30;
-  if (const char* v = std::getenv("NODEBENCH_CUDNN_WORKSPACE_MIB"); v && *v) {
-    char* end = nullptr;
-    const unsigned long long mib = std::strtoull(v, &end, 10);
-    if (end == v || *end != '\0' || mib == 0)
-      throw Error(std::string("NODEBENCH_CUDNN_WORKSPACE_MIB must be a positive number of MiB, not '") + v + "'");
-    cap = size_t(mib) << 20;
-  }
+  const size_t cap = size_t(env_positive("NODEBENCH_CUDNN_WORKSPACE_MIB", true).value_or(4096)) << 20;
   return std::min<size_t>(cap, free_b / 4);
 }
 

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "benchmark.hpp"
+#include "cli.hpp"
 #include "collective_kernels.cuh"
 #include "collectives.hpp"
 #include "kernels.cuh"
@@ -100,7 +101,7 @@ double env_seconds(const char* name, double fallback) {
   const double x = std::strtod(v, &end);
   return end != v && x > 0 ? x : fallback;
 }
-double watchdog_s() { return env_seconds("NODEBENCH_NCCL_TIMEOUT_S", 120.0); }
+double watchdog_s() { return env_positive("NODEBENCH_NCCL_TIMEOUT_S", false).value_or(120.0); }
 
 std::string fmt(double v, int prec = 1) {
   std::ostringstream os;

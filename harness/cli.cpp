@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -60,6 +62,21 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
 }
 
 }  // namespace
+
+std::optional<double> env_positive(const char* name, bool integer) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x > 0) || !std::isfinite(x) || (integer && x != std::floor(x)))
+    throw Error(std::string(name) + "='" + v + "': must be a positive " + (integer ? "whole number" : "number"));
+  return x;
+}
+
+void check_environment_settings() {
+  (void)env_positive("NODEBENCH_CUDNN_WORKSPACE_MIB", true);
+  (void)env_positive("NODEBENCH_NCCL_TIMEOUT_S", false);
+}
 
 ParseOutcome parse_cli(const std::vector<std::string>& args) {
   ParseOutcome res;
@@ -176,6 +193,13 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
     }
   }
   if (cmd.kind == CommandKind::run || cmd.kind == CommandKind::validate) {
+    try {
+      check_environment_settings();
+    } catch (const Error& e) {
+      res.exit_code = kExitUsage;
+      res.err = std::string("nodebench: ") + e.what() + "\n";
+      return res;
+    }
     if (o.gpus != "all") {
       try {
         (void)parse_gpu_list(o.gpus, 1 << 20);  // syntax only; indices are checked against the node

@@ -60,6 +60,13 @@ struct ParseOutcome {
 
 ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the program name
 
+// A setting read from the environment: unset or empty gives nullopt; a value that is not a
+// positive number (an integer where `integer`) throws nb::Error naming the variable. `run` and
+// `validate` check the documented ones before starting (bad value: exit 2), so no case fails on one.
+std::optional<double> env_positive(const char* name, bool integer);
+// The documented settings (`--help`): NODEBENCH_CUDNN_WORKSPACE_MIB, NODEBENCH_NCCL_TIMEOUT_S.
+void check_environment_settings();
+
 // "all" or a comma-separated list of device indices; throws nb::Error with a message.
 std::vector<int> parse_gpu_list(const std::string& text, int visible_count);
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cli.hpp"
 #include "error.hpp"
 #include "runner.hpp"
@@ -120,4 +122,29 @@ TEST(Interrupt, DuplicateSignalIsIgnoredALaterOneTerminates) {
   EXPECT_EQ(nb::interrupt_action(t0 + nb::kInterruptRepeatNs - 1, first), nb::InterruptAction::ignore);
   EXPECT_EQ(nb::interrupt_action(t0 + nb::kInterruptRepeatNs, first), nb::InterruptAction::terminate);
   EXPECT_EQ(first, t0);  // the first signal's time is kept
+}
+
+// Environment settings: unset or empty is "not set"; anything but a positive number is an error
+// that names the variable.
+TEST(Environment, PositiveSettingsAreCheckedAndNamed) {
+  const char* n = "NODEBENCH_TEST_SETTING";
+  unsetenv(n);
+  EXPECT_FALSE(nb::env_positive(n, true).has_value());
+  setenv(n, "", 1);
+  EXPECT_FALSE(nb::env_positive(n, true).has_value());
+  setenv(n, "2048", 1);
+  EXPECT_DOUBLE_EQ(*nb::env_positive(n, true), 2048);
+  setenv(n, "0.5", 1);
+  EXPECT_DOUBLE_EQ(*nb::env_positive(n, false), 0.5);
+  EXPECT_THROW(nb::env_positive(n, true), nb::Error);  // not whole
+  for (const char* bad : {"0", "-3", "4G", "abc", "nan", "inf"}) {
+    setenv(n, bad, 1);
+    try {
+      (void)nb::env_positive(n, false);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const nb::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(n) + "='" + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv(n);
 }
