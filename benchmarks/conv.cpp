@@ -353,18 +353,23 @@ Chosen find_algo(cudnnHandle_t h, Conv& c, Pass pass, DeviceBuffer& ws, cudaStre
       NB_CUDA(cudaEventSynchronize(e1.get()));
       t.times.push_back(e1.seconds_since(e0) / burst);
     }
+  // With one live candidate nothing was timed again: it is cuDNN's choice as it stands.
   const Trial* best = &live.front();
-  for (Trial& t : live) {
+  double best_med = 0;
+  for (const Trial& t : live) {
     if (t.times.empty()) continue;
     const double med = compute_stats(t.times).median;
     ch.trials[t.row]["trial_us"] = med * 1e6;
-    if (!best->times.empty() && med < compute_stats(best->times).median) best = &t;
+    if (best_med == 0 || med < best_med) {
+      best = &t;
+      best_med = med;
+    }
   }
   ch.algo = best->cand.algo;
   ch.math = best->cand.math;
   ch.workspace = best->workspace;
   ch.find_ms = best->cand.find_ms;
-  ch.trial_us = best->times.empty() ? 0 : compute_stats(best->times).median * 1e6;
+  ch.trial_us = best_med * 1e6;
   ch.trials[best->row]["chosen"] = true;
   NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
   return ch;

@@ -61,13 +61,14 @@ __global__ void ffma_kernel(int iters, float* out, unsigned long long* clocks, f
   bc.stop(clocks);
 }
 
-__global__ void hfma2_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
-  BlockClock bc;
-  bc.start();
-  const __half2 a2 = __float2half2_rn(a), b2 = __float2half2_rn(b);
-  __half2 r[C];
+// C chains of paired 16-bit FMAs (HFMA2) in the type T2 (__half2 or __nv_bfloat162); `splat`
+// makes a T2 with both halves from a float.
+template <class T2, class Splat>
+__device__ __forceinline__ void fma2_chains(int iters, float* out, float a, float b, Splat splat) {
+  const T2 a2 = splat(a), b2 = splat(b);
+  T2 r[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) r[c] = __float2half2_rn(float(threadIdx.x % 7 + c) * 0.01f);
+  for (int c = 0; c < C; ++c) r[c] = splat(float(threadIdx.x % 7 + c) * 0.01f);
 #pragma unroll kLoopUnroll
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
@@ -77,6 +78,12 @@ __global__ void hfma2_kernel(int iters, float* out, unsigned long long* clocks, 
 #pragma unroll
   for (int c = 0; c < C; ++c) s += __low2float(r[c]) + __high2float(r[c]);
   if (s == -1.2345f) out[blockIdx.x] = s;
+}
+
+__global__ void hfma2_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+  fma2_chains<__half2>(iters, out, a, b, [](float x) { return __float2half2_rn(x); });
   bc.stop(clocks);
 }
 
@@ -84,19 +91,7 @@ __global__ void bf16fma2_kernel(int iters, float* out, unsigned long long* clock
   BlockClock bc;
   bc.start();
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  const __nv_bfloat162 a2 = __float2bfloat162_rn(a), b2 = __float2bfloat162_rn(b);
-  __nv_bfloat162 r[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) r[c] = __float2bfloat162_rn(float(threadIdx.x % 7 + c) * 0.01f);
-#pragma unroll kLoopUnroll
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) r[c] = __hfma2(r[c], a2, b2);
-  }
-  float s = 0;
-#pragma unroll
-  for (int c = 0; c < C; ++c) s += __low2float(r[c]) + __high2float(r[c]);
-  if (s == -1.2345f) out[blockIdx.x] = s;
+  fma2_chains<__nv_bfloat162>(iters, out, a, b, [](float x) { return __float2bfloat162_rn(x); });
 #else
   __trap();  // the host never launches this below sm_80
 #endif
