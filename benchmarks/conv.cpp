@@ -7,8 +7,6 @@
 // (weighted by how often it occurs) for one batch size, with the memory a training step's
 // activations and workspace take, measured. An allocation that fails is a recorded
 // "does not fit", and larger batches of the same series are then skipped.
-#include <cudnn.h>
-
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +16,7 @@
 
 #include "benchmark.hpp"
 #include "cli.hpp"
+#include "cudnn_conv.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
 #include "stats.hpp"
@@ -28,13 +27,7 @@ namespace nb {
 namespace {
 
 using nlohmann::json;
-
-void check_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) {
-  if (s == CUDNN_STATUS_SUCCESS) return;
-  throw LibraryError(int(s), std::string(cudnnGetErrorString(s)) + " in `" + expr + "` at " + file + ":" +
-                                 std::to_string(line));
-}
-#define NB_CUDNN(expr) check_cudnn((expr), #expr, __FILE__, __LINE__)
+using namespace cudnn;
 
 struct Layer {
   const char* name;
@@ -81,38 +74,6 @@ const Layer* find_layer(const std::string& name) {
   return nullptr;
 }
 
-struct Prec {
-  const char* name;
-  cudnnDataType_t data;
-  cudnnMathType_t math;
-  size_t elem;
-  kernels::FillType fill;
-  int min_cc;
-};
-const Prec kPrecs[] = {
-    {"fp32", CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, 4, kernels::FillType::f32, 0},
-    {"tf32", CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 4, kernels::FillType::f32, 80},
-    {"fp16", CUDNN_DATA_HALF, CUDNN_TENSOR_OP_MATH, 2, kernels::FillType::f16, 0},
-};
-const Prec& prec_by_name(const std::string& n) {
-  for (const auto& p : kPrecs)
-    if (n == p.name) return p;
-  throw Error("unknown conv precision " + n);
-}
-
-// One cuDNN handle per device, kept for the process.
-cudnnHandle_t handle_for(int device) {
-  static std::mutex mu;
-  static std::map<int, cudnnHandle_t> all;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = all.find(device);
-  if (it != all.end()) return it->second;
-  cudnnHandle_t h = nullptr;
-  NB_CUDNN(cudnnCreate(&h));
-  all[device] = h;
-  return h;
-}
-
 // A device allocation that turns "out of memory" into a recorded "does not fit".
 DeviceBuffer alloc_or_skip(CaseContext& ctx, size_t bytes, const std::string& what) {
   try {
@@ -132,55 +93,43 @@ std::map<std::string, int64_t>& oom_batches() {
   return m;
 }
 
-// Descriptors and buffers of one convolution at one batch size.
+// Descriptors and buffers of one convolution of a square layer at one batch size.
 struct Conv {
   const Layer& L;
   const Prec& P;
-  cudnnTensorFormat_t fmt;
   int64_t n;
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+  ConvDesc d;
   int p = 0;  // output height = width
   DeviceBuffer bx, by, bw, bdy, bdx, bdw;
-  Conv(const Layer& l, const Prec& pr, bool nhwc, int64_t batch) : L(l), P(pr), fmt(nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW), n(batch) {
-    NB_CUDNN(cudnnCreateTensorDescriptor(&x));
-    NB_CUDNN(cudnnCreateTensorDescriptor(&y));
-    NB_CUDNN(cudnnCreateFilterDescriptor(&w));
-    NB_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
-    NB_CUDNN(cudnnSetTensor4dDescriptor(x, fmt, P.data, int(n), L.c, L.hw, L.hw));
-    NB_CUDNN(cudnnSetFilter4dDescriptor(w, P.data, fmt, L.k, L.c / L.groups, L.r, L.r));
-    NB_CUDNN(cudnnSetConvolution2dDescriptor(conv, L.pad, L.pad, L.stride, L.stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                             CUDNN_DATA_FLOAT));
-    NB_CUDNN(cudnnSetConvolutionGroupCount(conv, L.groups));
-    NB_CUDNN(cudnnSetConvolutionMathType(conv, P.math));
-    int on = 0, oc = 0, oh = 0, ow = 0;
-    NB_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &on, &oc, &oh, &ow));
-    p = oh;
-    NB_CUDNN(cudnnSetTensor4dDescriptor(y, fmt, P.data, on, oc, oh, ow));
+  static ConvShape shape_of(const Layer& l, int64_t batch) {
+    ConvShape s;
+    s.n = batch;
+    s.c = l.c;
+    s.h = s.w = l.hw;
+    s.k = l.k;
+    s.r = s.s = l.r;
+    s.stride = l.stride;
+    s.pad = l.pad;
+    s.groups = l.groups;
+    return s;
   }
-  ~Conv() {
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (x) cudnnDestroyTensorDescriptor(x);
-  }
-  Conv(const Conv&) = delete;
-  Conv& operator=(const Conv&) = delete;
-  size_t x_elems() const { return size_t(n) * L.c * L.hw * L.hw; }
-  size_t y_elems() const { return size_t(n) * L.k * p * p; }
-  size_t w_elems() const { return size_t(L.k) * (L.c / L.groups) * L.r * L.r; }
-  double flops() const { return 2.0 * double(y_elems()) * (L.c / L.groups) * L.r * L.r; }
+  Conv(const Layer& l, const Prec& pr, bool nhwc, int64_t batch)
+      : L(l), P(pr), n(batch), d(shape_of(l, batch), pr, nhwc), p(d.out_h()) {}
+  size_t x_elems() const { return d.x_elems(); }
+  size_t y_elems() const { return d.y_elems(); }
+  size_t w_elems() const { return d.w_elems(); }
+  double flops() const { return d.flops(); }
+  ConvBuffers buffers() const { return {bx.get(), bw.get(), by.get(), bdy.get(), bdx.get(), bdw.get()}; }
   // Element offsets in the chosen layout.
   size_t xi(size_t in, size_t c, size_t h, size_t wd) const {
-    return fmt == CUDNN_TENSOR_NCHW ? ((in * L.c + c) * L.hw + h) * L.hw + wd : ((in * L.hw + h) * L.hw + wd) * L.c + c;
+    return !d.nhwc() ? ((in * L.c + c) * L.hw + h) * L.hw + wd : ((in * L.hw + h) * L.hw + wd) * L.c + c;
   }
   size_t yi(size_t in, size_t k, size_t h, size_t wd) const {
-    return fmt == CUDNN_TENSOR_NCHW ? ((in * L.k + k) * p + h) * p + wd : ((in * p + h) * p + wd) * L.k + k;
+    return !d.nhwc() ? ((in * L.k + k) * p + h) * p + wd : ((in * p + h) * p + wd) * L.k + k;
   }
   size_t wi(size_t k, size_t c, size_t r, size_t s) const {
     const size_t cg = size_t(L.c / L.groups);
-    return fmt == CUDNN_TENSOR_NCHW ? ((k * cg + c) * L.r + r) * L.r + s : ((k * L.r + r) * L.r + s) * cg + c;
+    return !d.nhwc() ? ((k * cg + c) * L.r + r) * L.r + s : ((k * L.r + r) * L.r + s) * cg + c;
   }
   void allocate(CaseContext& ctx, bool backward) {
     bx = alloc_or_skip(ctx, x_elems() * P.elem, "the input");
@@ -198,191 +147,13 @@ struct Conv {
     NB_CUDA_LAUNCH();
     NB_CUDA(cudaStreamSynchronize(s));
   }
+  AlgoChoice choose(cudnnHandle_t h, Pass pass, DeviceBuffer& ws, cudaStream_t s, const GpuInfo& g) {
+    return choose_algo(h, d, pass, buffers(), ws, s, g.name);
+  }
+  void run(cudnnHandle_t h, Pass pass, const AlgoChoice& ch, void* ws, cudaStream_t s) {
+    run_pass(h, d, pass, ch, buffers(), ws, s);
+  }
 };
-
-enum class Pass { fwd, bwd_data, bwd_filter };
-const char* pass_name(Pass p) { return p == Pass::fwd ? "fwd" : p == Pass::bwd_data ? "bwd_data" : "bwd_filter"; }
-
-struct Chosen {
-  int algo = -1;
-  size_t workspace = 0;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  float find_ms = 0;
-  int candidates = 0;
-  double trial_us = 0;  // our median over the trial rounds
-  json trials = json::array();  // every candidate: algo, math, cuDNN's time, ours, or why rejected
-};
-
-// The workspace the algorithm search may use: NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB (the
-// default limit TensorFlow gives cuDNN), and never more than a quarter of the free memory. With
-// 1 GiB, the H200 sweeps of 2026-11-29 lost the fast algorithms of the largest layers from batch
-// 512 up (ResNet-50's first convolution's filter gradient at batch 1024 fell back to algorithm 0,
-// 100x slower), which made throughput fall past the plateau for want of workspace.
-size_t find_workspace_limit() {
-  size_t free_b = 0, total_b = 0;
-  NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const size_t cap = size_t(env_positive("NODEBENCH_CUDNN_WORKSPACE_MIB", true).value_or(4096)) << 20;
-  return std::min<size_t>(cap, free_b / 4);
-}
-
-// One pass with a given algorithm; the status is returned, not thrown, so that a candidate that
-// cuDNN's search listed but that does not run here can be set aside.
-cudnnStatus_t try_pass(cudnnHandle_t h, Conv& c, Pass pass, int algo, void* ws, size_t ws_bytes) {
-  const float one = 1.f, zero = 0.f;
-  if (pass == Pass::fwd)
-    return cudnnConvolutionForward(h, &one, c.x, c.bx.get(), c.w, c.bw.get(), c.conv, cudnnConvolutionFwdAlgo_t(algo), ws,
-                                   ws_bytes, &zero, c.y, c.by.get());
-  if (pass == Pass::bwd_data)
-    return cudnnConvolutionBackwardData(h, &one, c.w, c.bw.get(), c.y, c.bdy.get(), c.conv,
-                                        cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, &zero, c.x, c.bdx.get());
-  return cudnnConvolutionBackwardFilter(h, &one, c.x, c.bx.get(), c.y, c.bdy.get(), c.conv,
-                                        cudnnConvolutionBwdFilterAlgo_t(algo), ws, ws_bytes, &zero, c.w, c.bdw.get());
-}
-
-cudnnStatus_t workspace_size(cudnnHandle_t h, Conv& c, Pass pass, int algo, size_t& bytes) {
-  if (pass == Pass::fwd)
-    return cudnnGetConvolutionForwardWorkspaceSize(h, c.x, c.w, c.conv, c.y, cudnnConvolutionFwdAlgo_t(algo), &bytes);
-  if (pass == Pass::bwd_data)
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w, c.y, c.conv, c.x, cudnnConvolutionBwdDataAlgo_t(algo),
-                                                        &bytes);
-  return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x, c.y, c.conv, c.w, cudnnConvolutionBwdFilterAlgo_t(algo),
-                                                        &bytes);
-}
-
-struct Candidate {
-  int algo;
-  cudnnMathType_t math;
-  size_t memory;
-  float find_ms;
-};
-
-template <typename Perf>
-std::vector<Candidate> successful(const Perf* perf, int n) {
-  std::vector<Candidate> out;
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back({int(perf[i].algo), perf[i].mathType, perf[i].memory, perf[i].time});
-  return out;
-}
-
-// Which of cuDNN's candidates are timed again, and how: those within kTrialSpread of its fastest
-// (at most kTrialCandidates), each in kTrialRounds interleaved rounds of one untimed run (its own
-// data back in L2) and kTrialBurst timed back-to-back runs.
-constexpr size_t kTrialCandidates = 6;
-constexpr float kTrialSpread = 4.0f;
-constexpr int kTrialRounds = 3;
-constexpr int kTrialBurst = 3;
-
-// cuDNN's search times each algorithm once, cold, and at small batches ranks them wrongly: for
-// the 3x3 64->64 FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM
-// fifth, at twice the time of Winograd, which ran at half the speed of PyTorch's choice. So its
-// nearest candidates are run again here: each checked to run at all (a listed algorithm can
-// fail with CUDNN_STATUS_BAD_PARAM), then timed warm, in interleaved rounds on the case's
-// stream; the one with the smallest median wins. Large layers (over 2 ms a run) get one round.
-Chosen find_algo(cudnnHandle_t h, Conv& c, Pass pass, DeviceBuffer& ws, cudaStream_t stream) {
-  const cudnnMathType_t requested = c.P.math;
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-  int returned = 0;
-  std::vector<Candidate> cands;
-  if (pass == Pass::fwd) {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    NB_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, c.x, c.bx.get(), c.w, c.bw.get(), c.conv, c.y, c.by.get(),
-                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws.get(), ws.bytes()));
-    cands = successful(perf, returned);
-  } else if (pass == Pass::bwd_data) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    NB_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, c.w, c.bw.get(), c.y, c.bdy.get(), c.conv, c.x, c.bdx.get(),
-                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws.get(),
-                                                         ws.bytes()));
-    cands = successful(perf, returned);
-  } else {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    NB_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, c.x, c.bx.get(), c.y, c.bdy.get(), c.conv, c.w, c.bdw.get(),
-                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf,
-                                                           ws.get(), ws.bytes()));
-    cands = successful(perf, returned);
-  }
-  Chosen ch;
-  ch.candidates = returned;
-  struct Trial {
-    Candidate cand;
-    size_t workspace;
-    std::vector<double> times;
-    size_t row;
-  };
-  std::vector<Trial> live;
-  for (const Candidate& cand : cands) {
-    json row = {{"algo", cand.algo}, {"math_type", int(cand.math)}, {"cudnn_ms", cand.find_ms},
-                {"workspace_bytes", cand.memory}};
-    if (live.size() >= kTrialCandidates || cand.find_ms > kTrialSpread * cands.front().find_ms) {
-      row["trial"] = "not timed again (in cuDNN's search, over " + fmt(kTrialSpread, 0) + "x its fastest, or past the first " +
-                     std::to_string(kTrialCandidates) + ")";
-      ch.trials.push_back(row);
-      continue;
-    }
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, cand.math));
-    size_t need = 0;
-    cudnnStatus_t st = workspace_size(h, c, pass, cand.algo, need);
-    need = std::max(need, cand.memory);
-    if (st == CUDNN_STATUS_SUCCESS && need > ws.bytes()) st = CUDNN_STATUS_ALLOC_FAILED;
-    if (st == CUDNN_STATUS_SUCCESS) st = try_pass(h, c, pass, cand.algo, ws.get(), need);
-    if (st == CUDNN_STATUS_SUCCESS) {
-      NB_CUDA(cudaStreamSynchronize(stream));
-      row["workspace_bytes"] = need;
-      live.push_back({cand, need, {}, ch.trials.size()});
-    } else {
-      row["trial"] = std::string("rejected: ") + cudnnGetErrorString(st) +
-                     (st == CUDNN_STATUS_ALLOC_FAILED ? " (workspace larger than the search's)" : "");
-    }
-    ch.trials.push_back(row);
-  }
-  if (live.empty()) {
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-    throw Error(std::string("cuDNN found no working algorithm for ") + c.L.name + " " + pass_name(pass) + ": " +
-                ch.trials.dump());
-  }
-  Event e0, e1;
-  const bool large = !cands.empty() && cands.front().find_ms > 2.0f;
-  const int rounds = large ? 1 : kTrialRounds, burst = large ? 1 : kTrialBurst;
-  for (int round = 0; round < rounds && live.size() > 1; ++round)
-    for (Trial& t : live) {
-      NB_CUDNN(cudnnSetConvolutionMathType(c.conv, t.cand.math));
-      NB_CUDNN(try_pass(h, c, pass, t.cand.algo, ws.get(), t.workspace));  // untimed: its data back in L2
-      e0.record(stream);
-      for (int b = 0; b < burst; ++b) NB_CUDNN(try_pass(h, c, pass, t.cand.algo, ws.get(), t.workspace));
-      e1.record(stream);
-      NB_CUDA(cudaEventSynchronize(e1.get()));
-      t.times.push_back(e1.seconds_since(e0) / burst);
-    }
-  // With one live candidate nothing was timed again: it is cuDNN's choice as it stands.
-  const Trial* best = &live.front();
-  double best_med = 0;
-  for (const Trial& t : live) {
-    if (t.times.empty()) continue;
-    const double med = compute_stats(t.times).median;
-    ch.trials[t.row]["trial_us"] = med * 1e6;
-    if (best_med == 0 || med < best_med) {
-      best = &t;
-      best_med = med;
-    }
-  }
-  ch.algo = best->cand.algo;
-  ch.math = best->cand.math;
-  ch.workspace = best->workspace;
-  ch.find_ms = best->cand.find_ms;
-  ch.trial_us = best_med * 1e6;
-  ch.trials[best->row]["chosen"] = true;
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-  return ch;
-}
-
-// The descriptor's math type is set here, every time: the network case runs three passes of one
-// descriptor, each with its own chosen math type, and an algorithm run under another pass's math
-// type fails (CUDNN_STATUS_BAD_PARAM at batch 1, 2, 4 and 16 of the FP16 sweep on an H200).
-void run_pass(cudnnHandle_t h, Conv& c, Pass pass, const Chosen& ch, void* ws, cudaStream_t s) {
-  NB_CUDNN(cudnnSetStream(h, s));
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, ch.math));
-  NB_CUDNN(try_pass(h, c, pass, ch.algo, ws, ch.workspace));
-}
 
 std::vector<double> to_doubles(const DeviceBuffer& b, size_t offset, size_t n, const Prec& p) {
   std::vector<double> out(n);
@@ -498,25 +269,16 @@ json verify_pass(Conv& c, Pass pass, size_t samples, size_t& failures, std::stri
   return {{"samples", pos.size()}, {"failures", failures}, {"max_error_ratio", max_ratio}};
 }
 
-Availability prec_available(const Prec& p, const GpuInfo& g) {
-  if (g.cc() < p.min_cc)
-    return Availability::no(std::string(p.name) + " needs TF32 tensor cores (compute capability 8.0 or newer); this GPU has " +
-                            g.cc_string());
-  return Availability::yes();
-}
-
 void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, int64_t batch, Pass pass) {
   cudnnHandle_t h = handle_for(ctx.gpu().index);
   Conv c(L, P, nhwc, batch);
   c.allocate(ctx, pass != Pass::fwd);
   DeviceBuffer find_ws = alloc_or_skip(ctx, find_workspace_limit(), "the algorithm search workspace");
   const size_t search_limit = find_ws.bytes();
-  NB_CUDNN(cudnnSetStream(h, ctx.stream()));
-  const Chosen ch = find_algo(h, c, pass, find_ws, ctx.stream());
+  const AlgoChoice ch = c.choose(h, pass, find_ws, ctx.stream(), ctx.gpu());
   find_ws.reset();
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, ch.math));
   DeviceBuffer ws = alloc_or_skip(ctx, ch.workspace, "the workspace");
-  ctx.measure([&](cudaStream_t s) { run_pass(h, c, pass, ch, ws.get(), s); });
+  ctx.measure([&](cudaStream_t s) { c.run(h, pass, ch, ws.get(), s); });
   ctx.set_throughput("tflops", c.flops() / 1e12, P.data == CUDNN_DATA_HALF ? (ctx.gpu().cc() >= 70 ? "fp16_tensor_tflops" : "fp16_tflops")
                                                  : P.math == CUDNN_FMA_MATH ? "fp32_tflops" : "tf32_tflops");
   const Stats st = compute_stats(ctx.output().measurement->samples_s);
@@ -526,7 +288,8 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
                                 {"api", "cudnnFind*AlgorithmEx, fastest candidates timed again"},
-                                {"trials", ch.trials}, {"search_workspace_limit_bytes", search_limit}};
+                                {"trials", ch.trials}, {"search_workspace_limit_bytes", search_limit},
+                                {"from_cache", ch.from_cache}};
   size_t failures = 0;
   std::string worst;
   json v = verify_pass(c, pass, 16, failures, worst);
@@ -558,13 +321,12 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
     }
     DeviceBuffer find_ws = alloc_or_skip(ctx, find_workspace_limit(), "the algorithm search workspace");
     ctx.details()["search_workspace_limit_bytes"] = find_ws.bytes();
-    NB_CUDNN(cudnnSetStream(h, ctx.stream()));
-    std::vector<std::array<Chosen, 3>> chosen;
+    std::vector<std::array<AlgoChoice, 3>> chosen;
     size_t max_ws = 0;
     for (auto& c : convs) {
-      std::array<Chosen, 3> a;
+      std::array<AlgoChoice, 3> a;
       for (int p = 0; p < 3; ++p) {
-        a[size_t(p)] = find_algo(h, *c, Pass(p), find_ws, ctx.stream());
+        a[size_t(p)] = c->choose(h, Pass(p), find_ws, ctx.stream(), g);
         max_ws = std::max(max_ws, a[size_t(p)].workspace);
       }
       chosen.push_back(a);
@@ -584,9 +346,8 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
       Conv& c = *convs[i];
       json lj = {{"layer", c.L.name}, {"count", c.L.count}};
       for (int p = 0; p < 3; ++p) {
-        const Chosen& ch = chosen[i][size_t(p)];
-        NB_CUDNN(cudnnSetConvolutionMathType(c.conv, ch.math));
-        const Measurement m = ctx.measure_sub([&](cudaStream_t s) { run_pass(h, c, Pass(p), ch, ws.get(), s); }, sub);
+        const AlgoChoice& ch = chosen[i][size_t(p)];
+        const Measurement m = ctx.measure_sub([&](cudaStream_t s) { c.run(h, Pass(p), ch, ws.get(), s); }, sub);
         for (size_t j = 0; j < net.size() && j < m.samples_s.size(); ++j) {
           net[j] += c.L.count * m.samples_s[j];
           if (p == 0) fwd_only[j] += c.L.count * m.samples_s[j];
@@ -598,7 +359,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
       // Forward verified on every layer (the backward passes in the layer cases).
       size_t failures = 0;
       std::string worst;
-      run_pass(h, c, Pass::fwd, chosen[i][0], ws.get(), ctx.stream());
+      c.run(h, Pass::fwd, chosen[i][0], ws.get(), ctx.stream());
       NB_CUDA(cudaStreamSynchronize(ctx.stream()));
       lj["verification"] = verify_pass(c, Pass::fwd, 8, failures, worst);
       if (failures) ctx.wrong(std::string(c.L.name) + ": " + worst);
@@ -674,14 +435,14 @@ class ConvFamily : public Family {
       net_case(prec_by_name("fp16"), false, 32);
       return out;
     }
-    for (const auto& P : kPrecs)
+    for (const Prec* P : all_precs())
       for (bool nhwc : {false, true})
-        for (int64_t b = 1; b <= 1024; b *= 2) net_case(P, nhwc, b);
-    for (const auto& P : kPrecs)
+        for (int64_t b = 1; b <= 1024; b *= 2) net_case(*P, nhwc, b);
+    for (const Prec* P : all_precs())
       for (bool nhwc : {false, true}) {
         for (int64_t b : {32, 64, 128, 256})
-          for (Pass pass : {Pass::fwd, Pass::bwd_data, Pass::bwd_filter}) layer_case(l3x3, P, nhwc, b, pass);
-        layer_case(kDepthwise, P, nhwc, 64, Pass::fwd);
+          for (Pass pass : {Pass::fwd, Pass::bwd_data, Pass::bwd_filter}) layer_case(l3x3, *P, nhwc, b, pass);
+        layer_case(kDepthwise, *P, nhwc, 64, Pass::fwd);
       }
     return out;
   }

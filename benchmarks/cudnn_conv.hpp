@@ -7,6 +7,7 @@
 #include <cudnn.h>
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,7 @@ struct Prec {
   int min_cc;
 };
 const Prec& prec_by_name(const std::string& name);  // fp32, tf32, fp16; throws nb::Error otherwise
+const std::vector<const Prec*>& all_precs();        // fp32, tf32, fp16
 Availability prec_available(const Prec& p, const GpuInfo& g);
 
 // One convolution: input n x c x h x w, k filters of r x s over c/groups channels.
@@ -70,6 +72,7 @@ class ConvDesc {
   cudnnConvolutionDescriptor_t conv = nullptr;
 
  private:
+  void release();
   ConvShape shape_;
   const Prec& prec_;
   cudnnTensorFormat_t fmt_;
