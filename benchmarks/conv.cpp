@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "analysis.hpp"
 #include "benchmark.hpp"
 #include "cli.hpp"
 #include "cudnn_conv.hpp"
@@ -88,8 +89,13 @@ DeviceBuffer alloc_or_skip(CaseContext& ctx, size_t bytes, const std::string& wh
 }
 
 // The smallest batch that did not fit, per (device, series); larger ones are skipped.
+// Guarded by oom_mutex(): GPUs run their cases at once, one thread each.
 std::map<std::string, int64_t>& oom_batches() {
   static std::map<std::string, int64_t> m;
+  return m;
+}
+std::mutex& oom_mutex() {
+  static std::mutex m;
   return m;
 }
 
@@ -302,9 +308,13 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
   const GpuInfo& g = ctx.gpu();
   const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
   {
+    std::unique_lock<std::mutex> lock(oom_mutex());
     auto it = oom_batches().find(series);
-    if (it != oom_batches().end() && batch > it->second)
-      ctx.skip("out of memory: does not fit: a smaller batch (" + std::to_string(it->second) + ") of this series did not fit");
+    if (it != oom_batches().end() && batch > it->second) {
+      const std::string why = "does not fit: a smaller batch (" + std::to_string(it->second) + ") of this series did not fit";
+      lock.unlock();
+      ctx.skip(why, ReasonKind::smaller_oom);
+    }
   }
   cudnnHandle_t h = handle_for(g.index);
   size_t free0 = 0, total = 0;
@@ -387,8 +397,11 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         "gradients, and the largest workspace; other layers (batch norm, ReLU, pooling) are not included";
     ctx.details()["flops_note"] = "forward + backward-data + backward-filter, each 2 N K P Q C R S, weighted by occurrence";
   } catch (const SkipCase& s) {
-    auto& o = oom_batches()[series];
-    if (o == 0 || batch < o) o = batch;
+    if (s.kind == ReasonKind::oom) {
+      std::lock_guard<std::mutex> lock(oom_mutex());
+      auto& o = oom_batches()[series];
+      if (o == 0 || batch < o) o = batch;
+    }
     throw;
   }
 }
@@ -449,6 +462,17 @@ class ConvFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<ConvFamily>());
+
+// The batch-size recommendation over the network cases of a sweep.
+const AnalysisRegistrar batch_analysis({
+    "batch_recommendation",
+    [](const json& records) {
+      for (const auto& r : records)
+        if (r.value("family", "") == "conv" && r["params"].value("layer", "") == "resnet50_total") return true;
+      return false;
+    },
+    [](const json& records, const AnalysisContext& ctx) { return batch_recommendation(records, ctx.memory_fraction); },
+    [](const json& a) { return batch_recommendation_lines(a); }});
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "cli.hpp"
+#include "settings.hpp"
 #include "stats.hpp"
 #include "text.hpp"
 
@@ -108,7 +108,7 @@ std::string ConvDesc::key() const {
 size_t find_workspace_limit() {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const size_t cap = size_t(env_positive("NODEBENCH_CUDNN_WORKSPACE_MIB", true).value_or(4096)) << 20;
+  const size_t cap = current_settings().cudnn_workspace_mib << 20;
   return std::min<size_t>(cap, free_b / 4);
 }
 

@@ -12,6 +12,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include "analysis.hpp"
 #include "benchmark.hpp"
 #include "cublas_check.hpp"
 #include "kernels.cuh"
@@ -395,6 +396,24 @@ class GemmFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<GemmFamily>());
+
+// The FP16-versus-FP32 verdict reads GEMM, peak and convolution records: declared here, with the
+// GEMM family, the one every suite runs.
+const AnalysisRegistrar fp16_analysis({
+    "fp16_vs_fp32",
+    [](const json& records) {
+      for (const auto& r : records) {
+        const std::string f = r.value("family", "");
+        if (f == "gemm" || f == "peak" || f == "conv") return true;
+      }
+      return false;
+    },
+    [](const json& records, const AnalysisContext& ctx) {
+      std::vector<GpuBrief> briefs;
+      for (const GpuInfo* g : ctx.gpus) briefs.push_back({g->index, g->name, g->cc_major, g->cc_minor});
+      return fp16_vs_fp32(records, briefs);
+    },
+    [](const json& a) { return fp16_verdict_lines(a); }});
 
 }  // namespace
 }  // namespace nb

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "benchmark.hpp"
+#include "settings.hpp"
 #include "cli.hpp"
 #include "collective_kernels.cuh"
 #include "collectives.hpp"
@@ -94,14 +95,7 @@ struct Hang : Error {
   using Error::Error;
 };
 
-double env_seconds(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const double x = std::strtod(v, &end);
-  return end != v && x > 0 ? x : fallback;
-}
-double watchdog_s() { return env_positive("NODEBENCH_NCCL_TIMEOUT_S", false).value_or(120.0); }
+double watchdog_s() { return current_settings().nccl_timeout_s; }
 
 std::string fmt(double v, int prec = 1) {
   std::ostringstream os;
@@ -138,28 +132,18 @@ std::string nccl_version() {
 // first GPU's stream S seconds before the warm-up (a collective that does not finish in time;
 // the cases after it run normally). NODEBENCH_NCCL_TEST_ABSENT_RANK=R: rank R never joins the
 // communicators (the others' initialisation hangs).
+// Both are zero/-1 unless the build has the test hooks (Settings).
 double test_stall_s() {
   static bool used = false;
   if (used) return 0.0;
   used = true;
-  return env_seconds("NODEBENCH_NCCL_TEST_STALL_S", 0.0);
+  return current_settings().test_nccl_stall_s;
 }
-int test_absent_rank() {
-  const char* v = std::getenv("NODEBENCH_NCCL_TEST_ABSENT_RANK");
-  return v && *v ? std::atoi(v) : -1;
-}
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
+int test_absent_rank() { return current_settings().test_nccl_absent_rank; }
 
 // NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
 void trace(const std::string& what) {
-  static const bool on = [] {
-    const char* v = std::getenv("NODEBENCH_NCCL_TRACE");
-    return v && *v && std::string(v) != "0";
-  }();
+  static const bool on = current_settings().nccl_trace;
   if (on) std::cerr << "nccl trace: rank " << mpi::rank() << ": " << what << std::endl;
 }
 
@@ -345,9 +329,7 @@ std::string join(const std::vector<int>& v) {
 // collectives far faster (a non-blocking group launch goes through a helper thread) and their
 // initialisation waits on nothing outside the process. NODEBENCH_NCCL_NONBLOCKING=0/1 overrides.
 bool nonblocking(bool under_mpi) {
-  const char* v = std::getenv("NODEBENCH_NCCL_NONBLOCKING");
-  if (v && *v) return std::string(v) != "0";
-  return under_mpi;
+  return current_settings().nccl_nonblocking.value_or(under_mpi);
 }
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
@@ -739,8 +721,7 @@ TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureC
   constexpr uint64_t kHoldNs = 2'000'000'000ull;
   // Opt-in (NODEBENCH_NCCL_HOLD=1; not yet seen working on several GPUs); off after a hold that
   // timed out. Without it a sample of small collectives includes the host's enqueue pace.
-  const char* hold_env = std::getenv("NODEBENCH_NCCL_HOLD");
-  bool hold_ok = hold_env && std::string(hold_env) == "1";
+  bool hold_ok = current_settings().nccl_hold;
   double host_per_op = 0;
   auto timed = [&](size_t count, bool use_graph) -> double {
     if (hold_ok) {
@@ -1042,7 +1023,7 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     // before instantiating, hung until the watchdog (120 s a case). Under MPI (one GPU per
     // process) the graph cases ran and verified. Until the one-process path is shown to work,
     // it is skipped rather than left to hang.
-    if (spec.graph && devices.size() > 1 && !env_flag("NODEBENCH_NCCL_GRAPH_MULTI"))
+    if (spec.graph && devices.size() > 1 && !current_settings().nccl_graph_multi)
       ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
                "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
                "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
@@ -1116,10 +1097,13 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
     json point = {{"ngpus", step.count}, {"members", part.params.contains("ranks") ? part.params["ranks"] : part.params["members"]}};
     if (ls.failed()) {
       const auto reason = ls.collect();
-      part.status = reason.skip ? "skipped" : "failed";
+      part.status = reason.skip ? Status::skipped : Status::failed;
       part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
-      if (mpi::rank() != 0) part.status = "skipped";
-      point["status"] = part.status;
+      if (mpi::rank() != 0) {
+        part.status = Status::skipped;
+        part.reason_kind = ReasonKind::peer_rank;
+      }
+      point["status"] = to_string(part.status);
     } else {
       part.out.measurement = r.m;
       part.out.config = ctx.config();

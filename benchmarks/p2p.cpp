@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "settings.hpp"
 #include "collectives.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
@@ -42,10 +43,7 @@ std::string case_name(const Spec& s) {
 
 std::string pair_name(int a, int b) { return "gpu" + std::to_string(a) + "-gpu" + std::to_string(b); }
 
-bool loopback_hook() {
-  const char* v = std::getenv("NODEBENCH_P2P_LOOPBACK");
-  return v && *v && std::string(v) != "0";
-}
+bool loopback_hook() { return current_settings().p2p_loopback; }
 
 // The pairs of a case: ordered (one way) or unordered (both ways) pairs of distinct GPUs; with
 // the loopback hook and one GPU, the GPU with itself.
@@ -197,7 +195,7 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
       part.gpus = {a, b};
       try {
         if (spec.peer && !can_access(spec.engine == "sm" ? b : a, spec.engine == "sm" ? a : b)) {
-          part.status = "skipped";
+          part.status = Status::skipped;
           part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
                         " (cudaDeviceCanAccessPeer)";
         } else {
@@ -239,14 +237,8 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
             part.out.wrong_reason = err;
           }
         }
-      } catch (const CudaError& e) {
-        part.status = e.out_of_memory() ? "skipped" : "failed";
-        part.reason = e.what();
-        part.out.measurement.reset();
       } catch (const std::exception& e) {
-        part.status = "failed";
-        part.reason = e.what();
-        part.out.measurement.reset();
+        set_outcome(part, e);
       }
       finish_part(part, t0);
       ctx.add_part(std::move(part));
@@ -271,7 +263,7 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
       part.gpus = {a, b};
       try {
         if (spec.peer && (!can_access(a, b) || !can_access(b, a))) {
-          part.status = "skipped";
+          part.status = Status::skipped;
           part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
                         " (cudaDeviceCanAccessPeer)";
         } else {
@@ -357,14 +349,8 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
             part.out.wrong_reason = err;
           }
         }
-      } catch (const CudaError& e) {
-        part.status = e.out_of_memory() ? "skipped" : "failed";
-        part.reason = e.what();
-        part.out.measurement.reset();
       } catch (const std::exception& e) {
-        part.status = "failed";
-        part.reason = e.what();
-        part.out.measurement.reset();
+        set_outcome(part, e);
       }
       finish_part(part, t0);
       ctx.add_part(std::move(part));

@@ -259,7 +259,7 @@ TEST(CaseRecords, PartsBecomeRecords) {
   skipped.name = "gpu1-gpu0";
   skipped.params = {{"src", 1}, {"dst", 0}};
   skipped.gpus = {1, 0};
-  skipped.status = "skipped";
+  skipped.status = Status::skipped;
   skipped.reason = "no peer access";
   out.parts.push_back(skipped);
   out.analysis = {{"p2p", {{"gpus", {0, 1}}}}};
@@ -267,7 +267,7 @@ TEST(CaseRecords, PartsBecomeRecords) {
   in.c = &c;
   in.gpus = {0, 1};
   in.gpu = &gpus[0];
-  in.status = "ok";
+  in.status = Status::ok;
   in.out = &out;
   in.started_at = "2026-11-29T00:00:00.000Z";
   const CaseRecords r = make_case_records(in, gpus);
@@ -283,7 +283,7 @@ TEST(CaseRecords, PartsBecomeRecords) {
   EXPECT_EQ(r.analysis["p2p"]["gpus"], json({0, 1}));
 
   // A case that failed after emitting parts keeps its own (failed) record too.
-  in.status = "failed";
+  in.status = Status::failed;
   in.reason = "watchdog";
   const CaseRecords f = make_case_records(in, gpus);
   ASSERT_EQ(f.records.size(), 3u);
@@ -305,7 +305,7 @@ TEST(CaseRecords, ExtraParamsMergeIntoTheCasesRecord) {
   in.c = &c;
   in.gpus = {0, 1, 2, 3};
   in.gpu = &g;
-  in.status = "ok";
+  in.status = Status::ok;
   in.out = &out;
   in.started_at = "2026-11-29T00:00:00.000Z";
   const CaseRecords r = make_case_records(in, {g});

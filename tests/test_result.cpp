@@ -41,7 +41,7 @@ TEST(Record, ThroughputAndPercentOfPeakFromMedian) {
   RecordInput in;
   in.c = &c;
   in.gpus = {0};
-  in.status = "ok";
+  in.status = Status::ok;
   in.out = &out;
   in.gpu = &g;
   in.nvml_available = true;
@@ -71,7 +71,7 @@ TEST(Record, NoPeakForUnknownKeyAndFlagsForClockAndThrottle) {
   out.throughput_metric = "tflops";
   out.work_per_launch = 1;
   out.peak_key = "tf32_tflops";  // this GPU's peaks lack it
-  RecordInput in{&c, {0}, "ok", "", &out, &g, std::nullopt, std::nullopt, false, "2026-11-29T00:00:00.000Z", 0.1};
+  RecordInput in{&c, {0}, Status::ok, "", &out, &g, std::nullopt, std::nullopt, false, "2026-11-29T00:00:00.000Z", 0.1};
   const json r = make_record(in);
   EXPECT_TRUE(r["percent_of_peak"].is_null());
   std::set<std::string> flags(r["flags"].begin(), r["flags"].end());
@@ -90,13 +90,13 @@ TEST(Record, WrongAndSkippedAndEmptyOk) {
   out.measurement->samples_s = {1e-3};
   out.wrong = true;
   out.wrong_reason = "3 of 24 sampled entries outside the bound";
-  RecordInput in{&c, {0}, "ok", "", &out, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0.1};
+  RecordInput in{&c, {0}, Status::ok, "", &out, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0.1};
   json r = make_record(in);
   EXPECT_EQ(r["status"], "wrong");
   EXPECT_EQ(r["reason"], out.wrong_reason);
   EXPECT_TRUE(r["stats"].is_object());  // a wrong case keeps its timing
 
-  RecordInput skip{&c, {0}, "skipped", "tf32 needs compute capability 8.0", nullptr, &g, std::nullopt,
+  RecordInput skip{&c, {0}, Status::skipped, "tf32 needs compute capability 8.0", nullptr, &g, std::nullopt,
                    std::nullopt, true, "2026-11-29T00:00:00.000Z", 0};
   r = make_record(skip);
   EXPECT_EQ(r["status"], "skipped");
@@ -104,7 +104,7 @@ TEST(Record, WrongAndSkippedAndEmptyOk) {
   EXPECT_EQ(r["reason"], "tf32 needs compute capability 8.0");
 
   CaseOutput empty;
-  RecordInput none{&c, {0}, "ok", "", &empty, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0};
+  RecordInput none{&c, {0}, Status::ok, "", &empty, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0};
   r = make_record(none);
   EXPECT_EQ(r["status"], "failed");  // ok without a timing is not ok
   EXPECT_FALSE(r["reason"].get<std::string>().empty());
@@ -142,10 +142,10 @@ TEST(ResultFile, WritesCompleteDocumentsAtomically) {
   out.throughput_metric = "tflops";
   out.work_per_launch = 0.01;
   out.peak_key = "fp32_tflops";
-  RecordInput in{&c, {0}, "ok", "", &out, &g, ClockSnapshot{1980.0, 3201.0, 40.0, 300.0, 0x4ull}, std::nullopt,
+  RecordInput in{&c, {0}, Status::ok, "", &out, &g, ClockSnapshot{1980.0, 3201.0, 40.0, 300.0, 0x4ull}, std::nullopt,
                  true, "2026-11-29T00:00:00.000Z", 0.5};
   f.add(make_record(in));
-  RecordInput skip{&c, {0}, "skipped", "needs two GPUs", nullptr, &g, std::nullopt, std::nullopt, true,
+  RecordInput skip{&c, {0}, Status::skipped, "needs two GPUs", nullptr, &g, std::nullopt, std::nullopt, true,
                    "2026-11-29T00:00:01.000Z", 0};
   f.add(make_record(skip));
   f.finish("complete");

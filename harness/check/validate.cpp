@@ -1,4 +1,7 @@
 #include "validate.hpp"
+#include "plan.hpp"
+#include "runner.hpp"
+#include "session.hpp"
 #include "text.hpp"
 
 #include <unistd.h>
@@ -846,8 +849,9 @@ int cmd_validate(const Command& cmd) {
     std::cerr << "nodebench: --level must be 1, 2 or 3\n";
     return kExitUsage;
   }
-  Nvml nvml;
-  const Environment env = capture_environment(nvml, ProfileDb::builtin());
+  Session session(ProfileDb::builtin(), current_settings());
+  const Nvml& nvml = session.nvml();
+  const Environment& env = session.env();
   ProfileChoice profile;
   try {
     profile = resolve_profile(v.profile, env.json);
@@ -907,62 +911,74 @@ int cmd_validate(const Command& cmd) {
   const std::string path =
       (fs::path(o.out_dir) / ("nodebench-validate-" + host_tag + "-" + utc_stamp("%Y%m%dT%H%M%SZ") + ".json")).string();
   json doc;
+  std::optional<ResultFile> file;
   if (!plan.empty()) {
-    Command run;
-    run.kind = CommandKind::run;
-    run.argv = cmd.argv;
-    run.options.suite = plan.suite;
-    run.options.families = plan.run_all ? std::vector<std::string>{} : plan.families;
-    run.options.filter = plan.run_all ? "" : exact_id_filter(plan.case_ids);
-    run.options.gpus = o.gpus;
-    run.options.out_file = path;
-    run.options.quiet = o.quiet;
-    std::cout << "\nnodebench validate, level " << v.level << ": running " << (plan.run_all ? "every case (full suite)" : std::to_string(plan.case_ids.size()) + " case(s)")
-              << std::endl;
-    const int rc = cmd_run(run);
-    if (rc == kExitUsage || rc == kExitNoGpu) return rc;
+    // The benchmarks of the level, run in this process over the same session, judged in memory.
+    RunOptions ro;
+    ro.suite = plan.suite;
+    ro.gpus = o.gpus;
+    ro.quiet = o.quiet;
+    ro.out_file = path;
+    Plan run;
     try {
-      std::ifstream f(path);
-      doc = json::parse(f);
-    } catch (const std::exception& e) {
-      std::cerr << "nodebench: cannot read the run's result file '" << path << "': " << e.what() << "\n";
-      report.benchmarks.push_back([&] {
-        Check c;
-        c.id = "run.cases";
-        c.severity = Severity::fail;
-        c.summary = "the benchmark run left no readable result file";
-        c.evidence = path + ": " + e.what();
-        return c;
-      }());
+      run.cases = select_cases(plan.suite, plan.run_all ? std::vector<std::string>{} : plan.families,
+                               plan.run_all ? "" : exact_id_filter(plan.case_ids));
+    } catch (const Error& e) {
+      std::cerr << "nodebench: " << e.what() << "\n";
+      return kExitUsage;
     }
+    run.gpus = gpu_ids;
+    const double max_time = default_max_time(plan.suite);
+    run.base.max_time_s = max_time;
+    run.base.target_cv = ro.target_cv;
+    run.base.min_samples = ro.min_samples;
+    std::cout << "\nnodebench validate, level " << v.level << ": running "
+              << (plan.run_all ? "every case (full suite)" : std::to_string(plan.case_ids.size()) + " case(s)") << std::endl;
+    try {
+      fs::create_directories(fs::path(path).parent_path());
+      file.emplace(path, run_header(cmd, session, ro, max_time, make_run_id()));
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: cannot write the result file '" << path << "': " << e.what() << "\n";
+      return kExitUsage;
+    }
+    RunHooks hooks;
+    hooks.on_record = [&](const json& rec, size_t done, size_t total) {
+      if (!o.quiet)
+        std::cout << "[" << done << "/" << total << "] " << rec["id"].get<std::string>() << "  "
+                  << rec["status"].get<std::string>() << std::endl;
+    };
+    const RunOutcome outcome = run_plan(run, session, *file, hooks);
+    if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
+    doc = file->doc();
   } else {
     // Level 1 (or nothing built): a result file without records, for the validation section.
-    doc = {{"schema", "nodebench.result"},
-           {"schema_version", kSchemaVersion},
-           {"run_id", make_run_id()},
-           {"started_at", iso_utc(std::chrono::system_clock::now())},
-           {"finished_at", iso_utc(std::chrono::system_clock::now())},
-           {"run_status", "complete"},
-           {"run_error", nullptr},
-           {"nodebench",
-            {{"version", NODEBENCH_VERSION},
-             {"git_commit", NODEBENCH_GIT_COMMIT},
-             {"command_line", cmd.argv},
-             {"cuda_architectures", NODEBENCH_CUDA_ARCHITECTURES}}},
-           {"options", {{"validate_level", v.level}, {"gpus", o.gpus}, {"profile", v.profile}}},
-           {"environment", env.json},
-           {"records", json::array()},
-           {"summary", {{"ok", 0}, {"skipped", 0}, {"failed", 0}, {"wrong", 0}, {"total", 0}, {"wall_time_s", 0.0}}}};
+    RunOptions ro;
+    ro.gpus = o.gpus;
+    doc = run_header(cmd, session, ro, 0, make_run_id());
+    doc["schema"] = "nodebench.result";
+    doc["schema_version"] = kSchemaVersion;
+    doc["finished_at"] = iso_utc(std::chrono::system_clock::now());
+    doc["run_status"] = "complete";
+    doc["run_error"] = nullptr;
+    doc["options"]["validate_level"] = v.level;
+    doc["options"]["profile"] = v.profile;
+    doc["records"] = json::array();
+    doc["summary"] = {{"ok", 0}, {"skipped", 0}, {"failed", 0}, {"wrong", 0}, {"total", 0}, {"wall_time_s", 0.0}};
   }
   if (!doc.is_null()) {
     if (v.level >= 2) {
       std::vector<Check> judged = judge_results(doc, profile, v.level, built, gpu_ids);
       report.benchmarks.insert(report.benchmarks.end(), judged.begin(), judged.end());
     }
-    doc["analysis"]["validation"] = report.to_json();
     try {
-      fs::create_directories(fs::path(path).parent_path());
-      write_file_atomic(path, doc.dump(1, ' ', false, json::error_handler_t::replace));
+      if (file) {
+        file->set_analysis("validation", report.to_json());
+        file->flush(true);
+      } else {
+        doc["analysis"]["validation"] = report.to_json();
+        fs::create_directories(fs::path(path).parent_path());
+        write_file_atomic(path, doc.dump(1, ' ', false, json::error_handler_t::replace));
+      }
     } catch (const std::exception& e) {
       std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
     }

@@ -28,6 +28,22 @@ bool all_ok(bool mine) { return active() ? mpi::all(mine) : mine; }
 bool any(bool mine) { return active() ? mpi::any(mine) : mine; }
 std::string from_root(const std::string& s) { return active() ? mpi::broadcast_string(s, 0) : s; }
 
+bool gpu_shared(const std::vector<int>& selected) {
+  return mpi::active() && !selected.empty() && size_t(mpi::local_size()) > selected.size();
+}
+
+void take_turns_on_host(const std::function<void()>& work) {
+  if (!mpi::active()) {
+    work();
+    return;
+  }
+  const int64_t turns = mpi::allreduce(int64_t(mpi::local_size()), mpi::Op::max);
+  for (int64_t t = 0; t < turns; ++t) {
+    if (t == mpi::local_rank()) work();
+    mpi::barrier();
+  }
+}
+
 std::vector<int> local_gpus(const std::vector<int>& selected) {
   if (!active() || selected.empty()) return selected;
   return {selected[size_t(mpi::local_rank()) % selected.size()]};

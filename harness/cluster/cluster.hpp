@@ -5,6 +5,7 @@
 // MPI launcher (or without MPI in the build) the run is the usual single process, and every
 // function here is a pass-through.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,15 @@ std::string from_root(const std::string& s);
 // The GPUs this process drives: `selected` when not under MPI; under MPI one of them, by the
 // process's rank on its host (local rank modulo the count).
 std::vector<int> local_gpus(const std::vector<int>& selected);
+
+// Under MPI, whether this process shares its GPU with another rank of its host (more ranks on
+// the host than selected GPUs): per-GPU figures would then be those of a shared GPU.
+bool gpu_shared(const std::vector<int>& selected);
+
+// Runs `work` on this process in its turn among the ranks of its host, one at a time (cases that
+// contend for the host link or host memory); every rank calls it, in the same order. Without MPI
+// it just runs `work`.
+void take_turns_on_host(const std::function<void()>& work);
 
 // Describes this process for the environment gathering (its rank, host, GPU, environment).
 nlohmann::json rank_info(const nlohmann::json& environment, int gpu);

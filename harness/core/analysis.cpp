@@ -143,6 +143,16 @@ std::vector<std::string> fp16_verdict_lines(const json& analysis) {
 
 namespace nb {
 
+// A record skipped because it did not fit: its reason_kind (files before reason_kind existed
+// said so only in the reason's text).
+static bool skipped_for_memory(const json& r) {
+  if (r.contains("reason_kind") && r["reason_kind"].is_string()) {
+    const std::string k = r["reason_kind"];
+    return k == "oom" || k == "smaller_oom";
+  }
+  return r["reason"].is_string() && r["reason"].get<std::string>().rfind("out of memory", 0) == 0;
+}
+
 json batch_recommendation(const json& records, double memory_fraction, double plateau_share) {
   struct Point {
     int64_t batch;
@@ -159,8 +169,7 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
       const json& m = r["metrics"];
       series[key].push_back({b, m["train_images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
                              m["peak_memory_bytes"].get<double>()});
-    } else if (r["status"] == "skipped" && r["reason"].is_string() &&
-               r["reason"].get<std::string>().rfind("out of memory", 0) == 0) {
+    } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
       auto& o = smallest_oom[key];
       if (o == 0 || b < o) o = b;
       series[key];

@@ -7,6 +7,11 @@ std::vector<std::unique_ptr<Family>>& family_registry() {
   return families;
 }
 
+std::vector<Analysis>& analysis_registry() {
+  static std::vector<Analysis> analyses;
+  return analyses;
+}
+
 std::optional<Suite> parse_suite(const std::string& s) {
   if (s == "quick") return Suite::quick;
   if (s == "full") return Suite::full;

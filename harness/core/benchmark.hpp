@@ -16,6 +16,7 @@
 
 #include "environment.hpp"
 #include "measure.hpp"
+#include "status.hpp"
 
 namespace nb {
 
@@ -30,9 +31,10 @@ struct Availability {
   static Availability no(std::string why) { return {false, std::move(why)}; }
 };
 
-// Thrown by ctx.skip(); the harness records the case as skipped with the reason.
+// Thrown by ctx.skip(); the harness records the case as skipped with the reason and its kind.
 struct SkipCase {
   std::string reason;
+  ReasonKind kind = ReasonKind::unsupported;
 };
 
 class CaseContext;
@@ -48,6 +50,8 @@ struct Case {
   // how many it needs (fewer: skipped with the reason).
   bool multi_gpu = false;
   int min_gpus = 1;
+  // Set from the family (Family::shares_host) when cases are selected.
+  bool shares_host = false;
   std::string id() const { return family + "/" + name; }
 };
 
@@ -57,6 +61,29 @@ class Family {
   virtual std::string name() const = 0;
   virtual std::string description() const = 0;
   virtual std::vector<Case> cases(Suite suite) const = 0;
+  // Whether its cases contend for something all GPUs of a node share (the host link, host
+  // memory, the CPU's timing of latencies): such cases run one GPU at a time. The others run on
+  // every selected GPU at once (one host thread per GPU), and their records say so (`mode`).
+  virtual bool shares_host() const { return false; }
+};
+
+// An analysis over the run's records (a verdict, a recommendation), declared by the family file
+// that knows it and run by run_plan after the cases when `applies` says the records hold its
+// input. Its result goes to the file's `analysis[key]`; `lines` are printed after the summary.
+struct AnalysisContext {
+  std::vector<const GpuInfo*> gpus;  // the GPUs of the run
+  double memory_fraction = 0.9;      // --memory-fraction
+  int global_batch = 256;            // --global-batch
+};
+struct Analysis {
+  std::string key;
+  std::function<bool(const nlohmann::json& records)> applies;
+  std::function<nlohmann::json(const nlohmann::json& records, const AnalysisContext& ctx)> run;
+  std::function<std::vector<std::string>(const nlohmann::json& result)> lines;
+};
+std::vector<Analysis>& analysis_registry();
+struct AnalysisRegistrar {
+  explicit AnalysisRegistrar(Analysis a) { analysis_registry().push_back(std::move(a)); }
 };
 
 // Families register themselves with a static Registrar in their own file.
@@ -77,6 +104,10 @@ struct CaseOutput {
   std::string throughput_metric;
   double work_per_launch = 0;
   std::string peak_key;
+  // The case's figure of merit, written into the record (`primary_metric`, `primary_better`);
+  // empty: the throughput metric (higher is better), else latency_us or time_us (lower).
+  std::string primary_metric;
+  bool primary_higher = true;
   bool wrong = false;
   std::string wrong_reason;
   // Further records the case emits (a multi-GPU case: one per GPU pair, per GPU count); when
@@ -93,11 +124,21 @@ struct CasePart {
   std::string name;
   nlohmann::json params = nlohmann::json::object();
   std::vector<int> gpus;        // the GPUs the record is about
-  std::string status = "ok";    // ok, skipped, failed; wrong comes from out.wrong
+  Status status = Status::ok;   // ok, skipped, failed; wrong comes from out.wrong
   std::string reason;
+  ReasonKind reason_kind = ReasonKind::none;  // none: inferred from the status and reason
   double duration_s = -1;       // < 0: the case's
   CaseOutput out;
 };
+
+// Records an exception out of a part's work on the part (see outcome_of).
+inline void set_outcome(CasePart& part, const std::exception& e) {
+  const Outcome o = outcome_of(e);
+  part.status = o.status;
+  part.reason = o.reason;
+  part.reason_kind = o.kind;
+  part.out.measurement.reset();
+}
 
 class CaseContext {
  public:
@@ -132,12 +173,19 @@ class CaseContext {
     out_.work_per_launch = work;
     out_.peak_key = peak_key;
   }
+  // The record's figure of merit when it is not the throughput metric (e.g. images_per_s).
+  void set_primary_metric(const std::string& metric, bool higher_is_better) {
+    out_.primary_metric = metric;
+    out_.primary_higher = higher_is_better;
+  }
   void add_part(CasePart p) { out_.parts.push_back(std::move(p)); }
   nlohmann::json& extra_params() { return out_.extra_params; }
   nlohmann::json& analysis() { return out_.analysis; }
   nlohmann::json& metrics() { return out_.metrics; }
   nlohmann::json& details() { return out_.details; }
-  [[noreturn]] void skip(const std::string& reason) { throw SkipCase{reason}; }
+  [[noreturn]] void skip(const std::string& reason, ReasonKind kind = ReasonKind::unsupported) {
+    throw SkipCase{reason, infer_reason_kind(reason, kind)};
+  }
   void wrong(const std::string& reason) {
     out_.wrong = true;
     out_.wrong_reason = reason;

@@ -11,7 +11,8 @@ json safe_record(const RecordInput& in) {
   } catch (const std::exception& e) {
     RecordInput bad = in;
     bad.out = nullptr;
-    bad.status = "failed";
+    bad.status = Status::failed;
+    bad.reason_kind = ReasonKind::error;
     bad.reason = std::string("could not summarise the case: ") + e.what();
     return make_record(bad);
   }
@@ -40,13 +41,14 @@ CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>&
     pin.gpu = first >= 0 && size_t(first) < gpus.size() ? &gpus[size_t(first)] : in.gpu;
     pin.status = p.status;
     pin.reason = p.reason;
+    pin.reason_kind = p.reason_kind;
     // A part skipped or failed before measuring has nothing to summarise.
-    pin.out = p.status == "ok" || p.out.measurement ? &p.out : nullptr;
+    pin.out = p.status == Status::ok || p.out.measurement ? &p.out : nullptr;
     if (p.duration_s >= 0) pin.duration_s = p.duration_s;
     out.records.push_back(safe_record(pin));
   }
   const bool own_timing = o->measurement && !o->measurement->samples_s.empty();
-  if (o->parts.empty() || own_timing || in.status != "ok" || o->wrong) {
+  if (o->parts.empty() || own_timing || in.status != Status::ok || o->wrong) {
     Case c = *in.c;
     c.params.update(o->extra_params);
     RecordInput own = in;

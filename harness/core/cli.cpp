@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "settings.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -74,8 +75,9 @@ std::optional<double> env_positive(const char* name, bool integer) {
 }
 
 void check_environment_settings() {
-  (void)env_positive("NODEBENCH_CUDNN_WORKSPACE_MIB", true);
-  (void)env_positive("NODEBENCH_NCCL_TIMEOUT_S", false);
+  std::vector<std::string> unknown;
+  set_current_settings(Settings::from_environment(&unknown));
+  for (const auto& n : unknown) std::cerr << "nodebench: warning: " << n << " is not a nodebench setting (ignored)\n";
 }
 
 ParseOutcome parse_cli(const std::vector<std::string>& args) {
@@ -128,6 +130,20 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
                   "Batch-size recommendation: the largest fraction of device memory a batch may use")
       ->check(CLI::Range(0.05, 1.0))
       ->capture_default_str();
+  run->add_option("--global-batch", o.global_batch,
+                  "Training recommendation: the global batch to reach, with gradient accumulation where needed")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  run->add_flag("--one-gpu-at-a-time", o.one_gpu_at_a_time,
+                "Run every per-GPU case GPU after GPU (default: cases that share nothing run on every GPU at once; "
+                "host-link and latency cases always run one GPU at a time)");
+  run->add_option("--runs", o.runs,
+                  "Repeat the whole run N times, each in a fresh process, and record each case's run-to-run spread "
+                  "(run_to_run) in one combined file beside the N run files")
+      ->check(CLI::Range(size_t(1), size_t(1000)))
+      ->capture_default_str();
+  run->add_option("--gbench-out", o.gbench_out,
+                  "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
 
   CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
   env->add_flag("--json", o.json, "Print the environment as JSON (the result file's 'environment')");

@@ -31,6 +31,10 @@ struct RunOptions {
   bool json = false;                  // list/env: JSON output
   bool quiet = false;
   double memory_fraction = 0.9;       // batch recommendation: the largest share of device memory
+  int global_batch = 256;             // train recommendation: the global batch to reach
+  bool one_gpu_at_a_time = false;     // run per-GPU cases GPU after GPU even where they share nothing
+  size_t runs = 1;                    // > 1: the run repeated in separate processes
+  std::string gbench_out;             // also write a Google Benchmark JSON file here
 };
 
 enum class CommandKind { list, run, env, doctor, validate };

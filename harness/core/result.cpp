@@ -22,7 +22,7 @@ std::string iso_utc(std::chrono::system_clock::time_point t) {
   const std::time_t tt = std::chrono::system_clock::to_time_t(secs);
   std::tm tm{};
   gmtime_r(&tt, &tm);
-  char buf[40];
+  char buf[96];  // room for any int the format can print, so it is never truncated
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
   return buf;
@@ -54,8 +54,9 @@ json make_record(const RecordInput& in) {
   r["case"] = in.c->name;
   r["params"] = in.c->params;
   r["gpus"] = in.gpus;
-  std::string status = in.status;
+  Status status = in.status;
   std::string reason = in.reason;
+  ReasonKind kind = in.reason_kind;
   json flags = json::array();
   json stats = nullptr;
   json samples = json::array();
@@ -111,22 +112,51 @@ json make_record(const RecordInput& in) {
                      {"max_time_s", cfg.max_time_s},
                      {"fixed_samples", cfg.fixed_samples},
                      {"stop", to_string(m.stop)}};
-    } else if (status == "ok") {
-      status = "failed";
+    } else if (status == Status::ok) {
+      status = Status::failed;
       reason = "the case finished without timing anything";
+      kind = ReasonKind::error;
     }
-    if (o.wrong && (status == "ok" || status == "failed")) {
-      status = "wrong";
+    if (o.wrong && (status == Status::ok || status == Status::failed)) {
+      status = Status::wrong;
       reason = o.wrong_reason;
+      kind = ReasonKind::wrong_result;
     }
   }
   if (!in.nvml_available) flags.push_back("clock_unknown");
-  if (status == "ok") reason.clear();
-  if (status != "ok" && reason.empty()) reason = "no reason given";
+  if (status == Status::ok) {
+    reason.clear();
+    kind = ReasonKind::none;
+  } else {
+    if (reason.empty()) reason = "no reason given";
+    if (kind == ReasonKind::none)
+      kind = infer_reason_kind(reason, status == Status::skipped  ? ReasonKind::unsupported
+                                       : status == Status::wrong ? ReasonKind::wrong_result
+                                                                 : ReasonKind::error);
+  }
 
-  r["status"] = status;
-  r["reason"] = status == "ok" ? json(nullptr) : json(reason);
-  r["stats"] = status == "ok" || status == "wrong" ? stats : json(nullptr);
+  // The figure of merit: what the case declared, else its throughput, else its latency or time.
+  std::string primary;
+  bool higher = true;
+  if (in.out && !in.out->primary_metric.empty()) {
+    primary = in.out->primary_metric;
+    higher = in.out->primary_higher;
+  } else if (in.out && !in.out->throughput_metric.empty()) {
+    primary = in.out->throughput_metric;
+  } else if (metrics.contains("latency_us")) {
+    primary = "latency_us";
+    higher = false;
+  } else if (metrics.contains("time_us")) {
+    primary = "time_us";
+    higher = false;
+  }
+  r["primary_metric"] = primary.empty() ? json(nullptr) : json(primary);
+  r["primary_better"] = primary.empty() ? json(nullptr) : json(higher ? "higher" : "lower");
+
+  r["status"] = to_string(status);
+  r["reason"] = status == Status::ok ? json(nullptr) : json(reason);
+  r["reason_kind"] = status == Status::ok ? json(nullptr) : json(to_string(kind));
+  r["stats"] = status == Status::ok || status == Status::wrong ? stats : json(nullptr);
   r["samples_s"] = samples;
   r["metrics"] = metrics;
   r["percent_of_peak"] = pct;

@@ -20,7 +20,7 @@ nlohmann::json clock_to_json(const ClockSnapshot& s);
 struct RecordInput {
   const Case* c = nullptr;
   std::vector<int> gpus;
-  std::string status;  // ok skipped failed wrong
+  Status status = Status::failed;
   std::string reason;
   CaseOutput* out = nullptr;  // may be null for skipped/failed before measuring
   const GpuInfo* gpu = nullptr;
@@ -28,6 +28,7 @@ struct RecordInput {
   bool nvml_available = false;
   std::string started_at;
   double duration_s = 0;
+  ReasonKind reason_kind = ReasonKind::none;  // none: inferred (error for failed, unsupported for skipped)
 };
 
 // Builds one record: stats from the samples, the throughput metric from the median time,

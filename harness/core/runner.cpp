@@ -10,16 +10,21 @@
 #include <iostream>
 #include <map>
 #include <ctime>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include <benchmark/benchmark.h>
-
-#include "analysis.hpp"
-#include "case_records.hpp"
 #include "cluster.hpp"
+#include "gbench_out.hpp"
+#include "mpi.hpp"
+#include "plan.hpp"
 #include "result.hpp"
+#include "run_combine.hpp"
 
 #include "build_info.hpp"
 
@@ -67,15 +72,18 @@ void install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// Google Benchmark drives the cases; nodebench prints its own progress and summary.
-class SilentReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 ProfileDb load_profiles(const RunOptions& o) {
   return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
+}
+
+// "0,1" from [0, 1].
+std::string gpu_list(const json& gpus) {
+  std::string out;
+  for (const auto& g : gpus) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(g.get<int>()));
+  }
+  return out;
 }
 
 std::string human_time(double s) {
@@ -114,6 +122,8 @@ std::string result_file_name(const json& env, const std::string& run_id) {
   return "nodebench-" + host + "-" + buf + "-" + run_id.substr(0, 8) + ".json";
 }
 
+}  // namespace
+
 json options_json(const RunOptions& o, double max_time) {
   return {{"suite", to_string(o.suite)},
           {"families", o.families},
@@ -124,15 +134,33 @@ json options_json(const RunOptions& o, double max_time) {
           {"target_cv", o.target_cv},
           {"min_samples", o.min_samples},
           {"l2", o.l2 ? (*o.l2 == L2Mode::cold ? "cold" : "hot") : "family default"},
-          {"profiles_file", o.profiles_file.empty() ? json(nullptr) : json(o.profiles_file)}};
+          {"profiles_file", o.profiles_file.empty() ? json(nullptr) : json(o.profiles_file)},
+          {"concurrent", !o.one_gpu_at_a_time},
+          {"runs", o.runs},
+          {"global_batch", o.global_batch}};
 }
+
+json run_header(const Command& cmd, const Session& session, const RunOptions& o, double max_time,
+                const std::string& run_id) {
+  return {{"run_id", run_id},
+          {"started_at", iso_utc(std::chrono::system_clock::now())},
+          {"nodebench",
+           {{"version", NODEBENCH_VERSION},
+            {"git_commit", NODEBENCH_GIT_COMMIT},
+            {"command_line", cmd.argv},
+            {"cuda_architectures", NODEBENCH_CUDA_ARCHITECTURES}}},
+          {"options", options_json(o, max_time)},
+          {"settings", session.settings().to_json()},
+          {"environment", session.env().json}};
+}
+
+namespace {
 
 void print_summary(const json& doc, std::ostream& os) {
   os << "\n" << std::left << std::setw(58) << "case" << std::setw(6) << "gpu" << std::setw(9) << "status"
      << std::setw(13) << "median" << std::setw(8) << "cv" << "result\n";
   for (const auto& r : doc["records"]) {
-    std::string gpus;
-    for (const auto& g : r["gpus"]) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.get<int>());
+    const std::string gpus = gpu_list(r["gpus"]);
     std::string med = "-", cv = "-";
     if (r["stats"].is_object()) {
       med = human_time(r["stats"]["median"].get<double>());
@@ -140,7 +168,7 @@ void print_summary(const json& doc, std::ostream& os) {
     }
     std::string flags;
     for (const auto& f : r["flags"])
-      if (f != "clock_unknown") flags += " [" + f.get<std::string>() + "]";
+      if (f != "clock_unknown") flags.append(" [").append(f.get<std::string>()).append("]");
     os << std::left << std::setw(58) << r["id"].get<std::string>() << std::setw(6) << gpus << std::setw(9)
        << r["status"].get<std::string>() << std::setw(13) << med << std::setw(8) << cv << headline(r) << flags
        << "\n";
@@ -151,29 +179,6 @@ void print_summary(const json& doc, std::ostream& os) {
 }
 
 }  // namespace
-
-std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& families, const std::string& filter) {
-  std::set<std::string> known;
-  for (const auto& f : family_registry()) known.insert(f->name());
-  for (const auto& f : families) {
-    if (!known.count(f)) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error("unknown family '" + f + "' (families: " + list + ")");
-    }
-  }
-  std::optional<std::regex> re;
-  if (!filter.empty()) re.emplace(filter);
-  std::vector<Case> out;
-  for (const auto& f : family_registry()) {
-    if (!families.empty() && std::find(families.begin(), families.end(), f->name()) == families.end()) continue;
-    for (auto& c : f->cases(suite)) {
-      if (re && !std::regex_search(c.id(), *re)) continue;
-      out.push_back(std::move(c));
-    }
-  }
-  return out;
-}
 
 int cmd_list(const Command& cmd) {
   const RunOptions& o = cmd.options;
@@ -237,17 +242,128 @@ int cmd_env(const Command& cmd) {
   return kExitOk;
 }
 
+namespace {
+
+// Progress: case i of n, elapsed, and an estimate of what is left from the pace so far;
+// redrawn in place on a terminal, one line per case otherwise (a log).
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(isatty(STDOUT_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
+  void record(const json& rec, size_t done, size_t total) {
+    if (quiet_) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double left = done > 0 ? elapsed / double(done) * double(total - std::min(done, total)) : 0;
+    std::string where = (rec["gpus"].size() > 1 ? " gpus " : " gpu") + gpu_list(rec["gpus"]);
+    if (rec.contains("rank")) where = " rank" + std::to_string(rec["rank"].get<int>()) + where;
+    std::ostringstream line;
+    line << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << " " << fmt(elapsed, 0)
+         << " s, ~" << fmt(left, 0) << " s left] " << std::left << std::setw(52) << rec["id"].get<std::string>() << where
+         << "  " << std::setw(8) << rec["status"].get<std::string>() << headline(rec) << "  ("
+         << fmt(rec["duration_s"].get<double>(), 2) << " s)";
+    if (tty_) std::cout << "\r\033[K";
+    std::cout << line.str() << (tty_ && done < total ? "" : "\n") << std::flush;
+    if (tty_ && rec["status"] != "ok") std::cout << "\n";  // keep failures and skips on screen
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// argv without --runs N / --runs=N and without an --out-file (each run names its own file).
+std::vector<std::string> child_args(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--runs" || a == "--out-file" || a == "--gbench-out") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--runs=", 0) == 0 || a.rfind("--out-file=", 0) == 0 || a.rfind("--gbench-out=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+int run_child(const std::vector<std::string>& args) {
+  std::vector<char*> cargv;
+  for (const auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    execv("/proc/self/exe", cargv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitCaseFailed;
+}
+
+// --runs N: the same run N times, each in a fresh process (a fresh CUDA context and, unless an
+// algorithm cache is given, a fresh algorithm search), then one file whose records (the last
+// run's) carry each case's spread over the runs.
+int run_repeated(const Command& cmd) {
+  const RunOptions& o = cmd.options;
+  const std::string stem = o.out_file.empty() ? (fs::path(o.out_dir) / ("nodebench-runs-" + make_run_id().substr(0, 8))).string()
+                                              : fs::path(o.out_file).replace_extension("").string();
+  std::vector<std::string> files;
+  std::vector<json> docs;
+  int worst = kExitOk;
+  for (size_t i = 1; i <= o.runs; ++i) {
+    const std::string file = stem + "-run" + std::to_string(i) + ".json";
+    std::vector<std::string> args = child_args(cmd.argv);
+    args.push_back("--out-file");
+    args.push_back(file);
+    std::cout << "== run " << i << " of " << o.runs << ": " << file << std::endl;
+    const int rc = run_child(args);
+    if (rc == kExitUsage || rc == kExitNoGpu) return rc;
+    worst = std::max(worst, rc);
+    try {
+      std::ifstream f(file);
+      docs.push_back(json::parse(f));
+      files.push_back(file);
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: run " << i << " left no readable result file (" << e.what() << ")\n";
+      worst = kExitCaseFailed;
+    }
+  }
+  if (docs.empty()) return kExitCaseFailed;
+  json combined = combine_runs(docs, files);
+  const std::string path = o.out_file.empty() ? stem + ".json" : o.out_file;
+  write_file_atomic(path, combined.dump(1, ' ', false, json::error_handler_t::replace));
+  print_summary(combined, std::cout);
+  std::cout << "\nrun-to-run spread (max/min of the per-run medians) over " << docs.size() << " runs:\n";
+  for (const auto& r : combined["records"])
+    if (r.contains("run_to_run") && r["run_to_run"].is_object())
+      std::cout << "  " << std::left << std::setw(58) << r["id"].get<std::string>() << " x"
+                << fmt(r["run_to_run"]["max_over_min"].get<double>(), 3) << "\n";
+  std::cout << "results: " << path << "\n";
+  return worst;
+}
+
+}  // namespace
+
 int cmd_run(const Command& cmd) {
   const RunOptions& o = cmd.options;
-  ProfileDb profiles;
-  try {
-    profiles = load_profiles(o);
-  } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n";
-    return kExitUsage;
+  if (o.runs > 1) {
+    if (mpi::launched()) {
+      std::cerr << "nodebench: --runs repeats the run in fresh processes and cannot be used under an MPI launcher; "
+                   "repeat mpirun instead\n";
+      return kExitUsage;
+    }
+    try {
+      return run_repeated(cmd);
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: " << e.what() << "\n";
+      return kExitCaseFailed;
+    }
   }
+  ProfileDb profiles;
   std::vector<Case> cases;
   try {
+    profiles = load_profiles(o);
     cases = select_cases(o.suite, o.families, o.filter);
   } catch (const Error& e) {
     std::cerr << "nodebench: " << e.what() << "\n";
@@ -262,17 +378,17 @@ int cmd_run(const Command& cmd) {
   // Under an MPI launcher: one process per GPU, rank 0 writes the file (docs/MULTIGPU.md).
   // Every step that can fail on one process only is agreed on, so no process waits alone.
   if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
-  Nvml nvml;
-  Environment env = capture_environment(nvml, profiles);
-  if (!cluster::all_ok(!env.gpus.empty())) {
-    std::cerr << (env.gpus.empty() ? no_gpu_diagnosis(env.cuda_error) : "nodebench: another MPI rank found no GPU")
+  Session session(std::move(profiles), current_settings());
+  if (!cluster::all_ok(session.has_gpus())) {
+    std::cerr << (session.has_gpus() ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error))
               << "\n";
     return kExitNoGpu;
   }
-  std::vector<int> gpu_ids;
+  Plan plan;
+  plan.cases = std::move(cases);
   std::string gpu_error;
   try {
-    gpu_ids = parse_gpu_list(o.gpus, int(env.gpus.size()));
+    plan.gpus = parse_gpu_list(o.gpus, int(session.env().gpus.size()));
   } catch (const Error& e) {
     gpu_error = e.what();
   }
@@ -280,9 +396,21 @@ int cmd_run(const Command& cmd) {
     std::cerr << "nodebench: " << (gpu_error.empty() ? "another MPI rank rejected --gpus" : gpu_error) << "\n";
     return kExitUsage;
   }
-  gpu_ids = cluster::local_gpus(gpu_ids);
+  const bool shared = cluster::gpu_shared(plan.gpus);
+  plan.gpus = cluster::local_gpus(plan.gpus);
+  if (shared && cluster::root())
+    std::cerr << "nodebench: more MPI ranks on a host than GPUs: per-GPU cases are skipped (shared GPU)\n";
 
   const double max_time = o.max_time_s.value_or(default_max_time(o.suite));
+  plan.base.target_cv = o.target_cv;
+  plan.base.min_samples = o.min_samples;
+  plan.base.max_time_s = max_time;
+  plan.base.fixed_samples = o.repetitions;
+  plan.l2 = o.l2;
+  plan.concurrent = !o.one_gpu_at_a_time;
+  plan.memory_fraction = o.memory_fraction;
+  plan.global_batch = o.global_batch;
+
   const std::string run_id = cluster::from_root(make_run_id());
   std::string path = cluster::root() ? o.out_file : "";
   std::string out_error;
@@ -291,7 +419,7 @@ int cmd_run(const Command& cmd) {
       // Other ranks keep their records in memory and send them to rank 0.
     } else if (path.empty()) {
       fs::create_directories(o.out_dir);
-      path = (fs::path(o.out_dir) / result_file_name(env.json, run_id)).string();
+      path = (fs::path(o.out_dir) / result_file_name(session.env().json, run_id)).string();
     } else if (fs::path(path).has_parent_path()) {
       fs::create_directories(fs::path(path).parent_path());
     }
@@ -302,17 +430,8 @@ int cmd_run(const Command& cmd) {
     std::cerr << "nodebench: " << (out_error.empty() ? "rank 0 cannot write the result file" : out_error) << "\n";
     return kExitUsage;
   }
-
-  json header = {{"run_id", run_id},
-                 {"started_at", iso_utc(std::chrono::system_clock::now())},
-                 {"nodebench",
-                  {{"version", NODEBENCH_VERSION},
-                   {"git_commit", NODEBENCH_GIT_COMMIT},
-                   {"command_line", cmd.argv},
-                   {"cuda_architectures", NODEBENCH_CUDA_ARCHITECTURES}}},
-                 {"options", options_json(o, max_time)},
-                 {"environment", env.json}};
-  cluster::gather_environment(header["environment"], gpu_ids.front());
+  json header = run_header(cmd, session, o, max_time, run_id);
+  cluster::gather_environment(header["environment"], plan.gpus.front());
   std::optional<ResultFile> file;
   try {
     file.emplace(path, header);
@@ -321,225 +440,47 @@ int cmd_run(const Command& cmd) {
     return kExitUsage;
   }
   install_signal_handlers();
+  size_t steps = schedule(plan).size();
   if (cluster::root())
-    std::cout << "nodebench " << NODEBENCH_VERSION << ": " << cases.size() << " case(s) x " << gpu_ids.size()
+    std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
               << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
-              << ", suite " << to_string(o.suite) << "; results: " << path << std::endl;
+              << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
+              << "), suite " << to_string(o.suite) << "; results: " << path << std::endl;
 
-  MeasureConfig base;
-  base.target_cv = o.target_cv;
-  base.min_samples = o.min_samples;
-  base.max_time_s = max_time;
-  base.fixed_samples = o.repetitions;
-
-  // Per-GPU state, created lazily on first use of the GPU.
-  struct GpuState {
-    std::unique_ptr<Measurer> measurer;
-    std::unique_ptr<Stream> stream;
-    std::string broken;  // set after an error that leaves the CUDA context unusable
-  };
-  std::map<int, GpuState> states;
-  size_t total = 0;
-  for (const Case& c : cases) total += c.multi_gpu ? 1 : gpu_ids.size();
-  size_t done = 0;
-  std::string run_error;
-
-  // Runs one case (on one GPU, or once over every GPU of this process), records it and returns
-  // the median time of its last record (for Google Benchmark).
-  auto execute = [&](const Case& c, const std::vector<int>& ids) -> double {
-    const int gpu_id = ids.front();
-    const GpuInfo& gpu = env.gpus[size_t(gpu_id)];
-    std::vector<const GpuInfo*> all;
-    for (int i : ids) all.push_back(&env.gpus[size_t(i)]);
-    RecordInput in;
-    in.c = &c;
-    in.gpus = ids;
-    in.gpu = &gpu;
-    in.nvml_available = nvml.available() && gpu.nvml_index.has_value();
-    in.started_at = iso_utc(std::chrono::system_clock::now());
-    const auto t0 = std::chrono::steady_clock::now();
-    std::optional<CaseContext> ctx;
-    GpuState& st = states[gpu_id];
-    // Under MPI a multi-GPU case is one operation over every rank: all run it or none does.
-    bool peers_ok = true;
-    if (c.multi_gpu && cluster::active()) {
-      bool mine = st.broken.empty() && int(ids.size()) >= c.min_gpus;
-      try {
-        mine = mine && (!c.available || c.available(gpu).ok);
-      } catch (const std::exception&) {
-        mine = false;
-      }
-      peers_ok = cluster::all_ok(mine) || !mine;
-    }
-    try {
-      Availability a = c.available ? c.available(gpu) : Availability::yes();
-      for (size_t k = 1; a.ok && k < all.size(); ++k)
-        if (c.available) a = c.available(*all[k]);
-      if (c.multi_gpu && int(ids.size()) < c.min_gpus) {
-        in.status = "skipped";
-        in.reason = "needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(ids.size()) +
-                    (ids.size() == 1 ? " is" : " are") + " selected" +
-                    (cluster::active() ? " in this process (under MPI each process drives one GPU)" : "");
-      } else if (!a.ok) {
-        in.status = "skipped";
-        in.reason = a.reason;
-      } else if (!peers_ok) {
-        in.status = "skipped";
-        in.reason = "another MPI rank cannot run this case";
-      } else if (!st.broken.empty()) {
-        in.status = "failed";
-        in.reason = "not run: GPU " + std::to_string(gpu_id) + " is unusable after an earlier error (" + st.broken + ")";
-      } else {
-        DeviceGuard guard(gpu_id);
-        if (!st.measurer) {
-          st.measurer = std::make_unique<Measurer>(gpu_id, gpu.l2_bytes, &nvml, gpu.nvml_index);
-          st.stream = std::make_unique<Stream>();
-        }
-        MeasureConfig cfg = base;
-        cfg.l2 = o.l2.value_or(c.l2.value_or(L2Mode::hot));
-        if (gpu.nvml_index) in.before = nvml.snapshot(*gpu.nvml_index);
-        ctx.emplace(gpu, nvml, *st.measurer, st.stream->get(), cfg, all);
-        try {
-          c.run(*ctx);
-          in.status = "ok";
-        } catch (const SkipCase& s) {
-          in.status = "skipped";
-          in.reason = s.reason;
-        } catch (const CudaError& e) {
-          if (e.out_of_memory()) {
-            in.status = "skipped";
-            in.reason = std::string("out of memory: ") + e.what();
-          } else {
-            in.status = "failed";
-            in.reason = e.what();
-          }
-        } catch (const std::exception& e) {
-          in.status = "failed";
-          in.reason = e.what();
-        }
-        if (in.status == "failed") {
-          // A sticky error (illegal address, launch failure) poisons the context for good.
-          const cudaError_t sync = cudaDeviceSynchronize();
-          if (sync != cudaSuccess) st.broken = std::string(cudaGetErrorName(sync)) + " after " + c.id();
-          (void)cudaGetLastError();
-        }
-        if (gpu.nvml_index) in.after = nvml.snapshot(*gpu.nvml_index);
-        in.out = &ctx->output();
-      }
-    } catch (const std::exception& e) {
-      in.status = "failed";
-      in.reason = std::string("setup failed: ") + e.what();
-    }
-    in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // The case's record, and one per part it emitted (one per GPU pair, per GPU count, ...);
-    // under MPI every rank's, at rank 0.
-    CaseRecords made = make_case_records(in, env.gpus);
-    std::vector<json> recs = cluster::gather_records(c.multi_gpu, std::move(made.records));
-    if (cluster::root()) merge_analysis(*file, made.analysis);
-    ++done;
-    double median = 0;
-    for (json& rec : recs) {
-      if (!o.quiet) {
-        std::string where;
-        for (const auto& g : rec["gpus"]) where += (where.empty() ? "" : ",") + std::to_string(g.get<int>());
-        where = (rec["gpus"].size() > 1 ? " gpus " : " gpu") + where;
-        if (rec.contains("rank")) where = " rank" + std::to_string(rec["rank"].get<int>()) + where;
-        std::cout << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << "] "
-                  << std::left << std::setw(52) << rec["id"].get<std::string>() << where << "  " << std::setw(8)
-                  << rec["status"].get<std::string>() << headline(rec) << "  ("
-                  << fmt(rec["duration_s"].get<double>(), 2) << " s)" << std::endl;
-      }
-      if (rec["stats"].is_object()) median = rec["stats"]["median"].get<double>();
-      file->add(std::move(rec));
-    }
-    return median;
-  };
-
-  // Register every (case, GPU) pair with Google Benchmark; each benchmark runs once (one
-  // iteration), inside which nodebench's own sampling loop takes the samples, and reports the
-  // median as the iteration's manual time.
+  Progress progress(o.quiet);
+  RunHooks hooks;
+  hooks.on_record = [&](const json& rec, size_t done, size_t total) { progress.record(rec, done, total); };
+  hooks.stop_requested = [] { return g_interrupted.load(); };
+  RunOutcome outcome;
   try {
-    int argc = 1;
-    char arg0[] = "nodebench";
-    char* argv[] = {arg0, nullptr};
-    benchmark::Initialize(&argc, argv);
-    std::vector<std::pair<const Case*, std::vector<int>>> plan;
-    for (int gpu_id : gpu_ids)
-      for (const Case& c : cases)
-        if (!c.multi_gpu) plan.push_back({&c, {gpu_id}});
-    for (const Case& c : cases)
-      if (c.multi_gpu) plan.push_back({&c, gpu_ids});
-    for (const auto& [cp, ids] : plan) {
-      {
-        const Case& c = *cp;
-        std::string bm_name = c.id() + "/gpu";
-        for (int i : ids) bm_name += std::to_string(i) + (i == ids.back() ? "" : ",");
-        benchmark::RegisterBenchmark(bm_name.c_str(), [&, cp = cp, ids = ids](benchmark::State& state) {
-          for (auto _ : state) {
-            // Under MPI every rank stops at the same case.
-            if (cluster::any(g_interrupted.load())) {
-              g_interrupted.store(true);
-              state.SetIterationTime(0);
-              continue;
-            }
-            state.SetIterationTime(execute(*cp, ids));
-          }
-        })
-            ->Iterations(1)
-            ->UseManualTime();
-      }
-    }
-    SilentReporter reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    benchmark::ClearRegisteredBenchmarks();
-  } catch (const std::exception& e) {
-    run_error = e.what();
-  }
-
-  std::vector<std::string> verdicts;
-  try {
-    bool relevant = false;
-    for (const auto& r : file->doc()["records"])
-      relevant = relevant || r["family"] == "gemm" || r["family"] == "peak" || r["family"] == "conv";
-    if (relevant) {
-      std::vector<GpuBrief> briefs;
-      for (int i : gpu_ids) briefs.push_back({i, env.gpus[size_t(i)].name, env.gpus[size_t(i)].cc_major, env.gpus[size_t(i)].cc_minor});
-      json a = fp16_vs_fp32(file->doc()["records"], briefs);
-      verdicts = fp16_verdict_lines(a);
-      file->set_analysis("fp16_vs_fp32", std::move(a));
-    }
-    bool conv_net = false;
-    for (const auto& r : file->doc()["records"])
-      conv_net = conv_net || (r["family"] == "conv" && r["params"].value("layer", "") == "resnet50_total");
-    if (conv_net) {
-      json b = batch_recommendation(file->doc()["records"], o.memory_fraction);
-      for (auto& l : batch_recommendation_lines(b)) verdicts.push_back(l);
-      file->set_analysis("batch_recommendation", std::move(b));
-    }
-  } catch (const std::exception& e) {
-    verdicts.push_back(std::string("FP16-versus-FP32 analysis failed: ") + e.what());
-  }
-
-  const std::string status = !run_error.empty() ? "aborted" : g_interrupted.load() ? "interrupted" : "complete";
-  try {
-    file->finish(status, run_error);
+    outcome = run_plan(plan, session, *file, hooks);
   } catch (const Error& e) {
     std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
     return kExitCaseFailed;
   }
   if (!cluster::root()) {
     // Rank 0 reports the whole run; this rank's exit code says how its own part went.
-    if (!run_error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << run_error << "\n";
-    return status == "complete" ? kExitOk : kExitCaseFailed;
+    if (!outcome.error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << outcome.error << "\n";
+    return outcome.status == "complete" ? kExitOk : kExitCaseFailed;
+  }
+  if (!o.gbench_out.empty()) {
+    try {
+      write_gbench_json(file->doc(), o.gbench_out);
+      std::cout << "Google Benchmark JSON: " << o.gbench_out << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: could not write --gbench-out '" << o.gbench_out << "': " << e.what() << "\n";
+    }
   }
   print_summary(file->doc(), std::cout);
-  for (const auto& v : verdicts) std::cout << v << "\n";
+  for (const auto& v : outcome.verdict_lines) std::cout << v << "\n";
   std::cout << "results: " << path << "\n";
-  if (!run_error.empty()) std::cerr << "nodebench: run aborted: " << run_error << "\n";
-  if (status == "interrupted") std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";
+  if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
+  if (outcome.status == "interrupted")
+    std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";
   const json& s = file->doc()["summary"];
-  if (status != "complete" || s["failed"].get<int>() > 0 || s["wrong"].get<int>() > 0) return kExitCaseFailed;
+  if (outcome.status != "complete" || s["failed"].get<int>() > 0 || s["wrong"].get<int>() > 0) return kExitCaseFailed;
   return kExitOk;
 }
+
 
 }  // namespace nb

@@ -3,6 +3,8 @@
 #include <cstdint>
 
 #include "cli.hpp"
+#include "plan.hpp"
+#include "session.hpp"
 
 namespace nb {
 
@@ -10,10 +12,11 @@ int cmd_list(const Command& cmd);
 int cmd_run(const Command& cmd);
 int cmd_env(const Command& cmd);
 
-// Cases of the registered families for a suite, restricted to families and a filter.
-// Throws nb::Error naming an unknown family.
-std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& families,
-                               const std::string& filter);
+// The run's options as recorded in the result file, and the file's header (everything before
+// the records), shared by run and validate.
+nlohmann::json options_json(const RunOptions& o, double max_time);
+nlohmann::json run_header(const Command& cmd, const Session& session, const RunOptions& o, double max_time,
+                          const std::string& run_id);
 
 // SIGINT/SIGTERM during `run`: the first stops the run after the current case and writes the
 // file with run_status "interrupted"; a second one within kInterruptRepeatNs is the same
