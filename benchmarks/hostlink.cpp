@@ -233,6 +233,8 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
 class HostLinkFamily : public Family {
  public:
   std::string name() const override { return "hostlink"; }
+  // Its cases contend for the host link and host memory, which every GPU of the node shares: one GPU at a time.
+  bool shares_host() const override { return true; }
   std::string description() const override {
     return "Host<->device bandwidth: pinned/pageable/write-combined, copy engine and SM copies, both ways, all GPUs";
   }

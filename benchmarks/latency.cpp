@@ -47,6 +47,8 @@ void run_latency(CaseContext& ctx, const std::string& what) {
 class LatencyFamily : public Family {
  public:
   std::string name() const override { return "latency"; }
+  // Its cases contend for the host CPU, whose clock times these round trips: one GPU at a time.
+  bool shares_host() const override { return true; }
   std::string description() const override {
     return "Latencies: 4-byte H2D/D2H copies, kernel launch round trip and host cost, idle stream synchronize";
   }
