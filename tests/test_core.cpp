@@ -243,3 +243,23 @@ TEST(GbenchOut, OneRepetitionPerSampleInGoogleBenchmarkJson) {
   EXPECT_EQ(b[4]["run_type"], "aggregate");
   EXPECT_EQ(b[4]["aggregate_name"], "median");
 }
+
+TEST(Axes, CartesianProductNamesAndParams) {
+  Axes a;
+  a.add_string("precision", {"fp32", "fp16"}).add_int64("batch", {32, 64}, "b").add_bytes("bytes", {8, 64 << 10});
+  const std::vector<AxisPoint> p = a.points();
+  ASSERT_EQ(p.size(), 8u);
+  EXPECT_EQ(p[0].name, "fp32/b32/8B");
+  EXPECT_EQ(p[1].name, "fp32/b32/64KiB");  // the last axis varies fastest
+  EXPECT_EQ(p[7].name, "fp16/b64/64KiB");
+  EXPECT_EQ(p[7].params, (json{{"precision", "fp16"}, {"batch", 64}, {"bytes", 65536}}));
+  EXPECT_EQ(p[7].int64("batch"), 64);
+  EXPECT_EQ(p[7].str("precision"), "fp16");
+  const std::vector<Case> cs = a.cases("fam", [](const AxisPoint& pt, Case& c) { c.min_gpus = int(pt.int64("batch")); });
+  ASSERT_EQ(cs.size(), 8u);
+  EXPECT_EQ(cs[2].id(), "fam/fp32/b64/8B");
+  EXPECT_EQ(cs[2].min_gpus, 64);
+  EXPECT_EQ(bytes_label(int64_t(3) << 30), "3GiB");
+  EXPECT_EQ(bytes_label(1000), "1000B");
+  EXPECT_TRUE(Axes().points().empty());
+}

@@ -391,6 +391,12 @@ BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, cons
              c.params.value("engine", "ce") == "ce";
     }));
   }
+  // Checks the families declare in their own files.
+  for (const auto& f : family_registry()) {
+    if (!is_built(f->name())) continue;
+    for (const ValidationCheck& vc : f->validation_checks())
+      if (vc.runs_case) add(pick([&](const Case& c) { return c.family == f->name() && vc.runs_case(c); }));
+  }
   // Peer copies between every ordered pair: one multi-GPU case, when there are pairs.
   if (gpu_count >= 2)
     add(pick([](const Case& c) {
@@ -523,6 +529,21 @@ std::vector<Check> judge_results(const json& doc, const ProfileChoice& profile, 
                                    return std::nullopt;
                                  }));
     }
+  }
+
+  // Checks the families declare in their own files, per GPU.
+  for (const auto& f : family_registry()) {
+    if (!is_built(f->name())) continue;
+    for (const ValidationCheck& vc : f->validation_checks())
+      for (int g : gpus) {
+        const json* rec = largest(records, [&](const json& r) {
+          return str_or(r, "family") == f->name() && on_gpu(r, g) && (!vc.judges || vc.judges(r));
+        });
+        const auto t = profile.db.get(vc.id, model_of(g));
+        const CheckInput in{env, g, t ? t->unit : std::string()};
+        out.push_back(judge_record(vc.id, g, rec, model_of(g), profile.db, vc.what,
+                                   [&](const json& r, std::string& how) { return vc.value(r, in, how); }));
+      }
   }
 
   // Peer copies (level 2 and 3, when the family is built): one check per ordered pair, by link type.

@@ -55,6 +55,56 @@ struct Case {
   std::string id() const { return family + "/" + name; }
 };
 
+// A case builder from declared axes (as nvbench's add_int64_axis / add_string_axis): the cases
+// are the cartesian product of the axes in declaration order (the last varies fastest); a case's
+// name is its values joined by '/', its params the axis values, so families stop hand-building
+// names in nested loops.
+struct AxisPoint {
+  nlohmann::json params = nlohmann::json::object();
+  std::string name;
+  int64_t int64(const std::string& axis) const { return params.at(axis).get<int64_t>(); }
+  std::string str(const std::string& axis) const { return params.at(axis).get<std::string>(); }
+};
+class Axes {
+ public:
+  Axes& add_string(const std::string& name, const std::vector<std::string>& values);
+  // Named in the case name as `prefix` + value, e.g. "b" -> b64.
+  Axes& add_int64(const std::string& name, const std::vector<int64_t>& values, const std::string& prefix = "");
+  // Byte counts, named 8B, 64KiB, 1MiB, 4GiB.
+  Axes& add_bytes(const std::string& name, const std::vector<int64_t>& values);
+  std::vector<AxisPoint> points() const;
+  // One case per point with family, name and params set; `fill` sets the rest (run, available...).
+  std::vector<Case> cases(const std::string& family, const std::function<void(const AxisPoint&, Case&)>& fill) const;
+
+ private:
+  struct Axis {
+    std::string name;
+    std::vector<nlohmann::json> values;
+    std::vector<std::string> labels;
+  };
+  std::vector<Axis> axes_;
+};
+std::string bytes_label(int64_t bytes);
+
+// A validation check a family declares (docs/VALIDATE.md), so that what the family knows lives in
+// its own file: at level 2 `nodebench validate` runs the quick-suite cases `runs_case` accepts
+// (the largest by params.bytes), and judges, per GPU, the largest record `judges` accepts with
+// `value` against the threshold `id` (thresholds.json) of the GPU's model: failed or wrong
+// records fail the check, skipped ones skip it.
+struct CheckInput {
+  const nlohmann::json& environment;  // the result file's environment
+  int gpu;
+  std::string unit;                   // the threshold's unit: percent_of_peak, percent_of_link, gbps, ...
+};
+struct ValidationCheck {
+  std::string id;    // threshold key, e.g. "memory.copy"
+  std::string what;  // a phrase for the evidence ("no <what> record in this run")
+  std::function<bool(const Case&)> runs_case;
+  std::function<bool(const nlohmann::json& record)> judges;
+  // The value in the threshold's unit, and `how` it was read; nullopt when it cannot be judged.
+  std::function<std::optional<double>(const nlohmann::json& record, const CheckInput& in, std::string& how)> value;
+};
+
 class Family {
  public:
   virtual ~Family() = default;
@@ -65,6 +115,8 @@ class Family {
   // memory, the CPU's timing of latencies): such cases run one GPU at a time. The others run on
   // every selected GPU at once (one host thread per GPU), and their records say so (`mode`).
   virtual bool shares_host() const { return false; }
+  // Its validation checks (level 2 and up).
+  virtual std::vector<ValidationCheck> validation_checks() const { return {}; }
 };
 
 // An analysis over the run's records (a verdict, a recommendation), declared by the family file
