@@ -50,8 +50,15 @@ const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
     "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU.\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
-    "Environment: NODEBENCH_CUDNN_WORKSPACE_MIB (conv algorithm search workspace, default 4096);\n"
-    "NODEBENCH_NCCL_TIMEOUT_S and the other NODEBENCH_NCCL_* variables (docs/MULTIGPU.md).";
+    "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n"
+    "  NODEBENCH_CUDNN_WORKSPACE_MIB  conv algorithm search workspace in MiB (default 4096)\n"
+    "  NODEBENCH_NCCL_TIMEOUT_S       NCCL watchdog in seconds (default 120)\n"
+    "  NODEBENCH_NCCL_NONBLOCKING=0|1 non-blocking communicators (default: under MPI only)\n"
+    "  NODEBENCH_NCCL_HOLD=0|1        hold the streams while collectives are queued (default 0)\n"
+    "  NODEBENCH_NCCL_GRAPH_MULTI=0|1 one-process CUDA-graph collectives over several GPUs (default 0)\n"
+    "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
+    "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
+    "See docs/MULTIGPU.md for the NCCL settings.";
 
 void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
