@@ -5,7 +5,9 @@
 // iteration counts on rank 0 and broadcasts them, gathers every rank's environment and JSON
 // records at rank 0 (harness/cluster) and checks them there, and reduces per-sample times.
 // Every rank exits 0 when every check passed, 1 otherwise.
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <iostream>
 #include <set>
 #include <string>
@@ -128,6 +130,38 @@ int main() {
       expect(multi.size() == want, "multi-GPU case: rank 0's record and the failures of others");
       if (!multi.empty()) expect(multi[0]["rank"] == 0, "rank 0's record first");
     }
+    mpi::barrier();
+
+    // 4. Cases that contend for the host run one rank of a host at a time: each rank's turn
+    //    [start, end] on the monotonic clock (shared by the processes of a host) must not
+    //    overlap another's on the same host, and every rank runs exactly once.
+    int runs = 0;
+    double t_start = 0, t_end = 0;
+    auto now = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+    nb::cluster::take_turns_on_host([&] {
+      ++runs;
+      t_start = now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      t_end = now();
+    });
+    expect(runs == 1, "take_turns_on_host runs the work once on every rank");
+    const json turn = {{"host", mpi::host()}, {"start", t_start}, {"end", t_end}};
+    const auto turns = mpi::gather_strings(turn.dump(), 0);
+    if (rank == 0) {
+      std::vector<json> t;
+      for (const auto& x : turns) t.push_back(json::parse(x));
+      for (size_t i = 0; i < t.size(); ++i)
+        for (size_t j = i + 1; j < t.size(); ++j)
+          if (t[i]["host"] == t[j]["host"])
+            expect(t[i]["end"].get<double>() <= t[j]["start"].get<double>() ||
+                       t[j]["end"].get<double>() <= t[i]["start"].get<double>(),
+                   "ranks " + std::to_string(i) + " and " + std::to_string(j) + " of one host took their turns apart");
+    }
+    // More ranks on a host than GPUs: a GPU is shared.
+    expect(nb::cluster::gpu_shared({0}) == (mpi::local_size() > 1), "one GPU for the host's ranks is shared when there are several");
+    expect(!nb::cluster::gpu_shared(std::vector<int>(size_t(mpi::local_size()), 0)), "a GPU per rank is not shared");
     mpi::barrier();
   } catch (const std::exception& e) {
     std::cerr << "rank " << mpi::rank() << ": exception: " << e.what() << "\n";
