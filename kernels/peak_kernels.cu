@@ -62,10 +62,14 @@ __global__ void ffma_kernel(int iters, float* out, unsigned long long* clocks, f
 }
 
 // C chains of paired 16-bit FMAs (HFMA2) in the type T2 (__half2 or __nv_bfloat162); `splat`
-// makes a T2 with both halves from a float.
-template <class T2, class Splat>
-__device__ __forceinline__ void fma2_chains(int iters, float* out, float a, float b, Splat splat) {
-  const T2 a2 = splat(a), b2 = splat(b);
+// makes a T2 with both halves from a float, `pair` one from two floats. The multiplier and addend
+// have two different halves: with both halves equal (a broadcast operand) ptxas issues every
+// HFMA2 on the FMA pipe only, at half the rate; with distinct halves it splits them between
+// HFMA2 and HFMA2.MMA on sm_80/sm_90 (FP16; BF16 on sm_90), which is how the datasheet's
+// non-tensor FP16 rate is reached (seen in the SASS: 68 + 68 per 128-FMA loop body on sm_90).
+template <class T2, class Splat, class Pair>
+__device__ __forceinline__ void fma2_chains(int iters, float* out, float a, float b, Splat splat, Pair pair) {
+  const T2 a2 = pair(a, a * 0.999f), b2 = pair(b, b * 0.999f);
   T2 r[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) r[c] = splat(float(threadIdx.x % 7 + c) * 0.01f);
@@ -83,7 +87,8 @@ __device__ __forceinline__ void fma2_chains(int iters, float* out, float a, floa
 __global__ void hfma2_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
   BlockClock bc;
   bc.start();
-  fma2_chains<__half2>(iters, out, a, b, [](float x) { return __float2half2_rn(x); });
+  fma2_chains<__half2>(iters, out, a, b, [](float x) { return __float2half2_rn(x); },
+                       [](float x, float y) { return __floats2half2_rn(x, y); });
   bc.stop(clocks);
 }
 
@@ -91,7 +96,8 @@ __global__ void bf16fma2_kernel(int iters, float* out, unsigned long long* clock
   BlockClock bc;
   bc.start();
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  fma2_chains<__nv_bfloat162>(iters, out, a, b, [](float x) { return __float2bfloat162_rn(x); });
+  fma2_chains<__nv_bfloat162>(iters, out, a, b, [](float x) { return __float2bfloat162_rn(x); },
+                              [](float x, float y) { return __floats2bfloat162_rn(x, y); });
 #else
   __trap();  // the host never launches this below sm_80
 #endif

@@ -32,6 +32,11 @@ SCALAR = {"ffma_kernel": "FFMA", "hfma2_kernel": "HFMA2", "bf16fma2_kernel": "HF
 MMA = {"mma_fp16_kernel": 4 * 2 * 16 * 16 * 16, "mma_bf16_kernel": 4 * 2 * 16 * 16 * 16,
        "mma_int8_kernel": 4 * 2 * 16 * 16 * 16, "mma_tf32_kernel": 4 * 2 * 16 * 16 * 8}
 MIN_SCALAR_SHARE = 0.95
+# Where the datasheet's non-tensor FP16 (and, on Hopper, BF16) rate is twice the FFMA rate, ptxas
+# reaches it by issuing about half of the HFMA2 as HFMA2.MMA (on the tensor pipe): a loop of
+# plain HFMA2 runs at half the rate. Kernel -> architectures where both forms must appear.
+MMA_SPLIT = {"hfma2_kernel": (80, 90), "bf16fma2_kernel": (90,)}
+MIN_MMA_SPLIT_SHARE = 0.3
 
 
 def parse_sass(text):
@@ -100,6 +105,11 @@ def check_function(name, instrs, arch):
         n = sum(opcode(i).split(".")[0] == unit for i in body)
         share = n / len(body)
         msg = f"{name} {arch}: {n} {unit} of {len(body)} loop instructions ({share:.1%})"
+        if arch_n in MMA_SPLIT.get(name, ()):
+            m = sum(opcode(i) == "HFMA2.MMA" for i in body)
+            msg += f", {m} of them HFMA2.MMA"
+            if n == 0 or m / n < MIN_MMA_SPLIT_SHARE:
+                return False, msg + f" (needs at least {MIN_MMA_SPLIT_SHARE:.0%} on the MMA pipe for the full FP16 rate)"
         return share >= MIN_SCALAR_SHARE, msg
     if arch_n < 75 or (arch_n < 80 and name != "mma_int8_kernel"):
         return None, f"{name} {arch}: tensor-core shapes of this architecture are not checked"
