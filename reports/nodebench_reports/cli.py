@@ -159,7 +159,8 @@ def cmd_fleet(args) -> int:
 
     conn = open_db(args.db, create=False)
     try:
-        f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since)
+        f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since, z_limit=args.z,
+                  noise_floor=args.noise_floor)
     finally:
         conn.close()
     if not f.entries:
@@ -282,14 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("fleet", help="compare nodes; flag nodes worse than the fleet median", formatter_class=fmt,
                        epilog=_EPILOG, description=(
-                           "For each case (and GPU model), take each node's latest value and the fleet median; "
-                           "flag a node that is worse than the median by more than --threshold (below it for "
-                           "throughput, above it for times). Exit 1 when a node is flagged."))
+                           "For each case (and GPU model), take each machine's latest value (a machine: hostname plus "
+                           "its GPUs' UUIDs); flag one that is worse than the fleet median by more than --threshold "
+                           "and by more than --z times the noise (the fleet's robust spread, 1.4826 x MAD, combined "
+                           "with the case's between-run spread from the history). Exit 1 when a node is flagged."))
     p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
     p.add_argument("--case", metavar="ID", help="record id, wildcards allowed (default: every case)")
     p.add_argument("--metric", help="metric name (default: each family's main metric)")
     p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
                    help="flag below the median by more than this, 0.05 or 5%% (default 0.05)")
+    p.add_argument("--z", type=float, default=3.0, metavar="Z",
+                   help="flag only beyond Z times the noise: the fleet's robust spread (1.4826 x MAD) combined "
+                        "with the case's between-run spread (default 3)")
+    p.add_argument("--noise-floor", type=_fraction, default=0.02, metavar="FRACTION",
+                   help="between-run spread of a case where the history has not measured it (default 0.02)")
     p.add_argument("--min-nodes", type=_positive_int, default=3,
                    help="compare a case only when at least this many nodes have it (default 3)")
     p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE")

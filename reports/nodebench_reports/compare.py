@@ -316,20 +316,20 @@ def _gmean(values: list[float]) -> float:
 
 
 def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_floor: float):
-    """(spread, source) of the between-run noise of one run's median; the largest measured one."""
+    """(spread, source, degrees of freedom) of the between-run noise of one run's median; the largest measured one."""
     found = []
     medians = [r["stats"]["median"] for r in ok_bases if r.get("stats") and r["stats"].get("median", 0) > 0]
     if len(medians) >= 2:
-        found.append((float(np.std(np.log(medians), ddof=1)), f"{len(medians)} base runs"))
+        found.append((float(np.std(np.log(medians), ddof=1)), f"{len(medians)} base runs", len(medians) - 1))
     for side, rec in (("base", brec), ("new", nrec)):
         rtr = rec.get("run_to_run")
         if isinstance(rtr, dict) and is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2:
-            found.append((float(rtr["cv"]), f"run_to_run of {side} ({rtr['runs']} runs)"))
+            found.append((float(rtr["cv"]), f"run_to_run of {side} ({rtr['runs']} runs)", int(rtr["runs"]) - 1))
     if history is not None:
         n_runs, cv = history
-        found.append((float(cv), f"history ({n_runs} runs)"))
+        found.append((float(cv), f"history ({n_runs} runs)", max(1, n_runs - 1)))
     if not found:
-        return noise_floor, "floor"
+        return noise_floor, "floor", None
     return max(found, key=lambda x: x[0])
 
 
@@ -385,12 +385,12 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
     if noise_floor is None and not (len(ok_bases) > 1 or history is not None
                                     or isinstance(brec.get("run_to_run"), dict)
                                     or isinstance(nrec.get("run_to_run"), dict)):
-        between, source = None, "within-run only"
+        between, source, df = None, "within-run only", None
     else:
-        between, source = _between_noise(ok_bases, brec, nrec, history, noise_floor or 0.0)
+        between, source, df = _between_noise(ok_bases, brec, nrec, history, noise_floor or 0.0)
     t = assess_change(base_samples, nrec["samples_s"], base_median, case.new_median_s,
                       test=test, alpha=alpha, label=case.label, ratio=ratio, between=between,
-                      base_runs=len(ok_bases))
+                      base_runs=len(ok_bases), between_df=df)
     case.ratio, case.p_value, case.ci_low, case.ci_high = t.ratio, t.p_value, t.ci_low, t.ci_high
     case.p_within, case.p_between = t.p_within, t.p_between
     case.noise_within, case.noise_between, case.noise_source = t.noise_within, t.noise_between, source

@@ -10,9 +10,11 @@ A change is judged against two kinds of noise, and must stand out from the large
   nothing about it: with 2000 samples per run, a 7% offset between two runs of the same machine
   is "significant" at p=1e-34. It comes from several baseline runs, the record's ``run_to_run``,
   the history database, or a documented floor (see :mod:`.compare`). Tested as a normal test
-  on the log ratio of the medians: ``z = ln(ratio) / (sigma * sqrt(1 + 1/k))``, with ``sigma``
+  on the log ratio of the medians: ``t = ln(ratio) / (sigma * sqrt(1 + 1/k))``, with ``sigma``
   the relative between-run spread of one run's median and ``k`` the number of baseline runs
-  whose medians were averaged.
+  whose medians were averaged; Student's t with ``runs - 1`` degrees of freedom when sigma was
+  estimated from that many runs (a spread seen in 3 runs is itself uncertain), normal for the
+  assumed floor.
 
 The p-value of the case is the larger of the two one-sided p-values (both tests must reject),
 and the interval of the ratio uses the larger of the two noises.
@@ -108,20 +110,25 @@ def median_rel_se(samples) -> float:
     return 1.2533 * sd / math.sqrt(len(x)) / med
 
 
-def between_run_p(ratio: float, sigma: float, base_runs: int = 1) -> float:
-    """One-sided p that the medians differ by `ratio` from between-run noise `sigma` alone."""
+def _quantile(alpha: float, df: int | None) -> float:
+    return float(_st.t.isf(alpha, df)) if df else float(_st.norm.isf(alpha))
+
+
+def between_run_p(ratio: float, sigma: float, base_runs: int = 1, df: int | None = None) -> float:
+    """One-sided p that the medians differ by `ratio` from between-run noise `sigma` alone
+    (`df`: degrees of freedom of the estimate of sigma; None: sigma known)."""
     if not ratio > 0 or not math.isfinite(ratio):
         return 0.0
     d = abs(math.log(ratio))
     scale = sigma * math.sqrt(1.0 + 1.0 / max(1, base_runs))
     if scale <= 0:
         return 0.0 if d > 0 else 1.0
-    return float(_st.norm.sf(d / scale))
+    return float(_st.t.sf(d / scale, df)) if df else float(_st.norm.sf(d / scale))
 
 
 def assess_change(base_samples, new_samples, base_median: float, new_median: float, *, test: str = "mannwhitney",
                   alpha: float = 0.01, label: str = "", ratio: float | None = None,
-                  between: float | None = None, base_runs: int = 1) -> ChangeTest:
+                  between: float | None = None, base_runs: int = 1, between_df: int | None = None) -> ChangeTest:
     """Compare two sets of per-sample times.
 
     `ratio` is the slowdown factor (> 1 worse); by default the ratio of the medians (new/base).
@@ -156,10 +163,10 @@ def assess_change(base_samples, new_samples, base_median: float, new_median: flo
     p_between = None
     sigma_d = within
     if between is not None:
-        p_between = between_run_p(ratio, between, base_runs)
+        p_between = between_run_p(ratio, between, base_runs, between_df)
         p = max(p_within, p_between)
         sigma_d = max(within, between * math.sqrt(1.0 + 1.0 / max(1, base_runs)))
-    z = float(_st.norm.isf(alpha))
+    z = _quantile(alpha, between_df if between is not None and sigma_d > within else None)
     lr = math.log(ratio) if ratio > 0 and math.isfinite(ratio) else 0.0
     low, high = math.exp(lr - z * sigma_d), math.exp(lr + z * sigma_d)
     return ChangeTest(ratio, p, low, high, min_p, note, p_within, p_between, within_one, between)
