@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .errors import ReportError
-from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key
+from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key, record_mode
 
 DB_VERSION = 2
 
@@ -54,6 +54,13 @@ CREATE TABLE IF NOT EXISTS case_noise (
     cv REAL NOT NULL, max_over_min REAL, PRIMARY KEY (machine, record_id, gpus, rank));
 CREATE INDEX IF NOT EXISTS runs_by_node ON runs(node, started_at);
 """
+
+
+def stored_id(rec: dict) -> str:
+    """The record id as stored: a case measured with all GPUs at once ("concurrent") is another case
+    than the same id measured alone, and is kept apart by a suffix."""
+    mode = record_mode(rec)
+    return rec["id"] if mode == "alone" else f"{rec['id']} ({mode})"
 
 
 def _gpus_text(gpus) -> str:
@@ -160,7 +167,7 @@ def case_noise(conn: sqlite3.Connection, run: Run, rec: dict) -> tuple[int, floa
     rank = record_key(rec)[2]
     node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str)) else run.hostname
     row = conn.execute("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
-                       (machine_key(node, run), rec["id"], _gpus_text(rec["gpus"]),
+                       (machine_key(node, run), stored_id(rec), _gpus_text(rec["gpus"]),
                         -1 if rank is None else rank)).fetchone()
     return (int(row[0]), float(row[1])) if row else None
 
@@ -204,7 +211,7 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 rtr_cv = rtr.get("cv") if is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2 else None
                 conn.execute(
                     "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, rec["id"], gpus, -1 if rank is None else rank, rec_node, rec["family"], rec["case"],
+                    (run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, rec_node, rec["family"], rec["case"],
                      rec["status"], run.gpu_model(rec["gpus"], rank), stats.get("median"),
                      stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
                      json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm,
@@ -215,7 +222,7 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 if is_number(stats.get("median")):
                     values["median_s"] = stats["median"]
                 conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?,?)",
-                                 [(run.run_id, rec["id"], gpus, -1 if rank is None else rank, k, float(v))
+                                 [(run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, k, float(v))
                                   for k, v in values.items()])
                 result.records += 1
             result.runs += 1

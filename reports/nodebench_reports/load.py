@@ -438,9 +438,20 @@ class ReportData:
 
     @property
     def analysis(self) -> dict:
+        """Every file's analyses: lists of entries are united by their key (GPU, precision, layout,
+        ...: every field that is not a result), the latest run's entry winning per key; other values
+        are taken from the latest run that has them. So verdicts do not depend on file order."""
         merged: dict = {}
         for run in sorted(self.runs, key=lambda r: r.started_at):
-            merged.update(run.analysis)
+            for kind, value in run.analysis.items():
+                prev = merged.get(kind)
+                if isinstance(value, list) and isinstance(prev, list):
+                    merged[kind] = _union_entries(prev, value)
+                elif (isinstance(value, dict) and isinstance(prev, dict)
+                      and all(isinstance(v, dict) for v in (*value.values(), *prev.values()))):
+                    merged[kind] = {**prev, **value}  # keyed entries (e.g. nccl_scaling per case)
+                else:
+                    merged[kind] = value
         return merged
 
     def gpu(self, index: int) -> dict | None:
@@ -453,13 +464,30 @@ class ReportData:
         return any(r["family"] == name for r in self.records)
 
 
+_ENTRY_KEYS = ("gpu", "gpus", "rank", "host", "precision", "layout", "dtype", "collective", "ngpus", "kind", "src",
+               "dst", "mode", "api", "shape", "family", "name", "id")
+
+
+def _entry_key(entry) -> tuple:
+    if not isinstance(entry, dict):
+        return ("value", json.dumps(entry, sort_keys=True))
+    return tuple((k, json.dumps(entry.get(k), sort_keys=True)) for k in _ENTRY_KEYS if k in entry)
+
+
+def _union_entries(old: list, new: list) -> list:
+    out = {_entry_key(e): e for e in old}
+    for e in new:
+        out[_entry_key(e)] = e
+    return list(out.values())
+
+
 def merge_runs(runs: list[Run]) -> ReportData:
     ordered = sorted(runs, key=lambda r: r.started_at)
     by_key: dict[tuple, dict] = {}
     superseded = 0
     for run in ordered:
         for rec in run.records:
-            key = record_key(rec)
+            key = record_key(rec) + (record_mode(rec),)
             if key in by_key:
                 superseded += 1
             by_key[key] = rec
