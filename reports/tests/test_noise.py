@@ -218,3 +218,22 @@ def test_fleet_does_not_flag_within_its_spread(cli, tmp_path):
     assert r.rc == 0, r
     r = cli("fleet", "--db", db, "--z", "0.5")
     assert r.rc == 1 and "n3" in r.out, r
+
+
+def test_optional_record_fields_validate_and_are_checked(validate, cli, tmp_path):
+    doc = nbgen.add_primary(nbgen.make_result(families=("gemm", "conv"), n_gpus=1, seed=9))
+    for r in doc["records"]:
+        r["mode"] = "alone"
+        if r["status"] == "ok":
+            r["run_to_run"] = {"runs": 3, "medians_s": [r["stats"]["median"]] * 3, "cv": 0.0, "max_over_min": 1.0}
+        else:
+            r["reason_kind"] = "oom"
+    validate(doc)          # the JSON schema accepts them
+    older = nbgen.make_result(families=("gemm",), n_gpus=1, seed=9)
+    validate(older)        # and files without them stay valid
+    assert cli("validate", nbgen.write(doc, tmp_path / "new.json")).rc == 0
+    bad = copy.deepcopy(doc)
+    bad["records"][0]["primary_better"] = "up"
+    r = cli("compare", nbgen.write(doc, tmp_path / "a.json"), nbgen.write(bad, tmp_path / "b.json"))
+    assert r.rc == 2 and "records[0].primary_better" in r.err, r
+    assert cli("validate", tmp_path / "b.json").rc == 2
