@@ -296,6 +296,24 @@ def _no_data(conn: sqlite3.Connection, case_glob: str | None, metric: str | None
     return ReportError(f"no data for case {case_glob or '*'} metric {metric or '(primary)'}{hint}")
 
 
+_UNITS = {"tflops": "TFLOPS", "tops": "TOPS", "gbps": "GB/s", "busbw_gbps": "bus bandwidth (GB/s)",
+          "algbw_gbps": "algorithm bandwidth (GB/s)", "median_s": "median time (s)", "latency_us": "latency (us)",
+          "time_us": "time (us)", "train_images_per_s": "training images/s", "fwd_images_per_s": "forward images/s",
+          "images_per_s": "images/s"}
+
+
+def metric_axis_label(metric: str) -> str:
+    """An axis label with the unit, from the metric's name (units are in the names)."""
+    if metric in _UNITS:
+        return _UNITS[metric]
+    for suffix, unit in (("_per_ghz", "per GHz of SM clock"), ("_gbps", "GB/s"), ("_us", "us"), ("_ms", "ms"),
+                         ("_s", "s"), ("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "deg C"),
+                         ("_mhz", "MHz"), ("_x", "x")):
+        if metric.endswith(suffix):
+            return f"{metric} ({unit})"
+    return metric
+
+
 def _save(fig, out_path: str) -> None:
     import warnings
 
@@ -332,28 +350,35 @@ def trend(conn: sqlite3.Connection, case_glob: str, metric: str | None, out_path
     from .plots import _STYLE
 
     series: dict[tuple, list[tuple[_dt.datetime, float]]] = defaultdict(list)
+    names = _display_names({p.machine for p in points})
     for p in points:
         t = _dt.datetime.strptime(p.started_at[:19], "%Y-%m-%dT%H:%M:%S")
-        series[(p.node, p.label, p.metric)].append((t, p.value))
+        series[(names.get(p.machine, p.node), p.label, p.metric)].append((t, p.value))
     cases = {k[1] for k in series}
-    metrics = {k[2] for k in series}
+    metrics = sorted({k[2] for k in series})
+    nodes = {k[0] for k in series}
+    # one panel per metric (TFLOPS and TOPS, GB/s and us never share an axis); every line its own
+    # colour and marker, the legend outside the lines
+    cmap = plt.get_cmap("tab20")
+    markers = "os^Dv<>pPX*h"
     with plt.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(9, 4.5))
-        for i, (key, pts) in enumerate(sorted(series.items())):
-            node, case_label, m = key
-            label = node
-            if len(cases) > 1:
-                label += f" {case_label}"
-            if len(metrics) > 1:
-                label += f" {m}"
-            ax.plot([t for t, _ in pts], [v for _, v in pts], "o-", ms=4, color=f"C{i % 10}", label=label)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-        metric_label = metric or ", ".join(sorted(metrics))
-        ax.set_ylabel(metric_label)
-        direction = "higher is better" if higher_is_better(sorted(metrics)[0]) else "lower is better"
-        ax.set_title(f"{case_glob}: {metric_label} over time per node ({direction})")
-        if len(series) <= 20:
-            ax.legend(loc="best", fontsize=7, ncol=2 if len(series) > 8 else 1)
+        fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 3.6 * len(metrics)), squeeze=False,
+                                 layout="constrained")
+        for ax, m in zip((a for row in axes for a in row), metrics):
+            mine = sorted((k, v) for k, v in series.items() if k[2] == m)
+            for i, (key, pts) in enumerate(mine):
+                node, case_label, _m = key
+                label = node if len(cases) == 1 else (case_label if len(nodes) == 1 else f"{node} {case_label}")
+                ax.plot([t for t, _ in pts], [v for _, v in pts], "-", marker=markers[i % len(markers)], ms=4,
+                        color=cmap(i % 20), label=label)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+            ax.set_ylabel(metric_axis_label(m))
+            ax.set_xlabel("run start (UTC)")
+            direction = "higher is better" if higher_is_better(m) else "lower is better"
+            ax.set_title(f"{case_glob}: {m} over time ({direction})")
+            if len(mine) <= 40:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False,
+                          fontsize=7, ncol=1 if len(mine) <= 20 else 2)
         _save(fig, out_path)
     table = "\n".join(f"{p.started_at}  {p.node:<20} {p.label}  {p.metric}={p.value:.6g}" for p in points)
     return points, table
