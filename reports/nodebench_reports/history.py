@@ -166,9 +166,13 @@ def case_noise(conn: sqlite3.Connection, run: Run, rec: dict) -> tuple[int, floa
     """(runs, spread) of this case on the machine of `run`, when the history knows it."""
     rank = record_key(rec)[2]
     node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str)) else run.hostname
-    row = conn.execute("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
-                       (machine_key(node, run), stored_id(rec), _gpus_text(rec["gpus"]),
-                        -1 if rank is None else rank)).fetchone()
+    row = None
+    # the node name alone: runs ingested by version 1, which knew no GPU identity
+    for machine in (machine_key(node, run), node):
+        row = conn.execute("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
+                           (machine, stored_id(rec), _gpus_text(rec["gpus"]), -1 if rank is None else rank)).fetchone()
+        if row:
+            break
     return (int(row[0]), float(row[1])) if row else None
 
 

@@ -237,3 +237,25 @@ def test_optional_record_fields_validate_and_are_checked(validate, cli, tmp_path
     r = cli("compare", nbgen.write(doc, tmp_path / "a.json"), nbgen.write(bad, tmp_path / "b.json"))
     assert r.rc == 2 and "records[0].primary_better" in r.err, r
     assert cli("validate", tmp_path / "b.json").rc == 2
+
+
+def test_version_1_history_is_upgraded(cli, noisy_runs, tmp_path):
+    import sqlite3
+    db = tmp_path / "old.sqlite"
+    assert cli("ingest", *noisy_runs, "--db", db).rc == 0
+    conn = sqlite3.connect(db)
+    with conn:   # make it what version 1 wrote: no machine, no run_to_run_cv, no case_noise
+        conn.execute("DROP TABLE case_noise")
+        conn.execute("ALTER TABLE runs DROP COLUMN machine")
+        conn.execute("ALTER TABLE records DROP COLUMN machine")
+        conn.execute("ALTER TABLE records DROP COLUMN run_to_run_cv")
+        conn.execute("UPDATE meta SET value='1' WHERE key='db_version'")
+    conn.close()
+    r = cli("compare", noisy_runs[0], noisy_runs[1], "--history", db, "--json", tmp_path / "c.json")
+    assert r.rc in (0, 1), r
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key='db_version'").fetchone()[0] == "2"
+    assert conn.execute("SELECT COUNT(*) FROM case_noise").fetchone()[0] > 0
+    # version 1 had no GPU identity: its runs count under the node name, and compare finds them there
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert {c["noise_source"] for c in data["cases"]} == {"history (5 runs)"}
