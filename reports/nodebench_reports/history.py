@@ -215,7 +215,8 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 rtr_cv = rtr.get("cv") if is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2 else None
                 conn.execute(
                     "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, rec_node, rec["family"], rec["case"],
+                    (run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, rec_node, rec["family"],
+                     rec["case"],
                      rec["status"], run.gpu_model(rec["gpus"], rank), stats.get("median"),
                      stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
                      json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm,

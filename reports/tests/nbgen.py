@@ -278,7 +278,8 @@ class Builder:
         for i in range(self.n_gpus):
             theo = self.link_gbps()
             gpus.append({
-                "index": i, "name": self.gpu_name, "uuid": f"GPU-{hashlib.sha1(self.hostname.encode()).hexdigest()[:8]}-{i:04d}",
+                "index": i, "name": self.gpu_name,
+                "uuid": f"GPU-{hashlib.sha1(self.hostname.encode()).hexdigest()[:8]}-{i:04d}",  # stable per host
                 "pci_bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0", "compute_capability": self.cc,
                 "sm_count": 132, "memory_bytes": GPU_MEMORY, "l2_bytes": 62914560, "ecc_enabled": True,
                 "persistence_mode": True, "mig_mode": False,

@@ -30,7 +30,8 @@ def test_analysis_is_united_by_key_and_does_not_depend_on_file_order(tmp_path):
     # entries of the same key: the later run's wins; others of the earlier file stay
     fp16_gpu0 = [r for r in recs if r.get("gpu") == 0 and r.get("precision") == "fp16" and not r.get("layout")]
     assert len(fp16_gpu0) == 1 and fp16_gpu0[0]["batch"] == 128
-    earlier_keys = {(r.get("gpu"), r.get("precision"), r.get("layout")) for r in full["analysis"]["batch_recommendation"]}
+    earlier_keys = {(r.get("gpu"), r.get("precision"), r.get("layout"))
+                    for r in full["analysis"]["batch_recommendation"]}
     assert earlier_keys <= {(r.get("gpu"), r.get("precision"), r.get("layout")) for r in recs}
     ca = {i.key: i.status for i in build_checklist(a)}
     cb = {i.key: i.status for i in build_checklist(b)}

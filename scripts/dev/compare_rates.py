@@ -31,10 +31,10 @@ import sys
 
 import numpy as np
 
-try:
-    import nodebench_reports  # noqa: F401
-except ImportError:  # run from a checkout without the package installed
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "reports"))
+# the package of this checkout, not whichever copy is installed: the rates are of this code
+_CHECKOUT_REPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "reports")
+if os.path.isdir(os.path.join(_CHECKOUT_REPORTS, "nodebench_reports")):
+    sys.path.insert(0, os.path.abspath(_CHECKOUT_REPORTS))
 
 from nodebench_reports.compare import (DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD,  # noqa: E402
                                        compare_runs)
@@ -194,9 +194,11 @@ def _pct(x) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="See the module docstring for what is computed.")
-    ap.add_argument("files", nargs="+", metavar="FILE", help="result files of repeated runs of one suite on one machine")
+    ap.add_argument("files", nargs="+", metavar="FILE",
+                    help="result files of repeated runs of one suite on one machine")
     ap.add_argument("--out", metavar="OUT.json", help="write the rates (and per-case detail) as JSON")
     ap.add_argument("--seed", type=int, default=1, help="seed of the choice of planted cases (default 1)")
     ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
