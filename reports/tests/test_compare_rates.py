@@ -38,14 +38,24 @@ def repeated(tmp_path_factory):
     return files
 
 
-@pytest.fixture(scope="module")
-def rates(repeated, tmp_path_factory):
-    out = tmp_path_factory.mktemp("rates") / "rates.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), *map(str, repeated), "--out", str(out)],
+def _run(repeated, out, *extra):
+    r = subprocess.run([sys.executable, str(SCRIPT), *map(str, repeated), "--out", str(out), *extra],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "false positives:" in r.stdout and "planted 5% slowdown" in r.stdout
     return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def rates(repeated, tmp_path_factory):
+    """Leave-one-out: the spread behind each comparison comes from the 3 runs other than the new one."""
+    return _run(repeated, tmp_path_factory.mktemp("rates") / "rates.json", "--noise", "leave-one-out")
+
+
+@pytest.fixture(scope="module")
+def rates_all(repeated, tmp_path_factory):
+    """Default: the spread of all 4 runs."""
+    return _run(repeated, tmp_path_factory.mktemp("rates") / "rates_all.json")
 
 
 def test_counts_match_the_files(rates, repeated):
@@ -96,6 +106,18 @@ def test_rates(rates):
     noisy5 = [rates["cases"][f"{rid} [gpu 0]"]["planted"].get("5%", {"planted": 0, "flagged": 0}) for rid in NOISY]
     assert sum(x["flagged"] for x in noisy5) <= max(1, sum(x["planted"] for x in noisy5) // 4)
     assert p5["speedups_flagged"] == 0 and p25["speedups_flagged"] == 0
+
+
+def test_rates_with_the_history_of_all_runs(rates_all):
+    # the same expectation with 3 degrees of freedom (4 runs behind the spread)
+    assert rates_all["settings"]["noise"] == "history"
+    sigma = math.hypot(0.002, 1.2533 * 0.01 / math.sqrt(20))
+    expect = st.nct.sf(st.t.isf(0.01, 3), 3, math.log(1.05) / (sigma * math.sqrt(2)))
+    p5 = rates_all["planted"]["5%"]
+    assert abs(p5["low_spread"]["rate"] - expect) <= 0.06, (p5["low_spread"]["rate"], expect)
+    assert p5["speedups_flagged"] == 0 and rates_all["planted"]["25%"]["low_spread"]["rate"] == 1.0
+    fp = rates_all["false_positive"]
+    assert fp["flagged"] <= 0.01 * fp["compared"] + 1
 
 
 def test_planted_copy_scales_samples_medians_and_metrics(repeated):

@@ -14,9 +14,11 @@ Every figure below comes from the package's own compare code (nodebench_reports.
   and among cases whose between-run spread (max/min - 1 of the case's medians over the N files) is
   at most 2%; and the number of planted speed-ups flagged (must be 0). The same for 25%.
 
-The between-run noise compare uses is the one a nightly job would have: the history of the other
-runs (every file but the new one, ingested into an in-memory history database). `--noise floor`
-judges with the floor alone (no history), as a single-baseline compare does.
+The between-run noise compare uses is the machine's measured spread, as a nightly job has it from its
+history: `--noise history` (default) ingests all N files into an in-memory history database (the
+planted copies are never in it); `--noise leave-one-out` leaves the new file's run out of it (stricter:
+the spread of N-1 runs, and none of the new run's own offset); `--noise floor` judges with the floor
+alone (no history), as a compare of two files does.
 """
 
 from __future__ import annotations
@@ -118,7 +120,11 @@ def compute(paths: list[str], *, seed: int = 1, threshold: float = DEFAULT_THRES
     spreads = case_spreads(runs)
     histories = {}
     if noise == "history":
-        for j, run in enumerate(runs):
+        conn = open_db(":memory:", create=True)
+        ingest(conn, runs)
+        histories = {j: conn for j in range(len(runs))}
+    elif noise == "leave-one-out":
+        for j in range(len(runs)):
             conn = open_db(":memory:", create=True)
             ingest(conn, [r for k, r in enumerate(runs) if k != j])
             histories[j] = conn
@@ -174,7 +180,7 @@ def compute(paths: list[str], *, seed: int = 1, threshold: float = DEFAULT_THRES
                            "rate": _rate(n_low_flag, n_low)},
             "speedups_planted": n_fast, "speedups_flagged": n_fast_flag,
         }
-    for conn in histories.values():
+    for conn in {id(c): c for c in histories.values()}.values():
         conn.close()
     return {
         "tool": "scripts/dev/compare_rates.py",
@@ -204,8 +210,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
     ap.add_argument("--noise-floor", type=float, default=DEFAULT_NOISE_FLOOR)
-    ap.add_argument("--noise", choices=("history", "floor"), default="history",
-                    help="between-run noise from the other runs' history (default) or the floor alone")
+    ap.add_argument("--noise", choices=("history", "leave-one-out", "floor"), default="history",
+                    help="between-run noise from the history of all N runs (default), of the N-1 runs other "
+                         "than the new one, or the floor alone")
     ap.add_argument("--test", choices=("mannwhitney", "bootstrap"), default="mannwhitney")
     args = ap.parse_args(argv)
     try:
