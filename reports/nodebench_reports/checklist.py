@@ -444,6 +444,15 @@ def check_memory(data: ReportData) -> Item:
             ev.append(f"{r.label}: no batch recommended" + (f" - {r.reason}" if r.reason else "") + " (warn)")
             continue
         ips = f", {r.train_images_per_s:,.0f} images/s" if r.train_images_per_s else ""
+        if r.one_batch:
+            mem = f", {fmt_pct(r.memory_fraction, 0)} of GPU memory" if r.memory_fraction is not None else ""
+            ev.append(f"{r.label}: one batch measured (batch {r.batch}{ips}{mem}): run the conv sweep for a "
+                      f"recommendation")
+            if r.memory_fraction is not None:
+                fractions.append(r.memory_fraction)
+                limit = r.limit if r.limit else MEMORY_PASS
+                statuses.append(PASS if r.memory_fraction <= limit else WARN)
+            continue
         if r.memory_fraction is None:
             ev.append(f"{r.label}: batch {r.batch}{ips}; memory use unknown")
             continue
@@ -459,12 +468,19 @@ def check_memory(data: ReportData) -> Item:
             ev.append(f"{derive.gpu_label(p.where)} {p.precision}{' ' + p.layout if p.layout else ''}: "
                       f"batch {p.batch} out of memory")
     ev.append(f"source: {recs[0].source}")
+    single = [r for r in recs if r.one_batch]
     if not statuses:
+        if single and len(single) == len(recs):
+            return Item("memory", title, NOT_MEASURED, "one batch measured: run the conv sweep for a recommendation",
+                        ev)
         return Item("memory", title, NOT_MEASURED, "recommended batch known but not its memory use", ev)
     status = worst(statuses)
     top = max(fractions) if fractions else None
     unrecommended = sum(1 for r in recs if r.batch is None)
-    if status == PASS:
+    if status == PASS and len(single) == len(recs):
+        summary = (f"one batch measured (at most {fmt_pct(top, 0)} of GPU memory): run the conv sweep for a "
+                   f"recommendation")
+    elif status == PASS:
         summary = f"at most {fmt_pct(top, 0)} of GPU memory at the recommended batch"
     elif status == FAIL:
         summary = f"up to {fmt_pct(top, 0)} of GPU memory: expect out-of-memory errors in practice"

@@ -92,10 +92,28 @@ def cmd_compare(args) -> int:
     from .compare import compare_runs, format_table, to_json, to_junit
     from .load import load_run
 
-    base = load_run(args.base)
-    new = load_run(args.new)
-    result = compare_runs(base, new, threshold=args.threshold, alpha=args.alpha, test=args.test,
-                          allow_mismatch=args.allow_mismatch)
+    files = list(args.runs)
+    if args.base:
+        bases, new_files = list(args.base), files
+        if len(new_files) != 1:
+            args.parser.error(f"with --base give exactly one NEW file, got {len(new_files)}")
+    else:
+        if len(files) < 2:
+            args.parser.error("the following arguments are required: NEW (compare BASE... NEW, or --base FILE NEW)")
+        bases, new_files = files[:-1], files[-1:]
+    base_runs = [load_run(p) for p in bases]
+    new = load_run(new_files[0])
+    conn = None
+    if args.history:
+        from .history import open_db
+        conn = open_db(args.history, create=False)
+    try:
+        result = compare_runs(base_runs, new, threshold=args.threshold, alpha=args.alpha, test=args.test,
+                              allow_mismatch=args.allow_mismatch, noise_floor=args.noise_floor, history=conn,
+                              history_path=args.history, ignore_settings=args.ignore_settings)
+    finally:
+        if conn is not None:
+            conn.close()
     if args.json:
         _write(args.json, json.dumps(to_json(result), indent=2) + "\n")
     if args.junit:
@@ -141,7 +159,8 @@ def cmd_fleet(args) -> int:
 
     conn = open_db(args.db, create=False)
     try:
-        f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since)
+        f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since, z_limit=args.z,
+                  noise_floor=args.noise_floor)
     finally:
         conn.close()
     if not f.entries:
@@ -205,26 +224,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="merge files of different hosts or GPU models (refused by default)")
     p.set_defaults(func=cmd_html)
 
-    p = sub.add_parser("compare", help="compare two runs case by case; exit 1 on regression", formatter_class=fmt,
-                       epilog=_EPILOG, description=(
-                           "Compare NEW against BASE per case (record id + GPUs). For cases ok on both sides, "
-                           "the ratio of median times (new/base) is tested on the per-sample times; a regression "
-                           "is a slowdown beyond --threshold that is significant (p < --alpha). A case ok in BASE "
-                           "and failed/wrong/skipped in NEW (or skipped -> failed/wrong) is a regression too. "
-                           "Cases on one side only are listed. Refuses runs of different GPU models unless "
-                           "--allow-mismatch."))
-    p.add_argument("base", metavar="BASE", help="baseline result file")
-    p.add_argument("new", metavar="NEW", help="new result file")
+    p = sub.add_parser("compare", help="compare runs case by case; exit 1 on regression or missing case",
+                       formatter_class=fmt, epilog=_EPILOG, description=(
+                           "Compare NEW against BASE per case (record id + GPUs + mode). Several BASE files "
+                           "(compare BASE1 BASE2 ... NEW, or --base repeated) are repeated runs of the baseline: "
+                           "their spread per case is the between-run noise. For cases ok on both sides, the "
+                           "slowdown of the case's figure of merit is tested against the larger of the within-run "
+                           "noise (the samples) and the between-run noise (BASE files, the records' run_to_run, "
+                           "--history, else --noise-floor); a regression is a significant slowdown that may reach "
+                           "--threshold. A case ok in BASE and failed/wrong/skipped in NEW (or skipped -> "
+                           "failed/wrong) is a regression, and a case measured in BASE and absent from NEW fails "
+                           "as missing. Refuses runs of different GPU models unless --allow-mismatch, and cases "
+                           "measured with other settings (L2, target CV, repetitions, mode) unless "
+                           "--ignore-settings."))
+    p.add_argument("runs", nargs="+", metavar="FILE", help="BASE... NEW (the last file is NEW), or NEW with --base")
+    p.add_argument("--base", action="append", metavar="FILE",
+                   help="a baseline file (repeatable); then the positional file is NEW")
     p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
                    help="smallest slowdown that counts, as 0.05 or 5%% (default 0.05)")
     p.add_argument("--alpha", type=_alpha, default=0.01, help="significance level (default 0.01)")
     p.add_argument("--test", choices=("mannwhitney", "bootstrap"), default="mannwhitney",
-                   help="one-sided Mann-Whitney U on the samples (default), or a bootstrap of the ratio of medians")
+                   help="within-run test: one-sided Mann-Whitney U on the samples (default), or a bootstrap of "
+                        "the ratio of medians (scipy.stats)")
+    p.add_argument("--noise-floor", type=_fraction, default=0.02, metavar="FRACTION",
+                   help="between-run spread of a case's median assumed where nothing measured it "
+                        "(default 0.02; 0 judges such cases on their samples alone)")
+    p.add_argument("--history", metavar="DB", help="history database (ingest): between-run spread per case "
+                   "and machine")
+    p.add_argument("--ignore-settings", action="store_true",
+                   help="compare cases whose measurement settings differ (refused by default)")
     p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case)")
     p.add_argument("--allow-mismatch", action="store_true", help="compare runs of different GPU models")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare, parser=p)
 
     p = sub.add_parser("ingest", help="store result files in an SQLite history", formatter_class=fmt,
                        epilog=_EPILOG, description=(
@@ -250,14 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("fleet", help="compare nodes; flag nodes worse than the fleet median", formatter_class=fmt,
                        epilog=_EPILOG, description=(
-                           "For each case (and GPU model), take each node's latest value and the fleet median; "
-                           "flag a node that is worse than the median by more than --threshold (below it for "
-                           "throughput, above it for times). Exit 1 when a node is flagged."))
+                           "For each case (and GPU model), take each machine's latest value (a machine: hostname plus "
+                           "its GPUs' UUIDs); flag one that is worse than the fleet median by more than --threshold "
+                           "and by more than --z times the noise (the fleet's robust spread, 1.4826 x MAD, combined "
+                           "with the case's between-run spread from the history). Exit 1 when a node is flagged."))
     p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
     p.add_argument("--case", metavar="ID", help="record id, wildcards allowed (default: every case)")
     p.add_argument("--metric", help="metric name (default: each family's main metric)")
     p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
                    help="flag below the median by more than this, 0.05 or 5%% (default 0.05)")
+    p.add_argument("--z", type=float, default=3.0, metavar="Z",
+                   help="flag only beyond Z times the noise: the fleet's robust spread (1.4826 x MAD) combined "
+                        "with the case's between-run spread (default 3)")
+    p.add_argument("--noise-floor", type=_fraction, default=0.02, metavar="FRACTION",
+                   help="between-run spread of a case where the history has not measured it (default 0.02)")
     p.add_argument("--min-nodes", type=_positive_int, default=3,
                    help="compare a case only when at least this many nodes have it (default 3)")
     p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE")

@@ -1,27 +1,46 @@
-"""``nodebench-report compare BASE NEW``: per-case comparison of two runs.
+"""``nodebench-report compare BASE... NEW``: per-case comparison of runs.
 
-Case identity is the record ``id`` plus its ``gpus``. For cases that are ``ok`` on both sides the
-ratio of the median times (new/base) is tested on the per-sample times (see :mod:`.stats`);
-a *regression* is a slowdown beyond ``threshold`` that is also significant (p < ``alpha``).
-Status changes are judged on their own: a case that was ``ok`` (or ``skipped``) in the base and
-``failed``/``wrong`` in the new run, or ``ok`` in the base and ``skipped`` in the new run, is a
-regression too. Cases present on one side only are listed but are not regressions.
+Case identity is the record ``id`` plus its ``gpus`` (plus the MPI ``rank``) and its ``mode``.
+For cases ``ok`` on both sides the slowdown factor (> 1 worse: from the record's
+``primary_metric``/``primary_better`` when present, else the ratio of median times new/base) is
+judged against the larger of the within-run noise (the samples, see :mod:`.stats`) and the
+between-run noise, taken from, in this order of preference and the largest where several exist:
+
+* several BASE files: the spread of the case's median across them (and the base figure is their
+  geometric mean);
+* the record's ``run_to_run`` (files of ``nodebench run --runs N``): its ``cv``;
+* the history database (``--history DB``): the spread of the case's median across the machine's
+  ingested runs;
+* else the floor ``noise_floor`` (default 2%), named as such in the output.
+
+A *regression* is a slowdown that is significant against both noises (p < ``alpha``) and whose
+upper bound (1-alpha, with the larger noise) reaches ``threshold``. A speed-up is never a
+regression. Status changes are judged on their own (ok -> failed/wrong/skipped, skipped ->
+failed/wrong). A case of BASE that NEW lacks *fails* as ``missing`` unless it was skipped in BASE
+or needs GPUs that NEW does not have (a 1-GPU and a 2-GPU file compare their common cases).
+Measurement settings (L2 mode, target CV, fixed repetitions, mode) that differ between BASE and
+NEW are refused unless ``ignore_settings``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from . import __version__
 from .errors import ReportError
-from .load import Run, key_label, record_key
+from .load import (Run, is_number, key_label, measurement_settings, reason_kind, record_higher_is_better,
+                   record_key, record_mode)
 from .stats import TESTS, assess_change
 from .util import fmt_p, fmt_pct, fmt_time, text_table
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
+DEFAULT_NOISE_FLOOR = 0.02   # between-run spread assumed when nothing measured it (H200 quick suite: 1-3%)
 
 # verdicts
 REGRESSION = "regression"
@@ -59,10 +78,22 @@ class CaseResult:
     n_new: int = 0
     note: str = ""
     rank: int | None = None
+    mode: str = "alone"
+    metric: str = "median_s"            # what the ratio was taken of
+    better: str = "lower"               # direction of that metric
+    base_runs: int = 1
+    p_within: float | None = None
+    p_between: float | None = None
+    noise_within: float | None = None   # relative standard error of the median from the samples
+    noise_between: float | None = None  # relative between-run spread of the median
+    noise_source: str = ""              # where noise_between came from: bases, run_to_run, history, floor
+    noise_used: float | None = None     # the larger of the two
+    clock_normalised: dict = field(default_factory=dict)  # {metric_per_ghz: change %}
 
     @property
     def label(self) -> str:
-        return key_label((self.id, tuple(self.gpus), self.rank))
+        text = key_label((self.id, tuple(self.gpus), self.rank))
+        return text if self.mode == "alone" else f"{text} ({self.mode})"
 
 
 @dataclass
@@ -73,10 +104,15 @@ class Comparison:
     alpha: float
     test: str
     cases: list[CaseResult] = field(default_factory=list)
-    only_in_base: list[str] = field(default_factory=list)
+    only_in_base: list[str] = field(default_factory=list)   # skipped in base: nothing measured was lost
     only_in_new: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)        # measured in base, absent from new: fails
+    needs_gpus: list[str] = field(default_factory=list)     # on GPUs that new does not have
     skipped_on_both: int = 0
     warnings: list[str] = field(default_factory=list)
+    bases: list[Run] = field(default_factory=list)
+    noise_floor: float = DEFAULT_NOISE_FLOOR
+    history: str | None = None
 
     @property
     def regressions(self) -> list[CaseResult]:
@@ -84,36 +120,49 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.regressions else 0
+        return 1 if self.regressions or self.missing else 0
 
     def count(self, verdict: str) -> int:
         return sum(1 for c in self.cases if c.verdict == verdict)
 
 
 def check_comparable(base: Run, new: Run, allow_mismatch: bool) -> list[str]:
-    """Refuse runs of different GPU models unless allowed; return warnings."""
+    """Refuse runs of different GPU models unless allowed; return warnings.
+
+    Runs with different numbers of GPUs of the same model are comparable: their common cases are."""
     warnings = []
-    b, n = sorted(base.gpu_names), sorted(new.gpu_names)
+    b, n = sorted(set(base.gpu_names)), sorted(set(new.gpu_names))
     if b != n:
         msg = (f"GPU models differ: {base.path} (field '{base.gpu_names_field}') has {b or 'no GPUs'}, "
                f"{new.path} (field '{new.gpu_names_field}') has {n or 'no GPUs'}")
         if not allow_mismatch:
             raise ReportError(msg + "; pass --allow-mismatch to compare anyway")
         warnings.append(msg + " (compared anyway: --allow-mismatch)")
+    elif len(base.gpu_names) != len(new.gpu_names):
+        warnings.append(f"{len(base.gpu_names)} GPU(s) in {base.path}, {len(new.gpu_names)} in {new.path}: "
+                        f"the cases on GPUs both have are compared")
     if base.run_id == new.run_id and base.path != new.path:
         warnings.append(f"both files hold the same run ({base.run_id})")
     for run, side in ((base, "base"), (new, "new")):
         if run.run_status != "complete":
             warnings.append(f"the {side} run's status is {run.run_status!r} ({run.path}); "
-                            f"cases it did not reach are listed as present on one side only")
+                            f"cases it did not reach are listed as missing")
     return warnings
 
 
-def _status_verdict(bs: str, ns: str) -> tuple[str, bool] | None:
+def _same_skip(brec: dict, nrec: dict) -> bool:
+    bk, nk = reason_kind(brec), reason_kind(nrec)
+    if brec.get("reason_kind") and nrec.get("reason_kind"):
+        return bk == nk
+    return (brec.get("reason") or "") == (nrec.get("reason") or "") or (bk is not None and bk == nk)
+
+
+def _status_verdict(brec: dict, nrec: dict) -> tuple[str, bool] | None:
+    bs, ns = brec["status"], nrec["status"]
     if bs == "ok" and ns == "ok":
         return None
     if bs == "skipped" and ns == "skipped":
-        return "", False
+        return ("", False) if _same_skip(brec, nrec) else (STATUS_OTHER, False)
     if bs == "ok":
         return STATUS_REGRESSION, True
     if ns == "ok":
@@ -125,52 +174,183 @@ def _status_verdict(bs: str, ns: str) -> tuple[str, bool] | None:
     return STATUS_OTHER, False
 
 
-def compare_runs(base: Run, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
-                 test: str = "mannwhitney", allow_mismatch: bool = False) -> Comparison:
+def _settings_diff(brec: dict, base: Run, nrec: dict, new: Run) -> list[str]:
+    bs, ns = measurement_settings(brec, base.doc.get("options")), measurement_settings(nrec, new.doc.get("options"))
+    out = []
+    for key in ("l2", "target_cv", "repetitions", "mode"):
+        b, n = bs[key], ns[key]
+        if b is None or n is None:
+            continue
+        same = math.isclose(b, n, rel_tol=1e-9) if is_number(b) and is_number(n) else b == n
+        if not same:
+            out.append(f"{key} {b!r} -> {n!r}")
+    return out
+
+
+def _history_lookup(history, run: Run, rec: dict):
+    if history is None:
+        return None
+    from .history import case_noise
+    return case_noise(history, run, rec)
+
+
+def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
+                 test: str = "mannwhitney", allow_mismatch: bool = False,
+                 noise_floor: float = DEFAULT_NOISE_FLOOR, history=None, history_path: str | None = None,
+                 ignore_settings: bool = False) -> Comparison:
+    """Compare NEW with one BASE run or several (a list: repeated runs of the baseline).
+
+    `history` is an open history database (sqlite3 connection) or None."""
+    bases = list(base) if isinstance(base, (list, tuple)) else [base]
+    if not bases:
+        raise ReportError("no base run given")
     if test not in TESTS:
         raise ReportError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if not threshold >= 0:
         raise ReportError(f"the threshold must be >= 0, got {threshold}")
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must be between 0 and 1, got {alpha}")
-    result = Comparison(base=base, new=new, threshold=threshold, alpha=alpha, test=test)
-    result.warnings = check_comparable(base, new, allow_mismatch)
+    if not 0 <= noise_floor < 1:
+        raise ReportError(f"the noise floor must be between 0 and 1, got {noise_floor}")
+    bases = sorted(bases, key=lambda r: r.started_at)
+    latest = bases[-1]
+    result = Comparison(base=latest, new=new, threshold=threshold, alpha=alpha, test=test, bases=bases,
+                        noise_floor=noise_floor, history=history_path)
+    for b in bases:
+        for w in check_comparable(b, new, allow_mismatch):
+            if w not in result.warnings:
+                result.warnings.append(w)
+    if len(bases) > 1:
+        for b in bases[:-1]:
+            if sorted(set(b.gpu_names)) != sorted(set(latest.gpu_names)) and not allow_mismatch:
+                raise ReportError(f"the base files are of different GPU models: {b.path} and {latest.path}")
 
-    base_by_key = {record_key(r): r for r in base.records}
-    new_by_key = {record_key(r): r for r in new.records}
-    for key, brec in base_by_key.items():
+    def key_of(rec):
+        return record_key(rec) if ignore_settings else record_key(rec) + (record_mode(rec),)
+
+    # every base's records per key; the latest base's record is the one whose status counts
+    base_recs: dict[tuple, list[tuple[Run, dict]]] = {}
+    for b in bases:
+        for rec in b.records:
+            base_recs.setdefault(key_of(rec), []).append((b, rec))
+    new_by_key = {key_of(r): r for r in new.records}
+    new_modes: dict[tuple, set] = {}
+    for r in new.records:
+        new_modes.setdefault(record_key(r), set()).add(record_mode(r))
+    new_gpus = {g["index"] for g in new.gpus}
+    new_ranks = {r.get("rank") for r in new.ranks}
+
+    mismatched = []
+    pairs = []
+    for key, recs in base_recs.items():
+        run, brec = recs[-1]
         nrec = new_by_key.get(key)
         if nrec is None:
-            result.only_in_base.append(_one_side_label(key, brec))
+            modes = new_modes.get(record_key(brec), set())
+            if modes and not ignore_settings:
+                mismatched.append(f"{key_label(key)}: mode {record_mode(brec)!r} -> {sorted(modes)[0]!r}")
+                continue
+            label = _one_side_label(key, brec)
+            rank = key[2]
+            if brec["status"] == "skipped":
+                result.only_in_base.append(label)
+            elif any(g not in new_gpus for g in key[1]) or (rank is not None and new_ranks
+                                                           and rank not in new_ranks):
+                result.needs_gpus.append(label)
+            else:
+                result.missing.append(label)
             continue
-        case = compare_case(brec, nrec, threshold, alpha, test)
+        diff = _settings_diff(brec, run, nrec, new)
+        if diff:
+            if not ignore_settings:
+                mismatched.append(f"{key_label(key)}: {', '.join(diff)}")
+                continue
+        pairs.append((key, recs, nrec, diff))
+    if mismatched:
+        raise ReportError(
+            f"measurement settings differ between base and new for {len(mismatched)} case(s), e.g. "
+            f"{'; '.join(mismatched[:3])}; such figures are not comparable (pass --ignore-settings to compare "
+            f"anyway)")
+    for key, recs, nrec, diff in pairs:
+        case = compare_case(recs[-1][1], nrec, threshold, alpha, test, noise_floor=noise_floor,
+                            base_history=[r for _, r in recs],
+                            history=_history_lookup(history, recs[-1][0], recs[-1][1]))
         if case is None:
             result.skipped_on_both += 1
-        else:
-            result.cases.append(case)
+            continue
+        if diff:
+            case.note = (case.note + "; " if case.note else "") + "settings differ (ignored): " + ", ".join(diff)
+        result.cases.append(case)
+    if ignore_settings and any(d for *_, d in pairs):
+        result.warnings.append("measurement settings differ for some cases; compared anyway (--ignore-settings)")
     for key, nrec in new_by_key.items():
-        if key not in base_by_key:
+        if key not in base_recs:
             result.only_in_new.append(_one_side_label(key, nrec))
     result.cases.sort(key=lambda c: (_ORDER.index(c.verdict), c.id, c.gpus, -1 if c.rank is None else c.rank))
     return result
 
 
 def _one_side_label(key: tuple, rec: dict) -> str:
-    return key_label(key) + ("" if rec["status"] == "ok" else f" ({rec['status']})")
+    label = key_label(key)
+    if record_mode(rec) != "alone":
+        label += f" ({record_mode(rec)})"
+    return label + ("" if rec["status"] == "ok" else f" ({rec['status']})")
+
+
+def _metric_of(brec: dict, nrec: dict) -> str | None:
+    """The record's declared figure of merit when both sides state it and have a value for it."""
+    pm = brec.get("primary_metric")
+    if not isinstance(pm, str) or pm != nrec.get("primary_metric"):
+        return None
+    bm, nm = brec.get("metrics") or {}, nrec.get("metrics") or {}
+    if is_number(bm.get(pm)) and is_number(nm.get(pm)) and brec["metrics"][pm] > 0 \
+            and nrec["metrics"][pm] > 0:
+        return pm
+    return None
+
+
+def _gmean(values: list[float]) -> float:
+    if len(values) == 1:
+        return float(values[0])
+    return float(math.exp(np.mean(np.log(values))))
+
+
+def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_floor: float):
+    """(spread, source, degrees of freedom) of the between-run noise of one run's median; the largest measured one."""
+    found = []
+    medians = [r["stats"]["median"] for r in ok_bases if r.get("stats") and r["stats"].get("median", 0) > 0]
+    if len(medians) >= 2:
+        found.append((float(np.std(np.log(medians), ddof=1)), f"{len(medians)} base runs", len(medians) - 1))
+    for side, rec in (("base", brec), ("new", nrec)):
+        rtr = rec.get("run_to_run")
+        if isinstance(rtr, dict) and is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2:
+            found.append((float(rtr["cv"]), f"run_to_run of {side} ({rtr['runs']} runs)", int(rtr["runs"]) - 1))
+    if history is not None:
+        n_runs, cv = history
+        found.append((float(cv), f"history ({n_runs} runs)", max(1, n_runs - 1)))
+    if not found:
+        return noise_floor, "floor", None
+    return max(found, key=lambda x: x[0])
 
 
 def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
-                 test: str = "mannwhitney") -> CaseResult | None:
-    """Judge one case (same id and GPUs) of two runs; None when it was skipped on both sides."""
+                 test: str = "mannwhitney", *, noise_floor: float | None = DEFAULT_NOISE_FLOOR,
+                 base_history: list[dict] | None = None, history=None) -> CaseResult | None:
+    """Judge one case of two runs; None when it was skipped on both sides for the same reason.
+
+    `base_history`: the case's records in every base run (brec among them); `history`: (runs, cv)
+    from the history database or None; `noise_floor`: the between-run noise assumed when nothing
+    measured it (None: judge on the within-run noise alone)."""
     bs, ns = brec["status"], nrec["status"]
     case = CaseResult(id=brec["id"], gpus=list(brec["gpus"]), family=brec["family"], base_status=bs,
                       new_status=ns, verdict=UNCHANGED, regression=False,
-                      n_base=len(brec["samples_s"]), n_new=len(nrec["samples_s"]), rank=record_key(brec)[2])
+                      n_base=len(brec["samples_s"]), n_new=len(nrec["samples_s"]), rank=record_key(brec)[2],
+                      mode=record_mode(brec))
     if brec.get("stats"):
         case.base_median_s = brec["stats"]["median"]
     if nrec.get("stats"):
         case.new_median_s = nrec["stats"]["median"]
-    status = _status_verdict(bs, ns)
+    status = _status_verdict(brec, nrec)
     if status is not None:
         verdict, regression = status
         if not verdict:
@@ -178,25 +358,76 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
         case.verdict, case.regression = verdict, regression
         reason = nrec.get("reason") if ns != "ok" else brec.get("reason")
         case.note = f"{bs} in base, {ns} in new" + (f": {reason}" if reason else "")
+        if bs == ns == "skipped":
+            case.note = f"skipped on both for different reasons: {brec.get('reason')} -> {nrec.get('reason')}"
         return case
 
-    t = assess_change(brec["samples_s"], nrec["samples_s"], case.base_median_s, case.new_median_s,
-                      test=test, alpha=alpha, label=case.label)
+    ok_bases = [r for r in (base_history or [brec]) if r["status"] == "ok" and r.get("stats")]
+    if brec not in ok_bases:
+        ok_bases.append(brec)
+    case.base_runs = len(ok_bases)
+    base_samples = [s for r in ok_bases for s in r["samples_s"]]
+    case.n_base = len(base_samples)
+    base_median = _gmean([r["stats"]["median"] for r in ok_bases]) if all(
+        r["stats"]["median"] > 0 for r in ok_bases) else case.base_median_s
+    case.base_median_s = base_median
+
+    metric = _metric_of(brec, nrec)
+    ratio = None
+    if metric:
+        hib = record_higher_is_better(nrec, metric)
+        bval = _gmean([r["metrics"][metric] for r in ok_bases if is_number(r["metrics"].get(metric))
+                       and r["metrics"][metric] > 0] or [brec["metrics"][metric]])
+        nval = nrec["metrics"][metric]
+        ratio = bval / nval if hib else nval / bval
+        case.metric, case.better = metric, "higher" if hib else "lower"
+
+    if noise_floor is None and not (len(ok_bases) > 1 or history is not None
+                                    or isinstance(brec.get("run_to_run"), dict)
+                                    or isinstance(nrec.get("run_to_run"), dict)):
+        between, source, df = None, "within-run only", None
+    else:
+        between, source, df = _between_noise(ok_bases, brec, nrec, history, noise_floor or 0.0)
+    t = assess_change(base_samples, nrec["samples_s"], base_median, case.new_median_s,
+                      test=test, alpha=alpha, label=case.label, ratio=ratio, between=between,
+                      base_runs=len(ok_bases), between_df=df)
     case.ratio, case.p_value, case.ci_low, case.ci_high = t.ratio, t.p_value, t.ci_low, t.ci_high
+    case.p_within, case.p_between = t.p_within, t.p_between
+    case.noise_within, case.noise_between, case.noise_source = t.noise_within, t.noise_between, source
+    if t.noise_within is not None or t.noise_between is not None:
+        case.noise_used = max(x for x in (t.noise_within, t.noise_between) if x is not None)
     case.change_pct = (t.ratio - 1.0) * 100.0
-    case.note = t.note
-    slower_beyond = t.ratio > 1.0 + threshold
-    faster_beyond = t.ratio < 1.0 - threshold
+    notes = [t.note] if t.note else []
+    bm, nm = brec.get("metrics") or {}, nrec.get("metrics") or {}
+    for name in sorted(k for k in nm if k.endswith("_per_ghz")):
+        if metric and name != f"{metric}_per_ghz":
+            continue
+        b, n = bm.get(name), nm.get(name)
+        if is_number(b) and is_number(n) and b > 0:
+            case.clock_normalised[name] = (n / b - 1.0) * 100.0
+            notes.append(f"{name} {case.clock_normalised[name]:+.1f}%")
+    case.note = "; ".join(notes)
     significant = t.p_value is not None and t.p_value < alpha
     if t.p_value is None:
-        case.verdict = UNTESTED if (slower_beyond or faster_beyond) else UNCHANGED
-    elif slower_beyond:
-        case.verdict = REGRESSION if significant else SLOWER_NS
-    elif faster_beyond:
-        case.verdict = IMPROVEMENT if significant else FASTER_NS
+        case.verdict = UNTESTED if abs(t.ratio - 1.0) > threshold else UNCHANGED
+    elif t.ratio > 1.0:
+        if significant and t.ci_high >= 1.0 + threshold:
+            case.verdict = REGRESSION
+        elif t.ratio > 1.0 + threshold:
+            case.verdict = SLOWER_NS
+        else:
+            case.verdict = UNCHANGED
+    elif t.ratio < 1.0:
+        if significant and t.ci_low <= 1.0 - threshold:
+            case.verdict = IMPROVEMENT
+        elif t.ratio < 1.0 - threshold:
+            case.verdict = FASTER_NS
+        else:
+            case.verdict = UNCHANGED
     else:
         case.verdict = UNCHANGED
-    case.regression = case.verdict == REGRESSION
+    # a speed-up (ratio < 1 of the figure of merit) is never a regression
+    case.regression = case.verdict == REGRESSION and t.ratio > 1.0
     return case
 
 
@@ -225,6 +456,8 @@ def summary_counts(result: Comparison) -> dict:
         "skipped_on_both": result.skipped_on_both,
         "only_in_base": len(result.only_in_base),
         "only_in_new": len(result.only_in_new),
+        "missing": len(result.missing),
+        "needs_gpus": len(result.needs_gpus),
     }
 
 
@@ -234,25 +467,31 @@ def to_json(result: Comparison) -> dict:
         "version": __version__,
         "format_version": 1,
         "base": _run_info(result.base),
+        "bases": [_run_info(b) for b in result.bases],
         "new": _run_info(result.new),
         "settings": {"threshold": result.threshold, "alpha": result.alpha, "test": result.test,
-                     "ratio": "new median time / base median time (> 1 is slower)"},
+                     "noise_floor": result.noise_floor, "history": result.history,
+                     "ratio": "slowdown factor of the case's figure of merit (metric): new/base for times, "
+                              "base/new for rates (> 1 is worse)"},
         "summary": summary_counts(result),
         "exit_code": result.exit_code,
         "warnings": result.warnings,
         "cases": [asdict(c) for c in result.cases],
         "only_in_base": result.only_in_base,
         "only_in_new": result.only_in_new,
+        "missing": result.missing,
+        "needs_gpus": result.needs_gpus,
     }
 
 
 def format_table(result: Comparison) -> str:
     s = summary_counts(result)
-    lines = [
-        f"base: {result.base.path}  (run {result.base.run_id}, {result.base.hostname}, {result.base.started_at})",
+    lines = [f"base: {b.path}  (run {b.run_id}, {b.hostname}, {b.started_at})" for b in result.bases]
+    lines += [
         f"new:  {result.new.path}  (run {result.new.run_id}, {result.new.hostname}, {result.new.started_at})",
-        f"test: {result.test}; regression = slower by more than {result.threshold * 100:g}% "
-        f"with p < {result.alpha:g}",
+        f"test: {result.test}; regression = slower, significant (p < {result.alpha:g}) against the larger of the "
+        f"within-run and the between-run noise, and possibly by {result.threshold * 100:g}% or more; "
+        f"between-run noise where not measured: {result.noise_floor * 100:g}% (floor)",
     ]
     for w in result.warnings:
         lines.append(f"warning: {w}")
@@ -263,13 +502,20 @@ def format_table(result: Comparison) -> str:
         rows.append([
             ("!! " if c.regression else "   ") + c.label, status, fmt_time(c.base_median_s),
             fmt_time(c.new_median_s), "-" if c.ratio is None else f"{c.ratio:.3f}",
-            "-" if c.change_pct is None else f"{c.change_pct:+.1f}%", fmt_p(c.p_value), c.verdict, c.note,
+            "-" if c.change_pct is None else f"{c.change_pct:+.1f}%", fmt_p(c.p_value), _noise_text(c), c.verdict,
+            c.note,
         ])
     if rows:
         lines.append(text_table(["case", "status", "base median", "new median", "ratio", "change", "p",
-                                 "verdict", "note"], rows))
+                                 "noise (source)", "verdict", "note"], rows))
     else:
         lines.append("no case present on both sides")
+    if result.missing:
+        lines += ["", f"missing: measured in base, absent from new ({len(result.missing)}; each fails):"] + [
+            f"!! {k}" for k in result.missing]
+    if result.needs_gpus:
+        lines += ["", f"on GPUs the new run does not have ({len(result.needs_gpus)}; not compared):"] + [
+            f"  {k}" for k in result.needs_gpus]
     if result.only_in_base:
         lines += ["", f"only in base ({len(result.only_in_base)}):"] + [f"  {k}" for k in result.only_in_base]
     if result.only_in_new:
@@ -279,26 +525,38 @@ def format_table(result: Comparison) -> str:
         f"{s['compared']} cases compared: {s['regressions']} regression(s) "
         f"({s['slowdowns']} slowdown(s), {s['status_regressions']} status regression(s)), "
         f"{s['improvements']} improvement(s), {s['unchanged']} unchanged, {s['not_significant']} not significant, "
-        f"{s['not_testable']} not testable; {s['only_in_base']} only in base, {s['only_in_new']} only in new, "
+        f"{s['not_testable']} not testable; {s['missing']} missing, {s['only_in_base']} only in base, "
+        f"{s['needs_gpus']} on GPUs new lacks, {s['only_in_new']} only in new, "
         f"{s['skipped_on_both']} skipped on both",
-        "result: REGRESSION (exit 1)" if result.exit_code else "result: no regression (exit 0)",
+        ("result: REGRESSION (exit 1)" if result.regressions else "result: MISSING CASES (exit 1)")
+        if result.exit_code else "result: no regression (exit 0)",
     ]
     return "\n".join(lines)
 
 
+def _noise_text(c: CaseResult) -> str:
+    if c.noise_used is None:
+        return "-"
+    src = c.noise_source if c.noise_between is not None and c.noise_between >= (c.noise_within or 0) \
+        else "samples"
+    return f"{c.noise_used * 100:.1f}% ({src})"
+
+
 def to_junit(result: Comparison) -> str:
     s = summary_counts(result)
-    skipped = s["only_in_base"] + s["only_in_new"]
-    total = len(result.cases) + skipped
+    skipped = s["only_in_base"] + s["only_in_new"] + s["needs_gpus"]
+    failures = s["regressions"] + s["missing"]
+    total = len(result.cases) + skipped + s["missing"]
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     suites = ET.Element("testsuites", name="nodebench-report compare", tests=str(total),
-                        failures=str(s["regressions"]), errors="0", skipped=str(skipped))
+                        failures=str(failures), errors="0", skipped=str(skipped))
     suite = ET.SubElement(suites, "testsuite", name="nodebench.compare", tests=str(total),
-                          failures=str(s["regressions"]), errors="0", skipped=str(skipped), timestamp=now,
+                          failures=str(failures), errors="0", skipped=str(skipped), timestamp=now,
                           hostname=result.new.hostname)
     props = ET.SubElement(suite, "properties")
     for name, value in (("base", result.base.path), ("base_run_id", result.base.run_id), ("new", result.new.path),
                         ("new_run_id", result.new.run_id), ("threshold", str(result.threshold)),
+                        ("noise_floor", str(result.noise_floor)),
                         ("alpha", str(result.alpha)), ("test", result.test)):
         ET.SubElement(props, "property", name=name, value=value)
     for c in result.cases:
@@ -317,6 +575,12 @@ def to_junit(result: Comparison) -> str:
         else:
             out = ET.SubElement(tc, "system-out")
             out.text = f"{c.verdict}: {detail}"
+    for label in result.missing:
+        tc = ET.SubElement(suite, "testcase", classname="nodebench.missing", name=label, time="0")
+        ET.SubElement(tc, "failure", message="measured in the base run, absent from the new run", type="missing")
+    for label in result.needs_gpus:
+        tc = ET.SubElement(suite, "testcase", classname="nodebench.needs_gpus", name=label, time="0")
+        ET.SubElement(tc, "skipped", message="on GPUs the new run does not have")
     for label in result.only_in_base:
         tc = ET.SubElement(suite, "testcase", classname="nodebench.only_in_base", name=label, time="0")
         ET.SubElement(tc, "skipped", message="present in the base run only")

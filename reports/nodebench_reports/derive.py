@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .load import ReportData, is_number
+from .load import ReportData, is_number, reason_kind
 
 # ResNet-50 (torchvision): 25,557,032 parameters; FP32 gradients are all-reduced in data parallel.
 RESNET50_PARAMS = 25_557_032
@@ -54,7 +54,8 @@ def model_of(data: ReportData, w: Where) -> str:
 
 
 def is_oom(rec: dict) -> bool:
-    return rec["status"] == "skipped" and str(rec.get("reason") or "").lower().startswith("out of memory")
+    """Skipped for lack of memory: ``reason_kind`` "oom", else (older files) the reason's text."""
+    return rec["status"] == "skipped" and reason_kind(rec) == "oom"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -102,6 +103,12 @@ class BatchRec:
     layout: str = ""
     limit: float | None = None  # memory_fraction_limit the recommendation was made under
     reason: str = ""
+    batches_measured: int = 0   # distinct batch sizes measured for this series (0: unknown)
+
+    @property
+    def one_batch(self) -> bool:
+        """Only one batch size was measured: a throughput, not a recommendation."""
+        return self.batches_measured == 1
 
     @property
     def label(self) -> str:
@@ -125,6 +132,7 @@ def batch_recommendations(data: ReportData) -> list[BatchRec]:
                                  "analysis.batch_recommendation", str(item.get("layout") or ""),
                                  num(item.get("memory_fraction_limit")), str(item.get("reason") or "")))
         if recs:
+            _count_batches(data, recs)
             return recs
     best: dict[tuple, ConvPoint] = {}
     for p in conv_network(data):
@@ -140,7 +148,20 @@ def batch_recommendations(data: ReportData) -> list[BatchRec]:
             frac = p.peak_memory_bytes / gpu["memory_bytes"]
         recs.append(BatchRec(w.first_gpu, precision, p.batch, p.train_ips, frac,
                              "derived: batch with the highest training images/s", layout))
+    _count_batches(data, recs)
     return recs
+
+
+def _count_batches(data: ReportData, recs: list[BatchRec]) -> None:
+    """How many batch sizes were measured (ok) behind each recommendation's series."""
+    seen: dict[tuple, set] = defaultdict(set)
+    for p in conv_network(data):
+        if p.status == "ok":
+            seen[(p.where.first_gpu, p.precision, p.layout)].add(p.batch)
+            seen[(None, p.precision, p.layout)].add(p.batch)
+    for r in recs:
+        batches = seen.get((r.gpu, r.precision, r.layout)) or seen.get((r.gpu, r.precision, ""))
+        r.batches_measured = len(batches) if batches else 0
 
 
 def training_step(data: ReportData) -> tuple[float, str] | None:

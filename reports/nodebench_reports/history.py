@@ -5,16 +5,23 @@ The database (python's built-in sqlite3) holds three tables:
 * ``runs``: one row per run (``run_id`` is the key; ingesting a run again replaces it),
 * ``records``: one row per record (status, median time, parameters, GPU model, the node it ran on:
   the record's ``host`` in runs under MPI, else the run's node; ``rank`` is -1 outside MPI),
-* ``metrics``: one row per record metric, plus ``median_s`` for every timed record.
+* ``metrics``: one row per record metric, plus ``median_s`` for every timed record,
+* ``case_noise``: per case and machine, the between-run spread of the case's median over the
+  machine's ingested runs (standard deviation of the log medians, and max/min), or the largest
+  ``run_to_run.cv`` of its records when that is larger; recomputed at every ingest.
 
-A *node* is ``environment.host.hostname`` unless ``ingest --node`` overrides it.
+A *node* is ``environment.host.hostname`` unless ``ingest --node`` overrides it. A *machine* is
+the node plus a short hash of its GPUs' UUIDs (or serials), so that hosts of one name (every
+cloud VM called ``vm``) stay apart; ``fleet`` and ``compare --history`` key by machine.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
+import hashlib
 import json
+import math
 import os
 import sqlite3
 import statistics
@@ -22,27 +29,38 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .errors import ReportError
-from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key
+from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key, record_mode
 
-DB_VERSION = 1
+DB_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, node TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
     run_status TEXT NOT NULL, gpu_models TEXT NOT NULL, nodebench_version TEXT, git_commit TEXT,
-    schema_version INTEGER NOT NULL, source TEXT, ingested_at TEXT NOT NULL);
+    schema_version INTEGER NOT NULL, source TEXT, ingested_at TEXT NOT NULL, machine TEXT);
 CREATE TABLE IF NOT EXISTS records (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, record_id TEXT NOT NULL,
     gpus TEXT NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL, family TEXT NOT NULL, case_name TEXT NOT NULL,
     status TEXT NOT NULL, gpu_model TEXT NOT NULL, median_s REAL, cv REAL, n_samples INTEGER, params TEXT,
-    flags TEXT, reason TEXT, primary_metric TEXT, PRIMARY KEY (run_id, record_id, gpus, rank));
+    flags TEXT, reason TEXT, primary_metric TEXT, machine TEXT, run_to_run_cv REAL,
+    PRIMARY KEY (run_id, record_id, gpus, rank));
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL,
     value REAL NOT NULL, PRIMARY KEY (run_id, record_id, gpus, rank, name));
 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(record_id, name);
+CREATE TABLE IF NOT EXISTS case_noise (
+    machine TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, runs INTEGER NOT NULL,
+    cv REAL NOT NULL, max_over_min REAL, PRIMARY KEY (machine, record_id, gpus, rank));
 CREATE INDEX IF NOT EXISTS runs_by_node ON runs(node, started_at);
 """
+
+
+def stored_id(rec: dict) -> str:
+    """The record id as stored: a case measured with all GPUs at once ("concurrent") is another case
+    than the same id measured alone, and is kept apart by a suffix."""
+    mode = record_mode(rec)
+    return rec["id"] if mode == "alone" else f"{rec['id']} ({mode})"
 
 
 def _gpus_text(gpus) -> str:
@@ -69,6 +87,9 @@ def open_db(path: str, create: bool) -> sqlite3.Connection:
         raise ReportError(f"{path}: an SQLite database, but not a nodebench history (no 'meta' table)")
     if "meta" in tables:
         row = conn.execute("SELECT value FROM meta WHERE key='db_version'").fetchone()
+        if row and row[0] == "1":
+            _migrate_v1(conn)
+            row = (str(DB_VERSION),)
         if not row or row[0] != str(DB_VERSION):
             conn.close()
             raise ReportError(f"{path}: history database version {row[0] if row else 'unknown'}; "
@@ -83,6 +104,78 @@ def open_db(path: str, create: bool) -> sqlite3.Connection:
     return conn
 
 
+def _migrate_v1(conn: sqlite3.Connection) -> None:
+    """Version 1 had no machine key and no between-run spread: add them (machine = node)."""
+    with conn:
+        conn.execute("ALTER TABLE runs ADD COLUMN machine TEXT")
+        conn.execute("ALTER TABLE records ADD COLUMN machine TEXT")
+        conn.execute("ALTER TABLE records ADD COLUMN run_to_run_cv REAL")
+        conn.execute("UPDATE runs SET machine = node")
+        conn.execute("UPDATE records SET machine = node")
+        conn.executescript(_SCHEMA)
+        conn.execute("UPDATE meta SET value=? WHERE key='db_version'", (str(DB_VERSION),))
+    update_case_noise(conn)
+
+
+def machine_key(node: str, run: Run) -> str:
+    """Node name plus a hash of its GPUs' UUIDs (else serials, else PCI bus ids); the node name
+    alone when the run names no GPU."""
+    ids = []
+    for g in run.gpus:
+        for key in ("uuid", "serial", "pci_bus_id"):
+            if isinstance(g.get(key), str) and g[key]:
+                ids.append(g[key])
+                break
+    if not ids:
+        return node
+    return f"{node}#{hashlib.sha1(','.join(sorted(ids)).encode()).hexdigest()[:8]}"
+
+
+def update_case_noise(conn: sqlite3.Connection, machines: list[str] | None = None) -> None:
+    """Recompute the between-run spread of every case of the given machines (default: all)."""
+    sql = ("SELECT machine, record_id, gpus, rank, median_s, run_to_run_cv FROM records "
+           "WHERE status='ok' AND median_s > 0")
+    args: list = []
+    if machines:
+        sql += f" AND machine IN ({','.join('?' * len(machines))})"
+        args += machines
+    groups: dict[tuple, list] = defaultdict(list)
+    rtr: dict[tuple, float] = {}
+    for machine, rid, gpus, rank, med, rcv in conn.execute(sql, args):
+        key = (machine, rid, gpus, rank)
+        groups[key].append(med)
+        if rcv is not None:
+            rtr[key] = max(rtr.get(key, 0.0), rcv)
+    with conn:
+        if machines:
+            conn.execute(f"DELETE FROM case_noise WHERE machine IN ({','.join('?' * len(machines))})", machines)
+        else:
+            conn.execute("DELETE FROM case_noise")
+        rows = []
+        for key, meds in groups.items():
+            cv = statistics.stdev(math.log(m) for m in meds) if len(meds) >= 2 else None
+            if key in rtr and (cv is None or rtr[key] > cv):
+                cv = rtr[key]
+            if cv is None:
+                continue
+            rows.append(key + (len(meds), cv, max(meds) / min(meds)))
+        conn.executemany("INSERT INTO case_noise VALUES (?,?,?,?,?,?,?)", rows)
+
+
+def case_noise(conn: sqlite3.Connection, run: Run, rec: dict) -> tuple[int, float] | None:
+    """(runs, spread) of this case on the machine of `run`, when the history knows it."""
+    rank = record_key(rec)[2]
+    node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str)) else run.hostname
+    row = None
+    # the node name alone: runs ingested by version 1, which knew no GPU identity
+    for machine in (machine_key(node, run), node):
+        row = conn.execute("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
+                           (machine, stored_id(rec), _gpus_text(rec["gpus"]), -1 if rank is None else rank)).fetchone()
+        if row:
+            break
+    return (int(row[0]), float(row[1])) if row else None
+
+
 @dataclass
 class IngestResult:
     runs: int = 0
@@ -92,6 +185,7 @@ class IngestResult:
 
 def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -> IngestResult:
     result = IngestResult()
+    touched: set[str] = set()
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     with conn:
         for run in runs:
@@ -103,10 +197,10 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 result.replaced += 1
             nb = run.doc["nodebench"]
             conn.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run.run_id, node or run.hostname, run.started_at, run.doc.get("finished_at"), run.run_status,
                  json.dumps(sorted(run.gpu_names)), nb.get("version"), nb.get("git_commit"),
-                 run.doc["schema_version"], os.path.abspath(run.path), now))
+                 run.doc["schema_version"], os.path.abspath(run.path), now, machine_key(node or run.hostname, run)))
             run_node = node or run.hostname
             for rec in run.records:
                 stats = rec.get("stats") or {}
@@ -115,22 +209,29 @@ def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -
                 rec_node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str) and not node) \
                     else run_node
                 pm = primary_metric(rec)
+                machine = machine_key(rec_node, run)
+                touched.add(machine)
+                rtr = rec.get("run_to_run") if isinstance(rec.get("run_to_run"), dict) else {}
+                rtr_cv = rtr.get("cv") if is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2 else None
                 conn.execute(
-                    "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, rec["id"], gpus, -1 if rank is None else rank, rec_node, rec["family"], rec["case"],
+                    "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, rec_node, rec["family"],
+                     rec["case"],
                      rec["status"], run.gpu_model(rec["gpus"], rank), stats.get("median"),
                      stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
-                     json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm))
+                     json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm,
+                     machine, rtr_cv))
                 if rec["status"] != "ok":
                     continue
                 values = {k: v for k, v in rec["metrics"].items() if is_number(v)}
                 if is_number(stats.get("median")):
                     values["median_s"] = stats["median"]
                 conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?,?)",
-                                 [(run.run_id, rec["id"], gpus, -1 if rank is None else rank, k, float(v))
+                                 [(run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, k, float(v))
                                   for k, v in values.items()])
                 result.records += 1
             result.runs += 1
+    update_case_noise(conn, sorted(touched))
     return result
 
 
@@ -149,6 +250,7 @@ class Point:
     metric: str
     value: float
     rank: int = -1
+    machine: str = ""
 
     @property
     def label(self) -> str:
@@ -160,7 +262,7 @@ def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | 
                  since: str | None = None) -> list[Point]:
     """Values of ``metric`` (default: each record's primary metric) for ok records whose id matches."""
     sql = ("SELECT rec.node, r.run_id, r.started_at, rec.record_id, rec.gpus, rec.gpu_model, m.name, m.value, "
-           "rec.rank FROM records rec JOIN runs r ON r.run_id = rec.run_id "
+           "rec.rank, COALESCE(rec.machine, rec.node) FROM records rec JOIN runs r ON r.run_id = rec.run_id "
            "JOIN metrics m ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
            "AND m.rank = rec.rank WHERE rec.status = 'ok'")
     args: list = []
@@ -180,7 +282,7 @@ def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | 
     for row in conn.execute(sql, args):
         if case_glob and not fnmatch.fnmatchcase(row[3], case_glob):
             continue
-        points.append(Point(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8]))
+        points.append(Point(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9]))
     return points
 
 
@@ -197,6 +299,24 @@ def _no_data(conn: sqlite3.Connection, case_glob: str | None, metric: str | None
     elif metric and metric not in names:
         hint = f"; no metric {metric!r} (metrics: {', '.join(names[:20])})"
     return ReportError(f"no data for case {case_glob or '*'} metric {metric or '(primary)'}{hint}")
+
+
+_UNITS = {"tflops": "TFLOPS", "tops": "TOPS", "gbps": "GB/s", "busbw_gbps": "bus bandwidth (GB/s)",
+          "algbw_gbps": "algorithm bandwidth (GB/s)", "median_s": "median time (s)", "latency_us": "latency (us)",
+          "time_us": "time (us)", "train_images_per_s": "training images/s", "fwd_images_per_s": "forward images/s",
+          "images_per_s": "images/s"}
+
+
+def metric_axis_label(metric: str) -> str:
+    """An axis label with the unit, from the metric's name (units are in the names)."""
+    if metric in _UNITS:
+        return _UNITS[metric]
+    for suffix, unit in (("_per_ghz", "per GHz of SM clock"), ("_gbps", "GB/s"), ("_us", "us"), ("_ms", "ms"),
+                         ("_s", "s"), ("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "deg C"),
+                         ("_mhz", "MHz"), ("_x", "x")):
+        if metric.endswith(suffix):
+            return f"{metric} ({unit})"
+    return metric
 
 
 def _save(fig, out_path: str) -> None:
@@ -235,28 +355,35 @@ def trend(conn: sqlite3.Connection, case_glob: str, metric: str | None, out_path
     from .plots import _STYLE
 
     series: dict[tuple, list[tuple[_dt.datetime, float]]] = defaultdict(list)
+    names = _display_names({p.machine for p in points})
     for p in points:
         t = _dt.datetime.strptime(p.started_at[:19], "%Y-%m-%dT%H:%M:%S")
-        series[(p.node, p.label, p.metric)].append((t, p.value))
+        series[(names.get(p.machine, p.node), p.label, p.metric)].append((t, p.value))
     cases = {k[1] for k in series}
-    metrics = {k[2] for k in series}
+    metrics = sorted({k[2] for k in series})
+    nodes = {k[0] for k in series}
+    # one panel per metric (TFLOPS and TOPS, GB/s and us never share an axis); every line its own
+    # colour and marker, the legend outside the lines
+    cmap = plt.get_cmap("tab20")
+    markers = "os^Dv<>pPX*h"
     with plt.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(9, 4.5))
-        for i, (key, pts) in enumerate(sorted(series.items())):
-            node, case_label, m = key
-            label = node
-            if len(cases) > 1:
-                label += f" {case_label}"
-            if len(metrics) > 1:
-                label += f" {m}"
-            ax.plot([t for t, _ in pts], [v for _, v in pts], "o-", ms=4, color=f"C{i % 10}", label=label)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-        metric_label = metric or ", ".join(sorted(metrics))
-        ax.set_ylabel(metric_label)
-        direction = "higher is better" if higher_is_better(sorted(metrics)[0]) else "lower is better"
-        ax.set_title(f"{case_glob}: {metric_label} over time per node ({direction})")
-        if len(series) <= 20:
-            ax.legend(loc="best", fontsize=7, ncol=2 if len(series) > 8 else 1)
+        fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 3.6 * len(metrics)), squeeze=False,
+                                 layout="constrained")
+        for ax, m in zip((a for row in axes for a in row), metrics):
+            mine = sorted((k, v) for k, v in series.items() if k[2] == m)
+            for i, (key, pts) in enumerate(mine):
+                node, case_label, _m = key
+                label = node if len(cases) == 1 else (case_label if len(nodes) == 1 else f"{node} {case_label}")
+                ax.plot([t for t, _ in pts], [v for _, v in pts], "-", marker=markers[i % len(markers)], ms=4,
+                        color=cmap(i % 20), label=label)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+            ax.set_ylabel(metric_axis_label(m))
+            ax.set_xlabel("run start (UTC)")
+            direction = "higher is better" if higher_is_better(m) else "lower is better"
+            ax.set_title(f"{case_glob}: {m} over time ({direction})")
+            if len(mine) <= 40:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False,
+                          fontsize=7, ncol=1 if len(mine) <= 20 else 2)
         _save(fig, out_path)
     table = "\n".join(f"{p.started_at}  {p.node:<20} {p.label}  {p.metric}={p.value:.6g}" for p in points)
     return points, table
@@ -272,7 +399,7 @@ class FleetEntry:
     gpus: str
     gpu_model: str
     metric: str
-    node: str
+    node: str             # display name: the hostname, plus the machine hash where hostnames repeat
     value: float
     fleet_median: float
     deviation: float      # (value - median) / median, signed
@@ -280,6 +407,11 @@ class FleetEntry:
     flagged: bool
     run_id: str
     started_at: str
+    machine: str = ""
+    fleet_spread: float = 0.0   # robust relative spread across machines: 1.4826 * MAD / median
+    case_noise: float = 0.0     # the case's between-run spread (median over the fleet's machines)
+    noise_source: str = ""
+    z: float = 0.0              # worse_by / sqrt(fleet_spread^2 + case_noise^2)
 
 
 @dataclass
@@ -289,6 +421,8 @@ class Fleet:
     min_nodes: int
     groups_compared: int
     groups_too_small: int
+    z_limit: float = 3.0
+    noise_floor: float = 0.02
 
     @property
     def flagged_nodes(self) -> dict[str, int]:
@@ -303,18 +437,40 @@ class Fleet:
         return sorted({e.node for e in self.entries})
 
 
+DEFAULT_FLEET_Z = 3.0
+
+
+def _display_names(machines: set[str]) -> dict[str, str]:
+    """Hostname alone where it names one machine; hostname plus GPU hash where several share it."""
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for m in machines:
+        by_host[m.split("#", 1)[0]].append(m)
+    out = {}
+    for host, ms in by_host.items():
+        for m in ms:
+            out[m] = host if len(ms) == 1 else f"{host} [gpus {m.split('#', 1)[1] if '#' in m else '?'}]"
+    return out
+
+
 def fleet(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, threshold: float, min_nodes: int,
-          since: str | None = None) -> Fleet:
+          since: str | None = None, z_limit: float = DEFAULT_FLEET_Z, noise_floor: float = 0.02) -> Fleet:
+    """Each machine's latest value per case against the fleet: flagged when worse than the median
+    by more than `threshold` AND by more than `z_limit` times the combined noise, the fleet's robust
+    spread (MAD) and the case's between-run spread (from ``case_noise``; `noise_floor` if unknown)."""
     if not threshold >= 0:
         raise ReportError(f"the threshold must be >= 0, got {threshold}")
     points = query_points(conn, case_glob, metric, None, since)
     if not points:
         raise _no_data(conn, case_glob, metric)
     latest: dict[tuple, Point] = {}
-    for p in points:  # ordered by time: the last one per node wins (per GPU of it, under MPI)
-        latest[(p.record_id, p.gpus, p.gpu_model, p.metric, p.node, p.rank)] = p
+    for p in points:  # ordered by time: the last one per machine wins (per GPU of it, under MPI)
+        latest[(p.record_id, p.gpus, p.gpu_model, p.metric, p.machine, p.rank)] = p
+    names = _display_names({p.machine for p in latest.values()})
+    noise: dict[tuple, list[float]] = defaultdict(list)
+    for machine, rid, gpus, _rank, cv in conn.execute("SELECT machine, record_id, gpus, rank, cv FROM case_noise"):
+        noise[(rid, gpus)].append(cv)
     groups: dict[tuple, list[Point]] = defaultdict(list)
-    for (rid, gpus, model, m, _node, _rank), p in latest.items():
+    for (rid, gpus, model, m, _machine, _rank), p in latest.items():
         groups[(rid, gpus, model, m)].append(p)
     entries, compared, small = [], 0, 0
     for (rid, gpus, model, m), pts in sorted(groups.items()):
@@ -323,13 +479,22 @@ def fleet(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, t
             continue
         compared += 1
         med = statistics.median(p.value for p in pts)
+        mad = statistics.median(abs(p.value - med) for p in pts)
+        spread = 1.4826 * mad / med if med else 0.0
+        if noise.get((rid, gpus)):
+            case_cv, source = statistics.median(noise[(rid, gpus)]), f"history ({len(noise[(rid, gpus)])} machines)"
+        else:
+            case_cv, source = noise_floor, "floor"
+        sigma = math.sqrt(spread ** 2 + case_cv ** 2)
         hib = higher_is_better(m)
-        for p in sorted(pts, key=lambda p: p.node):
+        for p in sorted(pts, key=lambda p: names[p.machine]):
             dev = (p.value - med) / med if med else 0.0
             worse = -dev if hib else dev
-            entries.append(FleetEntry(rid, gpus, model, m, p.node, p.value, med, dev, worse,
-                                      worse > threshold, p.run_id, p.started_at))
-    return Fleet(entries, threshold, min_nodes, compared, small)
+            z = worse / sigma if sigma > 0 else (math.inf if worse > 0 else 0.0)
+            entries.append(FleetEntry(rid, gpus, model, m, names[p.machine], p.value, med, dev, worse,
+                                      worse > threshold and z > z_limit, p.run_id, p.started_at, p.machine,
+                                      spread, case_cv, source, z if math.isfinite(z) else 1e9))
+    return Fleet(entries, threshold, min_nodes, compared, small, z_limit, noise_floor)
 
 
 def fleet_table(f: Fleet, show_all: bool = False) -> str:
@@ -337,16 +502,20 @@ def fleet_table(f: Fleet, show_all: bool = False) -> str:
 
     lines = [f"fleet: {len(f.nodes)} node(s), {f.groups_compared} case/metric group(s) compared "
              f"(at least {f.min_nodes} nodes each); {f.groups_too_small} group(s) with fewer nodes skipped; "
-             f"flag = worse than the fleet median by more than {f.threshold * 100:g}%", ""]
+             f"flag = worse than the fleet median by more than {f.threshold * 100:g}% and by more than "
+             f"{f.z_limit:g} x the noise (fleet spread 1.4826 x MAD/median combined with the case's between-run "
+             f"spread, {f.noise_floor * 100:g}% where not measured)", ""]
     rows = []
     for e in f.entries:
         if not show_all and not e.flagged:
             continue
         rows.append([("!! " if e.flagged else "   ") + e.node,
                      key_label((e.record_id, tuple(int(g) for g in e.gpus.split(",") if g))), e.gpu_model, e.metric,
-                     f"{e.value:.4g}", f"{e.fleet_median:.4g}", f"{e.deviation * 100:+.1f}%"])
+                     f"{e.value:.4g}", f"{e.fleet_median:.4g}", f"{e.deviation * 100:+.1f}%",
+                     f"{math.hypot(e.fleet_spread, e.case_noise) * 100:.1f}%", f"{min(e.z, 999):.1f}"])
     if rows:
-        lines.append(text_table(["node", "case", "GPU model", "metric", "value", "fleet median", "vs median"], rows))
+        lines.append(text_table(["node", "case", "GPU model", "metric", "value", "fleet median", "vs median",
+                                 "noise", "z"], rows))
     elif f.entries:
         lines.append("no node is worse than the fleet median by more than the threshold")
     lines.append("")
@@ -369,6 +538,7 @@ def fleet_table(f: Fleet, show_all: bool = False) -> str:
 
 def fleet_json(f: Fleet) -> dict:
     return {"tool": "nodebench-report fleet", "format_version": 1, "threshold": f.threshold, "min_nodes": f.min_nodes,
+            "z_limit": f.z_limit, "noise_floor": f.noise_floor,
             "nodes": f.nodes, "flagged_nodes": f.flagged_nodes, "groups_compared": f.groups_compared,
             "groups_too_small": f.groups_too_small, "entries": [asdict(e) for e in f.entries]}
 

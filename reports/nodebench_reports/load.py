@@ -223,7 +223,24 @@ def check_document(doc: Any, path: str) -> None:
             c.integer(rec["rank"], name + ".rank", minimum=0)
         if rec.get("host") is not None:
             c.string(rec["host"], name + ".host")
-        key = record_key(rec)
+        for key in ("primary_metric", "primary_better", "reason_kind", "mode"):
+            if rec.get(key) is not None:
+                c.string(rec[key], f"{name}.{key}")
+        if rec.get("primary_better") is not None:
+            c.enum(rec["primary_better"], name + ".primary_better", ("higher", "lower"))
+        if rec.get("mode") is not None:
+            c.enum(rec["mode"], name + ".mode", ("alone", "concurrent"))
+        rtr = rec.get("run_to_run")
+        if rtr is not None:
+            c.obj(rtr, name + ".run_to_run")
+            if "runs" in rtr:
+                c.integer(rtr["runs"], name + ".run_to_run.runs", minimum=1)
+            for j, m in enumerate(c.array(rtr.get("medians_s", []), name + ".run_to_run.medians_s")):
+                c.number(m, f"{name}.run_to_run.medians_s[{j}]", minimum=0)
+            for k in ("cv", "max_over_min"):
+                if k in rtr:
+                    c.number(rtr[k], f"{name}.run_to_run.{k}", nullable=True, minimum=0)
+        key = record_key(rec) + (record_mode(rec),)
         if key in seen:
             where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
             c.fail(name + ".id", f"{rec['id']!r} {where} appears twice (also records[{seen[key]}]); "
@@ -421,9 +438,20 @@ class ReportData:
 
     @property
     def analysis(self) -> dict:
+        """Every file's analyses: lists of entries are united by their key (GPU, precision, layout,
+        ...: every field that is not a result), the latest run's entry winning per key; other values
+        are taken from the latest run that has them. So verdicts do not depend on file order."""
         merged: dict = {}
         for run in sorted(self.runs, key=lambda r: r.started_at):
-            merged.update(run.analysis)
+            for kind, value in run.analysis.items():
+                prev = merged.get(kind)
+                if isinstance(value, list) and isinstance(prev, list):
+                    merged[kind] = _union_entries(prev, value)
+                elif (isinstance(value, dict) and isinstance(prev, dict)
+                      and all(isinstance(v, dict) for v in (*value.values(), *prev.values()))):
+                    merged[kind] = {**prev, **value}  # keyed entries (e.g. nccl_scaling per case)
+                else:
+                    merged[kind] = value
         return merged
 
     def gpu(self, index: int) -> dict | None:
@@ -436,13 +464,30 @@ class ReportData:
         return any(r["family"] == name for r in self.records)
 
 
+_ENTRY_KEYS = ("gpu", "gpus", "rank", "host", "precision", "layout", "dtype", "collective", "ngpus", "kind", "src",
+               "dst", "mode", "api", "shape", "family", "name", "id")
+
+
+def _entry_key(entry) -> tuple:
+    if not isinstance(entry, dict):
+        return ("value", json.dumps(entry, sort_keys=True))
+    return tuple((k, json.dumps(entry.get(k), sort_keys=True)) for k in _ENTRY_KEYS if k in entry)
+
+
+def _union_entries(old: list, new: list) -> list:
+    out = {_entry_key(e): e for e in old}
+    for e in new:
+        out[_entry_key(e)] = e
+    return list(out.values())
+
+
 def merge_runs(runs: list[Run]) -> ReportData:
     ordered = sorted(runs, key=lambda r: r.started_at)
     by_key: dict[tuple, dict] = {}
     superseded = 0
     for run in ordered:
         for rec in run.records:
-            key = record_key(rec)
+            key = record_key(rec) + (record_mode(rec),)
             if key in by_key:
                 superseded += 1
             by_key[key] = rec
@@ -465,8 +510,12 @@ _PRIMARY = {
 
 
 def primary_metric(rec: dict) -> str:
-    """The metric that best summarises a record (used by trend and fleet when none is given)."""
+    """The metric that best summarises a record (used by trend and fleet when none is given):
+    the record's own ``primary_metric`` when it names a metric it has, else decided by family."""
     metrics = rec.get("metrics") or {}
+    named = rec.get("primary_metric")
+    if isinstance(named, str) and is_number(metrics.get(named)):
+        return named
     for name in _PRIMARY.get(rec["family"], ()):
         if metrics.get(name) is not None:
             return name
@@ -481,6 +530,56 @@ def higher_is_better(metric: str) -> bool:
     if metric in ("us", "ms", "bytes", "median_s") or metric.endswith(lower_suffixes):
         return False
     return True
+
+
+def record_higher_is_better(rec: dict, metric: str) -> bool:
+    """Direction of `metric` for this record: ``primary_better`` when the record states it for its
+    primary metric, else the naming convention."""
+    better = rec.get("primary_better")
+    if metric == rec.get("primary_metric") and better in ("higher", "lower"):
+        return better == "higher"
+    return higher_is_better(metric)
+
+
+# Structured skip/failure kinds (record ``reason_kind``); older files only have the text.
+REASON_KINDS = ("oom", "unsupported", "needs_gpus", "timeout", "error", "wrong_result", "above_peak", "shared_gpu",
+                "not_built", "interrupted", "unusable_gpu", "peer_rank")
+
+
+def reason_kind(rec: dict) -> str | None:
+    """The record's ``reason_kind``; for older files guessed from the reason text where it is
+    unambiguous (out of memory), else None."""
+    kind = rec.get("reason_kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    if rec.get("status") != "ok" and str(rec.get("reason") or "").lower().startswith("out of memory"):
+        return "oom"
+    return None
+
+
+def record_mode(rec: dict) -> str:
+    """"alone" (GPUs measured one at a time; also when absent) or "concurrent"."""
+    mode = rec.get("mode")
+    return mode if isinstance(mode, str) and mode else "alone"
+
+
+def measurement_settings(rec: dict, options: dict) -> dict:
+    """The settings that change what a case measures: L2 mode, target CV, fixed repetitions, mode.
+    The record's ``measurement`` wins over the run's ``options``; unknown settings are None."""
+    meas = rec.get("measurement") if isinstance(rec.get("measurement"), dict) else {}
+    opts = options if isinstance(options, dict) else {}
+
+    def pick(*pairs):
+        for src, key in pairs:
+            value = src.get(key)
+            if value is not None and value != "family default":
+                return value
+        return None
+
+    reps = pick((meas, "fixed_samples"), (meas, "repetitions"), (opts, "repetitions"))
+    return {"l2": pick((meas, "l2"), (opts, "l2")), "target_cv": pick((meas, "target_cv"), (opts, "target_cv")),
+            "repetitions": reps if reps else None,  # 0: not fixed (run until target_cv)
+            "mode": record_mode(rec)}
 
 
 def metric_value(rec: dict, metric: str) -> float | None:

@@ -25,6 +25,7 @@ from .load import ReportData, is_number  # noqa: E402
 from .util import fmt_bytes, fmt_bytes_short  # noqa: E402
 
 DPI = 100
+_OOM_COLOR = "black"  # never a series colour (C3 is red)
 MAX_PANELS = 8
 _PREC_ORDER = ["fp64", "fp32", "tf32", "fp16", "fp16acc16", "bf16", "int8", "fp8"]
 _STYLE = {
@@ -167,7 +168,8 @@ def plot_gemm(data: ReportData) -> Plot:
 
 def plot_conv(data: ReportData) -> Plot:
     plot = Plot("conv", "Convolution throughput against batch size",
-                "ResNet-50 images/s per precision (solid: training, dashed: forward); red crosses: out of memory.")
+                "ResNet-50 images/s per precision (solid: training, dashed: forward); black crosses on the axis: "
+                "batches that ran out of memory.")
     points = derive.conv_network(data)
     if not points:
         return _plot_conv_layers(data, plot)
@@ -195,11 +197,11 @@ def plot_conv(data: ReportData) -> Plot:
                     ax.plot(*zip(*xs), "s--", color=colors[s], label=f"{name(ok[0])} forward", ms=3, alpha=0.8)
             ooms = [p for p in mine if p.oom]
             if ooms:
-                ax.scatter([p.batch for p in ooms], [0] * len(ooms), marker="X", s=90, color="red", zorder=5,
+                ax.scatter([p.batch for p in ooms], [0] * len(ooms), marker="X", s=90, color=_OOM_COLOR, zorder=5,
                            label="out of memory", clip_on=False)
                 for p in ooms:
                     ax.annotate(f"OOM {name(p)}", (p.batch, 0), textcoords="offset points", xytext=(0, 8),
-                                ha="center", fontsize=7, color="red")
+                                ha="center", fontsize=7, color=_OOM_COLOR)
             _pow2_axis(ax)
             ax.set_ylim(bottom=0)
             ax.set_xlabel("batch size")
@@ -225,7 +227,7 @@ def _plot_conv_layers(data: ReportData, plot: Plot) -> Plot:
     if not series and not ooms:
         plot.missing = _absent(data, "conv", "this plot")
         return plot
-    plot.caption = "Per-layer convolution images/s per precision and pass; red crosses: out of memory."
+    plot.caption = "Per-layer convolution images/s per precision and pass; black crosses: out of memory."
     with plt.rc_context(_STYLE):
         fig, (ax,) = _grid(1, w=8, h=4.2)
         for i, (label, pts) in enumerate(sorted(series.items())[:12]):
@@ -233,7 +235,7 @@ def _plot_conv_layers(data: ReportData, plot: Plot) -> Plot:
             ax.plot([x for x, _ in xs], [v for _, v in xs], "o-", color=_color(i), label=label, ms=4)
         all_oom = [b for bs in ooms.values() for b in bs]
         if all_oom:
-            ax.scatter(all_oom, [0] * len(all_oom), marker="X", s=90, color="red", label="out of memory",
+            ax.scatter(all_oom, [0] * len(all_oom), marker="X", s=90, color=_OOM_COLOR, label="out of memory",
                        clip_on=False, zorder=5)
         _pow2_axis(ax)
         ax.set_ylim(bottom=0)
@@ -244,35 +246,83 @@ def _plot_conv_layers(data: ReportData, plot: Plot) -> Plot:
     return plot
 
 
+_TOTALS = ("bidir", "h2d_all_gpus", "d2h_all_gpus")
+# single-size series (pageable, SM copy, write-combined): markers of their own, never lines
+_POINT_MARKERS = {"pageable": "v", "pinned/sm": "D", "write_combined": "*"}
+_POINT_COLORS = {"pageable": "C4", "pinned/sm": "C2", "write_combined": "C6"}
+_DIR_COLORS = {"h2d": "C0", "d2h": "C1"}
+
+
+def _is_total(direction: str, w) -> bool:
+    return direction in _TOTALS or direction.endswith("_all_gpus") or len(w.gpus) > 1
+
+
 def plot_hostlink(data: ReportData) -> Plot:
     plot = Plot("hostlink", "Host link bandwidth against transfer size",
-                "Copy bandwidth per direction (colour) and host memory kind (line style); dotted black: the "
-                "link's theoretical one-direction bandwidth.")
+                "Per GPU: copy bandwidth per direction (colour: blue host-to-device, orange device-to-host) "
+                "and host memory kind; transfer sizes measured once are markers (triangle pageable, diamond SM "
+                "copy, star write-combined; filled h2d, hollow d2h); dotted black: the link's theoretical "
+                "one-direction bandwidth. Totals (both directions at once, all GPUs at once) are in their own "
+                "panel, against one and several links.")
     curves = derive.hostlink_curves(data)
     if not curves:
         plot.missing = _absent(data, "hostlink", "this plot")
         return plot
-    groups = sorted(curves)[:MAX_PANELS]
-    directions = sorted({d for g in curves.values() for d, _ in g})
-    dcolor = {d: _color(i) for i, d in enumerate(directions)}
-    styles = {"pinned": "-", "pageable": "--", "write_combined": ":"}
+    per_gpu: dict = defaultdict(dict)
+    totals = []  # (label, bytes, gbps, links it may use)
+    for w, series in curves.items():
+        for (direction, memory), pts in series.items():
+            if _is_total(direction, w):
+                b, v = pts[-1]
+                n_links = (2 if direction == "bidir" else 1) * max(1, len(w.gpus))
+                what = "both ways" if direction == "bidir" else direction.replace("_all_gpus", " all GPUs")
+                totals.append((f"{derive.gpu_label(w)} {what}\n{memory}, {fmt_bytes_short(b)}", b, v, n_links))
+            else:
+                per_gpu[w][(direction, memory)] = pts
+    groups = sorted(per_gpu)[:MAX_PANELS]
     with plt.rc_context(_STYLE):
-        fig, axes = _grid(len(groups))
+        fig, axes = _grid(len(groups) + (1 if totals else 0))
         for ax, g in zip(axes, groups):
-            for (direction, memory), pts in sorted(curves[g].items()):
-                label = f"{direction} {memory}"
-                if direction in ("bidir", "h2d_all_gpus"):
-                    label += " (total)"
-                ax.plot([b for b, _ in pts], [v for _, v in pts], styles.get(memory.split("/")[0], "-."),
-                        marker="o", ms=3, color=dcolor[direction], label=label)
+            for (direction, memory), pts in sorted(per_gpu[g].items()):
+                base = direction.split("_")[0]
+                color = _DIR_COLORS.get(base, "C7")
+                xs, ys = [b for b, _ in pts], [v for _, v in pts]
+                if len(pts) >= 2:
+                    ax.plot(xs, ys, "-" if memory == "pinned" else "--", marker="o", ms=3, color=color,
+                            label=f"{direction} {memory}")
+                else:
+                    pc = _POINT_COLORS.get(memory, "C5")
+                    filled = base == "h2d"
+                    ax.plot(xs, ys, ls="none", marker=_POINT_MARKERS.get(memory, "P"), ms=8,
+                            markerfacecolor=pc if filled else "white", markeredgecolor=pc, markeredgewidth=1.5,
+                            label=f"{direction} {memory} ({fmt_bytes_short(xs[0])} only)", zorder=4)
             link = derive.link_gbps(data, g)
             if link:
-                ax.axhline(link, color="black", ls=":", lw=1.2, label=f"link {link:.1f} GB/s")
+                ax.axhline(link, color="black", ls=":", lw=1.2, label=f"link {link:.1f} GB/s one way")
             _bytes_axis(ax)
             ax.set_ylim(bottom=0)
             ax.set_xlabel("transfer size (bytes)")
-            ax.set_ylabel("GB/s")
+            ax.set_ylabel("bandwidth (GB/s)")
             ax.set_title(f"{derive.gpu_label(g)}: {derive.model_of(data, g)}")
+            _legend(ax)
+        if totals:
+            ax = axes[len(groups)]
+            totals.sort()
+            ys = range(len(totals))
+            ax.barh(list(ys), [t[2] for t in totals], color="C9", height=0.55)
+            for y, t in zip(ys, totals):
+                ax.text(t[2], y, f" {t[2]:.1f}", va="center", fontsize=8)
+            ax.set_yticks(list(ys))
+            ax.set_yticklabels([t[0] for t in totals], fontsize=7)
+            ax.invert_yaxis()
+            link = next((derive.link_gbps(data, g) for g in sorted(curves) if derive.link_gbps(data, g)), None)
+            if link:
+                for k, ls in ((1, ":"), (2, "--")):
+                    ax.axvline(link * k, color="black", ls=ls, lw=1.0,
+                               label=f"{k} link{'s' if k > 1 else ''}: {link * k:.0f} GB/s")
+            ax.set_xlabel("total bandwidth (GB/s)")
+            ax.set_title("totals: both directions at once, all GPUs at once")
+            ax.set_xlim(left=0)
             _legend(ax)
         plot.png = _png(fig)
     return plot
@@ -323,11 +373,14 @@ def plot_allreduce(data: ReportData) -> Plot:
     with plt.rc_context(_STYLE):
         fig, (ax,) = _grid(1, w=7.5, h=4.0)
         for i, (n, pts) in enumerate(curves.items()):
-            ax.plot([b for b, _ in pts], [v for _, v in pts], "o-", ms=3, color=_color(i), label=f"{n} GPUs")
+            pos = [(b, v) for b, v in pts if v > 0]  # log axis: a zero has no place on it
+            if pos:
+                ax.plot([b for b, _ in pos], [v for _, v in pos], "o-", ms=3, color=_color(i), label=f"{n} GPUs")
         _bytes_axis(ax)
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("message size (bytes, log scale)")
+        ax.set_ylabel("bus bandwidth (GB/s, log scale)")
         _legend(ax)
         plot.png = _png(fig)
     return plot

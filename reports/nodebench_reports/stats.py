@@ -1,18 +1,23 @@
-"""Statistical tests on per-sample times of one case in two runs.
+"""Statistical tests behind ``compare``: one case, two runs.
 
-Two tests are offered:
+A change is judged against two kinds of noise, and must stand out from the larger of them:
 
-* ``mannwhitney`` (default): one-sided Mann-Whitney U on the raw sample times, in the direction
-  of the observed change of the medians. Distribution-free, robust to outliers. Implemented here
-  (exact null distribution for small samples without ties, normal approximation with tie and
-  continuity correction otherwise); the tests check it against scipy.
-* ``bootstrap``: percentile bootstrap of the ratio of medians (new/base); the one-sided p-value
-  is the share of bootstrap ratios on the other side of 1, and the interval is the
-  ``alpha`` .. ``1 - alpha`` percentile interval of the ratio.
+* **within-run** noise: how much the samples of one run scatter. Tested on the per-sample times
+  with ``scipy.stats.mannwhitneyu`` (one-sided, in the direction of the change) or
+  ``scipy.stats.bootstrap`` of the ratio of medians (``--test bootstrap``).
+* **between-run** noise: how much a case's median moves from one run to the next on an unchanged
+  machine (fresh process, other algorithm choices, clocks, placement). The samples of one run say
+  nothing about it: with 2000 samples per run, a 7% offset between two runs of the same machine
+  is "significant" at p=1e-34. It comes from several baseline runs, the record's ``run_to_run``,
+  the history database, or a documented floor (see :mod:`.compare`). Tested as a normal test
+  on the log ratio of the medians: ``t = ln(ratio) / (sigma * sqrt(1 + 1/k))``, with ``sigma``
+  the relative between-run spread of one run's median and ``k`` the number of baseline runs
+  whose medians were averaged; Student's t with ``runs - 1`` degrees of freedom when sigma was
+  estimated from that many runs (a spread seen in 3 runs is itself uncertain), normal for the
+  assumed floor.
 
-A change is judged on two things at once: its size (the ratio of the medians against a
-threshold) and its significance (p against alpha). Either alone is not enough: with many
-samples tiny changes are significant, with few samples large changes can be noise.
+The p-value of the case is the larger of the two one-sided p-values (both tests must reject),
+and the interval of the ratio uses the larger of the two noises.
 """
 
 from __future__ import annotations
@@ -22,18 +27,24 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as _st
 
 TESTS = ("mannwhitney", "bootstrap")
+N_BOOT = 4000
 
 
 @dataclass
 class ChangeTest:
-    ratio: float               # new median / base median (time: > 1 is slower)
+    ratio: float               # slowdown factor: new/base time (> 1 is slower, i.e. worse)
     p_value: float | None      # one-sided, in the direction of the change; None: not testable
-    ci_low: float | None       # bootstrap interval of the ratio (bootstrap test only)
+    ci_low: float | None       # one-sided 1-alpha bounds of the ratio, from the larger noise
     ci_high: float | None
-    min_p: float | None        # smallest p the test can reach with these sample counts
+    min_p: float | None        # smallest p the within-run test can reach with these sample counts
     note: str = ""
+    p_within: float | None = None
+    p_between: float | None = None
+    noise_within: float | None = None    # relative standard error of one run's median
+    noise_between: float | None = None   # relative between-run spread of one run's median
 
 
 def ratio_of(base_median: float, new_median: float) -> float:
@@ -49,84 +60,38 @@ def _mannwhitney_min_p(n: int, m: int) -> float:
     return math.exp(-log_c) if log_c < 700 else 0.0
 
 
-EXACT_MAX_PAIRS = 400  # exact null distribution when n*m is at most this and there are no ties
-
-
-def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks (1-based) and the sizes of the groups of tied values."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.r_[True, ordered[1:] != ordered[:-1]]
-    group = np.cumsum(starts) - 1
-    bounds = np.r_[np.flatnonzero(starts), len(values)]
-    avg = 0.5 * (bounds[:-1] + 1 + bounds[1:])  # mean of ranks bounds[g]+1 .. bounds[g+1]
-    ranks = np.empty(len(values))
-    ranks[order] = avg[group]
-    return ranks, np.diff(bounds)
-
-
-def _u_counts(n: int, m: int) -> list[int]:
-    """Number of arrangements giving U = 0..n*m: coefficients of the Gaussian binomial [n+m, n]_q."""
-    coeffs = [1]
-    for i in range(1, n + 1):
-        grown = coeffs + [0] * (m + i)
-        for k, c in enumerate(coeffs):           # times (1 - q^(m+i))
-            grown[k + m + i] -= c
-        for k in range(i, len(grown)):           # divided by (1 - q^i)
-            grown[k] += grown[k - i]
-        coeffs = grown[: i * m + 1]
-    return coeffs
-
-
 def mannwhitney_u(base: np.ndarray, new: np.ndarray, alternative: str) -> float:
-    """One-sided Mann-Whitney U test; alternative "greater": new tends to be larger than base.
-
-    Exact null distribution for small samples without ties, otherwise the normal approximation
-    with tie correction and continuity correction.
-    """
-    n, m = len(new), len(base)
-    ranks, ties = _rank(np.concatenate([new, base]))
-    u_new = float(ranks[:n].sum() - n * (n + 1) / 2.0)
-    has_ties = bool(np.any(ties > 1))
-    if not has_ties and n * m <= EXACT_MAX_PAIRS:
-        counts = _u_counts(n, m)
-        total = math.comb(n + m, n)
-        u = int(round(u_new))
-        tail = sum(counts[u:]) if alternative == "greater" else sum(counts[: u + 1])
-        return min(1.0, tail / total)
-    total_n = n + m
-    tie_term = float(np.sum(ties.astype(float) ** 3 - ties)) / (total_n * (total_n - 1))
-    var = n * m / 12.0 * ((total_n + 1) - tie_term)
-    if var <= 0:
-        return 1.0
-    mean = n * m / 2.0
-    if alternative == "greater":
-        z = (u_new - mean - 0.5) / math.sqrt(var)
-    else:
-        z = (mean - u_new - 0.5) / math.sqrt(var)
-    return min(1.0, 0.5 * math.erfc(z / math.sqrt(2.0)))
+    """One-sided Mann-Whitney U; alternative "greater": new tends to be larger than base."""
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if np.all(base == base[0]) and np.all(new == base[0]):
+        return 1.0  # all values equal: no evidence either way (scipy returns nan here)
+    p = float(_st.mannwhitneyu(new, base, alternative=alternative, method="auto").pvalue)
+    return 1.0 if math.isnan(p) else min(1.0, p)
 
 
 def mannwhitney(base: np.ndarray, new: np.ndarray, slower: bool) -> float:
     return mannwhitney_u(base, new, "greater" if slower else "less")
 
 
-def bootstrap(base: np.ndarray, new: np.ndarray, alpha: float, seed: int, n_boot: int = 4000):
-    """Return (ratios of bootstrap medians, p_slower, p_faster, low, high)."""
-    rng = np.random.default_rng(seed)
-    ratios = np.empty(n_boot)
-    chunk = max(1, min(n_boot, 2_000_000 // max(len(base), len(new))))
-    for start in range(0, n_boot, chunk):
-        size = min(chunk, n_boot - start)
-        mb = np.median(base[rng.integers(0, len(base), size=(size, len(base)))], axis=1)
-        mn = np.median(new[rng.integers(0, len(new), size=(size, len(new)))], axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(mb > 0, mn / np.where(mb > 0, mb, 1.0), np.where(mn > 0, np.inf, 1.0))
-        ratios[start:start + size] = r
+def _median_ratio(b, n, axis=-1):
+    mb = np.median(b, axis=axis)
+    mn = np.median(n, axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mb > 0, mn / np.where(mb > 0, mb, 1.0), np.where(mn > 0, np.inf, 1.0))
+
+
+def bootstrap(base: np.ndarray, new: np.ndarray, alpha: float, seed: int, n_boot: int = N_BOOT):
+    """scipy.stats.bootstrap of the ratio of medians (new/base), percentile method.
+
+    Returns (p_slower, p_faster, low, high): the one-sided p-values are the shares of bootstrap
+    ratios on the other side of 1 (add-one smoothed), the interval is alpha .. 1-alpha."""
+    res = _st.bootstrap((np.asarray(base, float), np.asarray(new, float)), _median_ratio, n_resamples=n_boot,
+                        vectorized=True, paired=False, confidence_level=1.0 - 2.0 * alpha, method="percentile",
+                        random_state=np.random.default_rng(seed))
+    ratios = np.asarray(res.bootstrap_distribution)
     p_slower = (np.count_nonzero(ratios <= 1.0) + 1) / (n_boot + 1)
     p_faster = (np.count_nonzero(ratios >= 1.0) + 1) / (n_boot + 1)
-    low, high = np.quantile(ratios, [alpha, 1.0 - alpha])
-    return float(p_slower), float(p_faster), float(low), float(high)
+    return float(p_slower), float(p_faster), float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def seed_for(label: str) -> int:
@@ -134,24 +99,74 @@ def seed_for(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
 
+def median_rel_se(samples) -> float:
+    """Relative standard error of the median of one run's samples (robust scale: MAD)."""
+    x = np.asarray(samples, dtype=float)
+    med = float(np.median(x))
+    if len(x) < 2 or med <= 0:
+        return 0.0
+    sd = 1.4826 * float(np.median(np.abs(x - med)))
+    # 1.2533 = sqrt(pi/2): the median's standard error relative to the mean's for normal data
+    return 1.2533 * sd / math.sqrt(len(x)) / med
+
+
+def _quantile(alpha: float, df: int | None) -> float:
+    return float(_st.t.isf(alpha, df)) if df else float(_st.norm.isf(alpha))
+
+
+def between_run_p(ratio: float, sigma: float, base_runs: int = 1, df: int | None = None) -> float:
+    """One-sided p that the medians differ by `ratio` from between-run noise `sigma` alone
+    (`df`: degrees of freedom of the estimate of sigma; None: sigma known)."""
+    if not ratio > 0 or not math.isfinite(ratio):
+        return 0.0
+    d = abs(math.log(ratio))
+    scale = sigma * math.sqrt(1.0 + 1.0 / max(1, base_runs))
+    if scale <= 0:
+        return 0.0 if d > 0 else 1.0
+    return float(_st.t.sf(d / scale, df)) if df else float(_st.norm.sf(d / scale))
+
+
 def assess_change(base_samples, new_samples, base_median: float, new_median: float, *, test: str = "mannwhitney",
-                alpha: float = 0.01, label: str = "") -> ChangeTest:
-    """Compare two sets of per-sample times. The ratio uses the recorded medians."""
+                  alpha: float = 0.01, label: str = "", ratio: float | None = None,
+                  between: float | None = None, base_runs: int = 1, between_df: int | None = None) -> ChangeTest:
+    """Compare two sets of per-sample times.
+
+    `ratio` is the slowdown factor (> 1 worse); by default the ratio of the medians (new/base).
+    `between` is the between-run noise (relative spread of one run's median), None when unknown:
+    then only the within-run test is made."""
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}")
-    ratio = ratio_of(base_median, new_median)
+    if ratio is None:
+        ratio = ratio_of(base_median, new_median)
     base = np.asarray(base_samples, dtype=float)
     new = np.asarray(new_samples, dtype=float)
     if len(base) < 2 or len(new) < 2:
         return ChangeTest(ratio, None, None, None, None,
-                          note=f"too few samples to test ({len(base)} base, {len(new)} new)")
+                          note=f"too few samples to test ({len(base)} base, {len(new)} new)",
+                          noise_between=between)
     slower = ratio >= 1.0
+    # The samples are times: slower means the new times tend to be larger. When the direction
+    # comes from a metric (ratio given), the samples are tested in that direction.
+    note = ""
+    min_p = None
     if test == "mannwhitney":
-        p = mannwhitney(base, new, slower)
+        p_within = mannwhitney(base, new, slower)
         min_p = _mannwhitney_min_p(len(base), len(new))
-        note = ""
         if min_p >= alpha:
             note = f"with {len(base)}+{len(new)} samples p cannot go below {min_p:.3g}"
-        return ChangeTest(ratio, p, None, None, min_p, note)
-    p_slower, p_faster, low, high = bootstrap(base, new, alpha, seed_for(label))
-    return ChangeTest(ratio, p_slower if slower else p_faster, low, high, None, "")
+    else:
+        p_slower, p_faster, _low, _high = bootstrap(base, new, alpha, seed_for(label))
+        p_within = p_slower if slower else p_faster
+    within = math.sqrt(median_rel_se(base) ** 2 / max(1, base_runs) + median_rel_se(new) ** 2)
+    within_one = median_rel_se(new)
+    p = p_within
+    p_between = None
+    sigma_d = within
+    if between is not None:
+        p_between = between_run_p(ratio, between, base_runs, between_df)
+        p = max(p_within, p_between)
+        sigma_d = max(within, between * math.sqrt(1.0 + 1.0 / max(1, base_runs)))
+    z = _quantile(alpha, between_df if between is not None and sigma_d > within else None)
+    lr = math.log(ratio) if ratio > 0 and math.isfinite(ratio) else 0.0
+    low, high = math.exp(lr - z * sigma_d), math.exp(lr + z * sigma_d)
+    return ChangeTest(ratio, p, low, high, min_p, note, p_within, p_between, within_one, between)

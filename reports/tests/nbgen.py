@@ -54,7 +54,8 @@ class Builder:
     def __init__(self, *, hostname="node01", gpu_name="NVIDIA H200", n_gpus=4, started_at="2025-06-01T02:00:00Z",
                  seed=0, noise_cv=0.02, n_samples=20, run_offset=1.0, slowdown=None, speed=1.0,
                  cuda_architectures="80-real;90-real;90", pcie_width=16, pcie_gen=5, throttle=False,
-                 power_capped=False, nvml=True, compute_capability="9.0", run_id=None, analysis=True):
+                 power_capped=False, nvml=True, compute_capability="9.0", run_id=None, analysis=True,
+                 run_noise_cv=0.0, run_noise=None):
         self.rng = np.random.default_rng(seed)
         self.hostname, self.gpu_name, self.n_gpus = hostname, gpu_name, n_gpus
         self.start = dt.datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ")
@@ -68,10 +69,16 @@ class Builder:
         self.analysis_wanted = analysis
         self.run_id = run_id or hashlib.sha1(f"{hostname}{started_at}{seed}".encode()).hexdigest()[:16]
         self.records: list[dict] = []
+        # between-run noise: each case's median moves by a lognormal factor per run (run_noise maps
+        # a record id to its own spread, run_noise_cv is the spread of the others)
+        self.run_noise_cv, self.run_noise = run_noise_cv, run_noise or {}
 
     # ------------------------------------------------------------------------------------------
     def samples(self, rid: str, t: float) -> list[float]:
         t = t * self.run_offset / self.speed * self.slowdown.get(rid, 1.0)
+        cv = self.run_noise.get(rid, self.run_noise_cv)
+        if cv:
+            t *= float(self.rng.lognormal(0.0, cv))
         noise = self.rng.lognormal(0.0, self.noise_cv, self.n_samples)
         return [float(t * x) for x in noise]
 
@@ -271,7 +278,8 @@ class Builder:
         for i in range(self.n_gpus):
             theo = self.link_gbps()
             gpus.append({
-                "index": i, "name": self.gpu_name, "uuid": f"GPU-{self.run_id[:8]}-{i:04d}",
+                "index": i, "name": self.gpu_name,
+                "uuid": f"GPU-{hashlib.sha1(self.hostname.encode()).hexdigest()[:8]}-{i:04d}",  # stable per host
                 "pci_bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0", "compute_capability": self.cc,
                 "sm_count": 132, "memory_bytes": GPU_MEMORY, "l2_bytes": 62914560, "ecc_enabled": True,
                 "persistence_mode": True, "mig_mode": False,
@@ -339,6 +347,19 @@ def set_status(doc: dict, rid: str, status: str, reason: str, gpus=None) -> dict
                 r.update(stats=None, samples_s=[], metrics={}, percent_of_peak=None)
     counts = {s: sum(1 for r in doc["records"] if r["status"] == s) for s in ("ok", "skipped", "failed", "wrong")}
     doc["summary"].update(counts)
+    return doc
+
+
+def add_primary(doc: dict) -> dict:
+    """Return a copy whose ok records state primary_metric/primary_better (as the C++ side writes)."""
+    doc = copy.deepcopy(doc)
+    order = ("tflops", "tops", "train_images_per_s", "busbw_gbps", "gbps", "latency_us")
+    for r in doc["records"]:
+        for name in order:
+            if name in r["metrics"]:
+                r["primary_metric"] = name
+                r["primary_better"] = "lower" if name.endswith("_us") else "higher"
+                break
     return doc
 
 

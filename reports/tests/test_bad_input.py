@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -134,11 +135,22 @@ def test_compare_refuses_different_gpu_models(cli, tmp_path):
     assert "GPU models differ" in r.out
 
 
-def test_compare_refuses_different_gpu_counts(cli, tmp_path):
-    a = nbgen.write(nbgen.make_result(families=("gemm",), n_gpus=1, seed=1), tmp_path / "one.json")
-    b = nbgen.write(nbgen.make_result(families=("gemm",), n_gpus=2, seed=2), tmp_path / "two.json")
-    r = cli("compare", a, b)
-    assert r.rc == 2 and "environment.gpus[*].name" in r.err, r
+def test_compare_of_different_gpu_counts_compares_common_cases(cli, tmp_path):
+    # was refused; a 1-GPU and a 2-GPU file of one model now compare their common per-GPU cases
+    a = nbgen.write(nbgen.make_result(families=("gemm", "hostlink"), n_gpus=1, seed=1), tmp_path / "one.json")
+    b = nbgen.write(nbgen.make_result(families=("gemm", "hostlink"), n_gpus=2, seed=2), tmp_path / "two.json")
+    n_host = len(nbgen.HOSTLINK_SIZES)
+    r = cli("compare", a, b, "--json", tmp_path / "c.json")
+    assert r.rc == 0 and "1 GPU(s) in" in r.out, r
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert all(c["gpus"] != [1] for c in data["cases"]) and data["summary"]["missing"] == 0
+    assert data["only_in_new"] and all("[gpu 1]" in k for k in data["only_in_new"])
+    # the other way round: GPU 1's cases cannot be run by a 1-GPU node: listed, not missing
+    r = cli("compare", b, a, "--json", tmp_path / "d.json")
+    assert r.rc == 0, r
+    data = json.loads((tmp_path / "d.json").read_text())
+    assert data["needs_gpus"] and all("[gpu 1]" in k for k in data["needs_gpus"]) and not data["missing"]
+    assert len(data["needs_gpus"]) >= n_host
 
 
 def test_html_refuses_files_of_different_nodes(cli, tmp_path):

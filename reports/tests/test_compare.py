@@ -110,19 +110,38 @@ def test_status_regression_and_one_sided_cases(cli, full_doc, tmp_path):
     assert verdicts["gemm/tf32/cublas/square_1024"]["verdict"] == "status fixed"
     assert not verdicts["gemm/tf32/cublas/square_1024"]["regression"]
     assert data["summary"]["status_regressions"] == 2 and data["summary"]["slowdowns"] == 0
-    assert data["only_in_base"] == [f"{dropped['id']} [gpu 0]"]
+    # measured in base, absent from new: missing (it fails; it was "only in base" and passed)
+    assert data["missing"] == [f"{dropped['id']} [gpu 0]"] and data["only_in_base"] == []
     assert data["only_in_new"] == ["gemm/fp16/cublaslt/square_16384 [gpu 0]"]
-    assert "only in base (1):" in r.out and "only in new (1):" in r.out
+    assert "missing: measured in base, absent from new (1; each fails):" in r.out and "only in new (1):" in r.out
     # the OOM record skipped on both sides is not listed
     assert "conv/resnet50_total_fp32_b2048" not in verdicts
 
 
-def test_one_sided_cases_alone_do_not_fail(cli, full_doc, tmp_path):
+def test_cases_missing_from_new_fail(cli, full_doc, tmp_path):
+    # was: one-sided cases alone did not fail, so a night that lost the whole p2p family passed
     new = copy.deepcopy(full_doc)
     new["records"] = [r for r in new["records"] if r["family"] != "p2p"]
-    r = cli("compare", nbgen.write(full_doc, tmp_path / "b.json"), nbgen.write(new, tmp_path / "n.json"))
+    r = cli("compare", nbgen.write(full_doc, tmp_path / "b.json"), nbgen.write(new, tmp_path / "n.json"),
+            "--junit", tmp_path / "c.xml")
+    assert r.rc == 1, r
+    n_p2p = sum(1 for rec in full_doc["records"] if rec["family"] == "p2p")
+    assert f"missing: measured in base, absent from new ({n_p2p}; each fails):" in r.out
+    assert "result: MISSING CASES (exit 1)" in r.out
+    root = ET.parse(tmp_path / "c.xml").getroot()
+    assert int(root.get("failures")) == n_p2p
+
+
+def test_cases_only_in_new_or_skipped_in_base_do_not_fail(cli, full_doc, tmp_path):
+    base = copy.deepcopy(full_doc)
+    base["records"] = [r for r in base["records"] if r["family"] != "p2p"]
+    rid = next(r["id"] for r in base["records"] if r["family"] == "gemm")
+    base = nbgen.set_status(base, rid, "skipped", "not supported on this GPU")
+    new = copy.deepcopy(full_doc)
+    new["records"] = [r for r in new["records"] if r["id"] != rid]
+    r = cli("compare", nbgen.write(base, tmp_path / "b.json"), nbgen.write(new, tmp_path / "n.json"))
     assert r.rc == 0, r
-    assert "only in base (24):" in r.out
+    assert "only in new (24):" in r.out and "only in base (1):" in r.out
 
 
 def test_interrupted_run_is_warned_about(cli, full_doc, tmp_path):
