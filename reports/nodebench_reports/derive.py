@@ -54,8 +54,9 @@ def model_of(data: ReportData, w: Where) -> str:
 
 
 def is_oom(rec: dict) -> bool:
-    """Skipped for lack of memory: ``reason_kind`` "oom", else (older files) the reason's text."""
-    return rec["status"] == "skipped" and reason_kind(rec) == "oom"
+    """Skipped for lack of memory: ``reason_kind`` "oom" (or "smaller_oom": a smaller batch of the
+    series did not fit), else (older files) the reason's text."""
+    return rec["status"] == "skipped" and reason_kind(rec) in ("oom", "smaller_oom")
 
 
 # ----------------------------------------------------------------------------------------------
