@@ -89,7 +89,7 @@ case "$build_dir" in /*) ;; *) build_dir="$PWD/$build_dir" ;; esac
 # Pinned packages: kind name version sha256 (whl: PyPI; deb: Debian trixie non-free).
 # Check that a wheel exists:  python3 -m pip index versions nvidia-cuda-nvcc-cu12
 #                             python3 -m pip download --no-deps -d /tmp/x nvidia-cublas-cu12==12.4.5.8
-# cuDNN must stay at 9.10.x (9.11 and later dropped Pascal); scripts/check_sm61.py --libs checks
+# cuDNN must stay at 9.10.x (9.11 and later dropped Pascal); scripts/dev/check_sm61.py --libs checks
 # that every pinned library still carries sm_61 code. (nvidia-cuda-cccl-cu12 12.4.127 was yanked
 # as broken, without most of libcu++; 12.4.127.post1 replaces it.)
 DEB_SUITE=trixie
