@@ -29,8 +29,13 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
+# CPack puts the summary first and indents each line of this.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "Benchmark and validation suite for multi-GPU training nodes\n The nodebench command measures GEMM, memory, host-link, peak, convolution, peer-to-peer\n and NCCL performance, checks a node against profiles (doctor, validate) and writes\n result files (schema in /usr/share/nodebench/schema). It needs the NVIDIA driver and\n the CUDA runtime libraries it was built against (cuBLAS; cuDNN and NCCL when built\n with them), which come from NVIDIA's packages, not Debian's, and are therefore not\n listed as dependencies.")
+    "The nodebench command measures GEMM, memory, host-link, peak, convolution, peer-to-peer
+and NCCL performance, checks a node against profiles (doctor, validate) and writes versioned
+result files (schema in /usr/share/nodebench/schema). It needs the NVIDIA driver and the CUDA
+libraries it was built with (cuBLAS; cuDNN and NCCL when built with them): they come from
+NVIDIA's packages, not Debian's, so they are not listed as dependencies.")
 # Dependencies: only what Debian packages provide. dpkg-shlibdeps is not used because it fails on
 # the CUDA libraries (installed from NVIDIA's runfile or repository, unknown to dpkg). The shared
 # libraries the build linked from Debian packages (Google Benchmark, MPI) are named by the
@@ -50,7 +55,12 @@ function(_nb_deb_owner lib out)
   endif()
 endfunction()
 set(_nb_linked_libs)
-foreach(_p IMPORTED_LOCATION_RELEASE IMPORTED_LOCATION_NOCONFIG IMPORTED_LOCATION)
+get_target_property(_cfgs benchmark::benchmark IMPORTED_CONFIGURATIONS)
+set(_props IMPORTED_LOCATION)
+foreach(_c IN LISTS _cfgs)
+  list(APPEND _props IMPORTED_LOCATION_${_c})
+endforeach()
+foreach(_p IN LISTS _props)
   get_target_property(_loc benchmark::benchmark ${_p})
   if(_loc)
     list(APPEND _nb_linked_libs "${_loc}")

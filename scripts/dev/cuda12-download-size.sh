@@ -1,4 +1,10 @@
-# Sizes of the pinned CUDA 12 downloads of scripts/build-cuda12.sh, asked of the registries (no download).
+#!/usr/bin/env bash
+# Prints the size of each pinned package that scripts/build-cuda12.sh downloads for its private
+# CUDA 12 toolkit, and the total, by asking the registries (PyPI's JSON simple index, a HEAD
+# request to Debian's archive) without downloading anything.
+# usage: scripts/dev/cuda12-download-size.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 sed -n '/^PINS="/,/"$/p' scripts/build-cuda12.sh | tr -d '"' | grep -E '^(deb|whl) ' |
 while read -r kind name ver sha; do
   if [ "$kind" = whl ]; then
@@ -8,5 +14,5 @@ while read -r kind name ver sha; do
     n=$(curl -fsSI "http://deb.debian.org/debian/pool/non-free/n/nvidia-cuda-toolkit/${name}_${ver//\~/%7E}_amd64.deb" |
         tr -d '\r' | awk 'tolower($1)=="content-length:" {print $2}')
   fi
-  echo "$n $name $ver"
-done
+  printf '%12s  %s %s\n' "${n:-?}" "$name" "$ver"
+done | awk '{print; s += $1} END {printf "%12.0f  in all (%.2f GB)\n", s, s / 1e9}'

@@ -25,7 +25,13 @@ deb=$(ls "$build"/nodebench_*.deb 2>/dev/null | head -1)
 check "cpack -G DEB made a .deb" test -n "$deb"
 if [ -n "$deb" ]; then
   check "the .deb is named nodebench, version $version" test "$(dpkg-deb -f "$deb" Package)/$(dpkg-deb -f "$deb" Version)" = "nodebench/$version"
-  check "its Depends names libc6" bash -c "dpkg-deb -f '$deb' Depends | grep -q libc6"
+  depends=$(dpkg-deb -f "$deb" Depends)
+  check "its Depends names libc6 ($depends)" grep -q libc6 <<<"$depends"
+  # Each Debian package that owns a shared library the binary loads from the system is declared.
+  for lib in $(ldd "$build/nodebench" | awk '/=> \/(usr\/)?lib\// && /libbenchmark|libmpi\./ {print $3}'); do
+    owner=$(dpkg-query -S "$(realpath "$lib")" 2>/dev/null | head -1 | cut -d: -f1)
+    [ -n "$owner" ] && check "Depends declares $owner (owner of $(basename "$lib"))" grep -q "$owner" <<<"$depends"
+  done
   dpkg-deb -x "$deb" "$tmp/root"
   r="$tmp/root/usr"
   check "bin/nodebench is executable" test -x "$r/bin/nodebench"
@@ -53,7 +59,9 @@ tgz=$(ls "$build"/nodebench-*.tar.gz 2>/dev/null | head -1)
 check "cpack -G TGZ made a .tar.gz with bin/nodebench" bash -c "[ -n '$tgz' ] && tar -tzf '$tgz' | grep -q '/bin/nodebench$'"
 
 # reports wheel
-if python3 -m pip wheel -q "$repo/reports" -w "$tmp/dist" --no-deps > "$tmp/wheel.log" 2>&1; then
+# From a copy: setuptools leaves build/ in the folder it builds.
+cp -r "$repo/reports" "$tmp/reports-src" && rm -rf "$tmp/reports-src/build" "$tmp"/reports-src/*.egg-info
+if python3 -m pip wheel -q "$tmp/reports-src" -w "$tmp/dist" --no-deps > "$tmp/wheel.log" 2>&1; then
   whl=$(ls "$tmp"/dist/nodebench_reports-*.whl | head -1)
   python3 -m pip install -q --no-index --no-deps --target "$tmp/site" "$whl" > "$tmp/wheel.log" 2>&1
   out=$(cd "$tmp" && PYTHONPATH="$tmp/site" python3 -c 'import nodebench_reports, sys; print(nodebench_reports.__file__)')
