@@ -42,7 +42,8 @@
 #   --print-toolkit  make sure the toolkit is there, print its root on stdout, build nothing
 #   -- ARGS          further arguments for the CMake configure step
 # Environment: CUDA_HOME (system toolkit), NB_CUDA12_CACHE (default ~/.cache/nodebench-cuda12;
-#   the first run fetches 2.5 GB and keeps 1.5 GB of it plus 2.2 GB unpacked),
+#   the first run fetches 2.44 GB and keeps 1.5 GB of it plus the unpacked toolkit, about 3.6 GB
+#   in all; scripts/dev/cuda12-download-size.sh prints the sizes),
 #   NB_CUDA12_TOOLKIT (default for --toolkit).
 # Exit status: 0 built; 1 a step failed (the message says which); 2 bad usage.
 set -euo pipefail
