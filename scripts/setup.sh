@@ -121,7 +121,7 @@ CMAKE
 }
 
 probe() {
-  FOUND=(); MISSING=(); OPTIONAL_MISSING=()
+  FOUND=(); MISSING=(); OPTIONAL_MISSING=(); UNCHECKED=0
   local v
   # cmake: on PATH, new enough (the probe itself needs it).
   if command -v cmake >/dev/null 2>&1; then
@@ -151,7 +151,7 @@ probe() {
     done < <(sed -n 's/^-- NBPROBE //p' "$probe_dir/log")
     rm -rf "$probe_dir"; probe_dir=""
   else
-    MISSING+=(cxx CUDAToolkit benchmark GTest nlohmann_json CLI11)  # unknown until cmake is there
+    UNCHECKED=1  # the compiler and libraries are looked for through CMake, once it is there
   fi
   if [ "$target" = tests ]; then
     if ! command -v python3 >/dev/null 2>&1; then
@@ -206,10 +206,8 @@ pip_install() {
   python3 -m pip install -q --disable-pip-version-check "$@" || { log "pip install $* failed"; return 1; }
 }
 
-probe
-if [ ${#MISSING[@]} -gt 0 ] && [ $install = 1 ]; then
-  log "missing: ${MISSING[*]}"
-  debs=() pips=() pydeps=()
+try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the Python side
+  local k d debs=() pips=() pydeps=()
   for k in "${MISSING[@]}"; do
     case "$k" in
       py:nodebench_reports) ;;
@@ -234,10 +232,21 @@ if [ ${#MISSING[@]} -gt 0 ] && [ $install = 1 ]; then
     esac
   fi
   hash -r
+}
+
+probe
+# Two rounds at most: a missing CMake hides which libraries are missing until it is installed.
+for round in 1 2; do
+  if [ ${#MISSING[@]} = 0 ] || [ $install = 0 ]; then break; fi
+  if [ $round = 2 ] && { [ "$cmake_was_missing" = 0 ] || [ "$UNCHECKED" = 1 ]; }; then break; fi
+  cmake_was_missing=$UNCHECKED
+  log "missing: ${MISSING[*]}"
+  try_install
   probe
-fi
+done
 report
 if [ ${#MISSING[@]} -gt 0 ]; then
+  [ "$UNCHECKED" = 1 ] && echo "$prog: the compiler, the CUDA toolkit and the libraries are checked once CMake >= 3.25 is there" >&2
   echo "$prog: MISSING for --for $target (nothing could install it, or --no-install):" >&2
   for k in "${MISSING[@]}"; do
     extra=""
