@@ -47,6 +47,7 @@ declare -A PIP=([cmake]="cmake>=3.25" [ninja]=ninja)
 declare -A HOWTO=(
   [cmake]="CMake >= 3.25: apt-get install cmake, or python3 -m pip install 'cmake>=3.25'"
   [cxx]="a C++20 compiler (g++ >= 10): apt-get install g++"
+  [ninja]="a build tool: apt-get install ninja-build (or make), or python3 -m pip install ninja"
   [CUDAToolkit]="the CUDA toolkit 12.x or 13.x (nvcc, cuBLAS) from NVIDIA: https://developer.nvidia.com/cuda-downloads; put its bin/ on PATH or set CUDACXX"
   [benchmark]="Google Benchmark: apt-get install libbenchmark-dev (or build it and set CMAKE_PREFIX_PATH)"
   [GTest]="GoogleTest: apt-get install libgtest-dev (or set CMAKE_PREFIX_PATH)"
@@ -130,7 +131,10 @@ probe() {
   else
     MISSING+=(cmake)
   fi
-  if command -v ninja >/dev/null 2>&1; then FOUND[ninja]="$(ninja --version 2>/dev/null)"; else OPTIONAL_MISSING+=(ninja); fi
+  # A build tool: Ninja (build.sh prefers it), else make.
+  if command -v ninja >/dev/null 2>&1; then FOUND[ninja]="$(ninja --version 2>/dev/null)"
+  elif command -v make >/dev/null 2>&1; then OPTIONAL_MISSING+=(ninja)
+  else MISSING+=(ninja); fi
   if [ -n "${FOUND[cmake]:-}" ]; then
     probe_dir=$(mktemp -d "${TMPDIR:-/tmp}/nodebench-probe.XXXXXX")
     write_probe "$probe_dir"
@@ -217,7 +221,13 @@ try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the P
     esac
   done
   # MPI is optional, but a Debian machine that can install gets it (the MPI launch mode's tests).
-  for k in "${OPTIONAL_MISSING[@]}"; do [ "$k" = MPI ] && read -r -a d <<<"${DEB[MPI]}" && debs+=("${d[@]}"); done
+  # Ninja and MPI are optional, but a machine that can install gets them (a quicker build; the MPI
+  # launch mode and its tests). Only when something required is installed too.
+  if [ ${#debs[@]} -gt 0 ]; then
+    for k in "${OPTIONAL_MISSING[@]}"; do
+      case "$k" in ninja|MPI) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
+    done
+  fi
   if [ ${#debs[@]} -gt 0 ] && ! apt_install "${debs[@]}"; then
     # Without apt, CMake and Ninja can still come from PyPI (as on a GPU node's own Python).
     for k in cmake ninja; do
