@@ -71,6 +71,7 @@ version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; 
 probe_dir=""
 cleanup() { [ -n "$probe_dir" ] && rm -rf "$probe_dir"; }
 trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
 
 write_probe() {  # a CMake project that looks for each library as the top-level CMakeLists does
   cat > "$1/CMakeLists.txt" <<'CMAKE'

@@ -23,6 +23,8 @@ fi
 bash scripts/build.sh || exit 1
 echo "== C++ unit and CLI tests (ctest -LE gpu)"
 ctest --test-dir build -LE gpu --output-on-failure || status=1
+echo "== scripts: syntax, shellcheck, the GPU session script's steps (tests/scripts/scripts_test.sh)"
+bash tests/scripts/scripts_test.sh || status=1
 echo "== set-up script (tests/scripts/setup_test.sh)"
 bash tests/scripts/setup_test.sh || status=1
 echo "== packages: .deb, .tar.gz, reports wheel (tests/scripts/package_test.sh)"
