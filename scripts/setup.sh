@@ -9,7 +9,8 @@
 # usage: scripts/setup.sh [--for build|tests] [--no-install]
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
-#                 CLI11; reports the optional cuDNN, NCCL, MPI and Ninja. Needs no Python package.
+#                 CLI11, a Python 3 interpreter (the build's tests use it); reports the optional
+#                 cuDNN, NCCL, MPI and Ninja. Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
 #                 scipy and this tree's reports package (installed editable with pip if missing).
 #   --no-install  only check: report what is missing, install nothing.
@@ -42,7 +43,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 declare -A DEB=(
   [cmake]=cmake [ninja]=ninja-build [cxx]=g++ [benchmark]=libbenchmark-dev [GTest]=libgtest-dev
   [nlohmann_json]=nlohmann-json3-dev [CLI11]=libcli11-dev [MPI]="libopenmpi-dev openmpi-bin"
-  [python3]="python3 python3-pip")
+  [python3]="python3 python3-pip" [Python3]=python3)
 declare -A PIP=([cmake]="cmake>=3.25" [ninja]=ninja)
 declare -A HOWTO=(
   [cmake]="CMake >= 3.25: apt-get install cmake, or python3 -m pip install 'cmake>=3.25'"
@@ -54,6 +55,7 @@ declare -A HOWTO=(
   [nlohmann_json]="nlohmann_json >= 3.10: apt-get install nlohmann-json3-dev (or set CMAKE_PREFIX_PATH)"
   [CLI11]="CLI11: apt-get install libcli11-dev (or set CMAKE_PREFIX_PATH)"
   [python3]="python3 with pip: apt-get install python3 python3-pip"
+  [Python3]="a Python 3 interpreter (the build's tests run with it): apt-get install python3"
   [py:pytest]="python3 -m pip install pytest"
   [py:jsonschema]="python3 -m pip install jsonschema"
   [py:scipy]="python3 -m pip install scipy"
@@ -106,6 +108,9 @@ find_package(nlohmann_json 3.10 QUIET)
 report(nlohmann_json "${nlohmann_json_FOUND}" "${nlohmann_json_VERSION}")
 find_package(CLI11 QUIET)
 report(CLI11 "${CLI11_FOUND}" "${CLI11_VERSION}")
+# tests/CMakeLists.txt runs its schema and CLI checks with the Python interpreter (no package).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+report(Python3 "${Python3_Interpreter_FOUND}" "${Python3_VERSION} (${Python3_EXECUTABLE})")
 # Optional, looked for as benchmarks/ and harness/ do.
 find_path(_cudnn_h cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
 find_library(_cudnn_lib cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
@@ -175,7 +180,7 @@ probe() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 cuDNN NCCL MPI \
+  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done
