@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
-# The tests on a fresh machine (no GPU needed): install, build, run the C++ unit and CLI tests,
-# the reporting package's tests, and the CUDA 12 / sm_61 build check (skip that one with
-# NODEBENCH_SKIP_CUDA12=1). GPU tests are separate: ctest --test-dir build -L gpu
+# The tests on a fresh machine (no GPU needed): install what is missing, build, run the C++ unit
+# and CLI tests, the tests of the set-up script and of the packages (.deb, .tar.gz, the reports
+# wheel), the reporting package's tests, and the CUDA 12 / sm_61 build check (skip that one with
+# NODEBENCH_SKIP_CUDA12=1; its first run downloads about 2.4 GB, see README.md).
+# GPU tests are separate: ctest --test-dir build -L gpu
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 status=0
-bash scripts/setup.sh || exit 1
-# The report tests render the HTML page in headless Chromium (Debian's package).
+bash scripts/setup.sh --for tests || exit 1
+# The report tests render the HTML page in headless Chromium (Debian's package); without it that
+# one test is skipped, and the rest run.
 if ! command -v chromium >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /dev/null ||
-    echo "test.sh: could not install chromium; the browser test will be skipped"
+  if command -v apt-get >/dev/null 2>&1 &&
+     $SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+     DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq chromium > /dev/null; then
+    echo "test.sh: installed chromium"
+  else
+    echo "test.sh: SKIP the browser test: chromium could not be installed (apt-get install chromium)"
+  fi
 fi
 bash scripts/build.sh || exit 1
 echo "== C++ unit and CLI tests (ctest -LE gpu)"
 ctest --test-dir build -LE gpu --output-on-failure || status=1
+echo "== scripts: syntax, shellcheck, the GPU session script's steps (tests/scripts/scripts_test.sh)"
+bash tests/scripts/scripts_test.sh || status=1
+echo "== set-up script (tests/scripts/setup_test.sh)"
+bash tests/scripts/setup_test.sh || status=1
+echo "== packages: .deb, .tar.gz, reports wheel (tests/scripts/package_test.sh)"
+bash tests/scripts/package_test.sh build || status=1
 echo "== reporting package tests (pytest)"
 python3 -m pytest reports/tests -q || status=1
-if [ "${NODEBENCH_SKIP_CUDA12:-0}" != 1 ] && [ -f scripts/ci-cuda12.sh ]; then
-  echo "== CUDA 12 build for sm_61 (P40) and machine-code check"
-  bash scripts/ci-cuda12.sh || status=1
+if [ "${NODEBENCH_SKIP_CUDA12:-0}" != 1 ]; then
+  echo "== CUDA 12 build for sm_61 (P40) and machine-code check (NODEBENCH_SKIP_CUDA12=1 skips it)"
+  bash scripts/dev/ci-cuda12.sh || status=1
 fi
 if [ $status = 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi
 exit $status

@@ -9,7 +9,7 @@ Each peer row is matched with nodebench records:
   h2d_pinned, d2h_pinned,   hostlink/<dir>/<memory>/ce/1GiB
   h2d_pageable, d2h_pageable
   all_reduce (dtype, bytes, n)  nccl/all_reduce/<dtype>/{in_place,out_of_place}/eager/<size> on n
-                            GPUs, bus bandwidth (the peer, scripts/peer_torch_nccl.py, is in place)
+                            GPUs, bus bandwidth (the peer, scripts/dev/peer_torch_nccl.py, is in place)
 Runs taken alternately (peer, nodebench, peer, nodebench, peer) average out the GPU's drift
 between power states; each side's median over its runs is compared.
 

@@ -6,10 +6,10 @@ process per GPU (torch.multiprocessing), torch.distributed with the NCCL backend
 Each size: 5 warm-up all-reduces, then samples of `--batch` back-to-back all-reduces bracketed
 by CUDA events on rank 0, for `--seconds`; the time per all-reduce is the median sample divided
 by the batch. Bus bandwidth uses the all-reduce factor 2(n-1)/n (as nccl-tests and nodebench do).
-Writes the peer file that scripts/compare_peer.py reads (op "all_reduce").
+Writes the peer file that scripts/dev/compare_peer.py reads (op "all_reduce").
 
 usage: peer_torch_nccl.py --out FILE [--gpus N] [--sizes-mib 256,1024] [--seconds S] [--batch B]
-Needs NCCL_NVLS_ENABLE=0 on the lent machines (set here when absent).
+Needs NCCL_NVLS_ENABLE=0 on the H200 machines (set here when absent).
 """
 import argparse
 import json

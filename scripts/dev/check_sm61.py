@@ -211,7 +211,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build_dir")
     ap.add_argument("--cuobjdump")
-    ap.add_argument("--source-root", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("--source-root", default=str(Path(__file__).resolve().parents[2]))
     ap.add_argument("--libs", action="append", default=[],
                     help="directory of CUDA libraries (cuBLAS, cuDNN, NCCL) that must carry P40 code")
     args = ap.parse_args()

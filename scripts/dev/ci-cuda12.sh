@@ -6,9 +6,9 @@
 #   2. the project's default architecture choice (cmake/CudaArchitectures.cmake) under that
 #      nvcc must include sm_61 and sm_70 (configure only);
 #   3. every target, in build-cuda12/, for 61;70;75;80;86;89;90 (SASS each, PTX for 90);
-#   4. scripts/check_sm61.py: sm_61 SASS for every kernel, nothing sm_61 lacks in it, every
+#   4. scripts/dev/check_sm61.py: sm_61 SASS for every kernel, nothing sm_61 lacks in it, every
 #      requested architecture present, and cuBLAS/cuDNN/NCCL as pinned carry sm_60/61 code;
-#   4b. scripts/check_peak_sass.py: in every architecture's SASS, the peak kernels' loops issue
+#   4b. scripts/dev/check_peak_sass.py: in every architecture's SASS, the peak kernels' loops issue
 #      the instructions their FLOP counts assume (no dead-code halves, loop overhead under 5%);
 #   5. the unit and CLI tests (ctest -LE gpu) of that CUDA 12 build.
 # Environment: NB_CUDA12_BUILD_DIR (default build-cuda12), NB_CUDA12_ARCHS (default all),
@@ -16,7 +16,7 @@
 #   NB_CUDA12_SKIP_TESTS=1 (skip step 5), NB_CUDA12_CACHE (download cache).
 # Exit status: 0 all passed; 1 a step failed (the last lines say which).
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here" || exit 1
 build_dir=${NB_CUDA12_BUILD_DIR:-$here/build-cuda12}
 archs=${NB_CUDA12_ARCHS:-all}
@@ -65,13 +65,13 @@ bash scripts/build-cuda12.sh --toolkit "$toolkit_mode" --archs "$archs" --build-
 end
 
 begin "sm_61 machine-code check"
-python3 scripts/check_sm61.py "$build_dir" --cuobjdump "$toolkit/bin/cuobjdump" --libs "$toolkit/lib64" ||
-  fail "scripts/check_sm61.py found a problem (FAIL lines above)"
+python3 scripts/dev/check_sm61.py "$build_dir" --cuobjdump "$toolkit/bin/cuobjdump" --libs "$toolkit/lib64" ||
+  fail "scripts/dev/check_sm61.py found a problem (FAIL lines above)"
 end
 
 begin "peak kernels: the machine code does the work the FLOP counts assume"
-python3 scripts/check_peak_sass.py "$build_dir/nodebench" --cuobjdump "$toolkit/bin/cuobjdump" ||
-  fail "scripts/check_peak_sass.py found a peak kernel whose loop does not match its count (FAIL lines above)"
+python3 scripts/dev/check_peak_sass.py "$build_dir/nodebench" --cuobjdump "$toolkit/bin/cuobjdump" ||
+  fail "scripts/dev/check_peak_sass.py found a peak kernel whose loop does not match its count (FAIL lines above)"
 end
 
 if [ "${NB_CUDA12_SKIP_TESTS:-0}" != 1 ]; then
