@@ -21,6 +21,14 @@
 #                profile no GPU can meet
 #   multigpu     (alias mpi) the p2p and nccl families: their tests, p2p loopback on one GPU,
 #                the quick suite of both in one process, then under mpirun, one rank per GPU
+#   repeat       the quick suite REPEAT_RUNS times (default 5), each in a fresh process
+#                (`run --runs`): the run files and the combined file with run_to_run spreads
+#   conv-repeat  conv/resnet50 fp16/nchw/b32 and tf32/nhwc/b256, REPEAT_RUNS fresh processes
+#   peak-indep   an independent peak kernel (scripts/dev/peak_independent.cu), the peak family,
+#                the independent kernel again; each unit's ratio
+#   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
+#                FP16 NHWC and TF32 NCHW at batches TRAIN_BATCHES (default 64,128,256),
+#                PyTorch and nodebench taken alternately, time-matched
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -34,7 +42,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -78,7 +86,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
-                 [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180)
+                 [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -229,6 +238,78 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("quick_*.json")):
         print("  scaling", k, [(p["ngpus"], round(p.get("busbw_gbps") or 0, 1), p.get("efficiency_pct")) for p in v["points"]])
 PY
   keep quick_single.json; keep quick_mpi.json
+  return $rc
+}
+
+step_repeat() {
+  local rc
+  timeout "$(tmo 480)" build/nodebench run --suite quick --runs "${REPEAT_RUNS:-5}" --quiet --out-file "$RAW/quick_runs.json" \
+    > "$RAW/quick_runs.log" 2>&1; rc=$?
+  grep -E "^== run|cases:" "$RAW/quick_runs.log" | tee -a "$OUT/session.log"
+  keep quick_runs.json
+  return $rc
+}
+
+step_conv_repeat() {
+  local rc
+  timeout "$(tmo 400)" build/nodebench run --suite full --gpus 0 --filter '^conv/resnet50/(fp16/nchw/b32|tf32/nhwc/b256)$' \
+    --runs "${REPEAT_RUNS:-5}" --quiet --out-file "$RAW/conv_runs.json" > "$RAW/conv_runs.log" 2>&1; rc=$?
+  python3 - "$RAW/conv_runs.json" <<'PY' | tee -a "$OUT/session.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["records"]:
+    rr = r.get("run_to_run") or {}
+    ips = [r["params"]["batch"] / m for m in rr.get("medians_s", [])]
+    print(f"  {r['id']:36s} {r['status']:7s} images/s per run {[round(x) for x in ips]} max/min {rr.get('max_over_min', 0):.3f}")
+PY
+  keep conv_runs.json
+  return $rc
+}
+
+step_peak_indep() {
+  local rc=0
+  nvcc -O3 -arch="sm_${ARCHS%%;*}" -o "$RAW/peak_independent" scripts/dev/peak_independent.cu > "$RAW/peak_indep_build.log" 2>&1 || return 1
+  "$RAW/peak_independent" > "$RAW/peak_indep1.txt" 2>&1 || rc=1
+  timeout "$(tmo 120)" build/nodebench run --suite quick --gpus 0 --family peak --max-time 1 --quiet \
+    --out-file "$RAW/peak_family.json" > "$RAW/peak_family.log" 2>&1 || rc=1
+  "$RAW/peak_independent" > "$RAW/peak_indep2.txt" 2>&1 || rc=1
+  python3 - "$RAW/peak_family.json" "$RAW/peak_indep1.txt" "$RAW/peak_indep2.txt" <<'PY' | tee -a "$OUT/session.log" "$RAW/peak_indep_ratio.txt"
+import json, sys
+ind = {}
+for f in sys.argv[2:]:
+    for line in open(f):
+        p = line.split()
+        if len(p) > 2 and p[2] == "TFLOPS":
+            ind.setdefault(p[0], []).append(float(p[1]))
+unit = {"peak/fp32_ffma": "ffma", "peak/fp16_hfma2": "hfma2", "peak/bf16_fma2": "bf16x2", "peak/fp64_dfma": "dfma"}
+d = json.load(open(sys.argv[1]))
+print(f"  {'case':18s} {'nodebench':>10s} {'independent (before, after)':>30s} {'ratio':>7s}")
+for r in d["records"]:
+    k = unit.get(r["id"])
+    if not k or k not in ind:
+        continue
+    nb = r["metrics"].get("tflops", 0)
+    best = max(ind[k])
+    print(f"  {r['id']:18s} {nb:10.1f} {str(ind[k]):>30s} {nb / best:7.3f}")
+PY
+  keep peak_family.json
+  return $rc
+}
+
+step_train_peer() {
+  local rc=0 mode batches=${TRAIN_BATCHES:-64,128,256} filt
+  for mode in fp16/nhwc tf32/nchw; do
+    filt="^train/resnet50/${mode}/b(${batches//,/|})$"
+    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "${mode%/*}/${mode#*/}" \
+      --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
+    timeout "$(tmo 300)" build/nodebench run --suite full --gpus 0 --family train --filter "$filt" --max-time 2 --quiet \
+      --out-file "$RAW/train_nodebench_${mode/\//_}.json" > "$RAW/train_nodebench_${mode/\//_}.log" 2>&1 || rc=1
+    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "${mode%/*}/${mode#*/}" \
+      --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_1.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
+  done
+  python3 scripts/dev/compare_train_peer.py "$RAW"/train_nodebench_*.json --peer "$RAW"/train_torch_*.json \
+    --out "$RAW/train_ratio.json" | tee -a "$OUT/session.log"
+  keep train_ratio.json; keep train_nodebench_fp16_nhwc.json; keep train_nodebench_tf32_nchw.json
   return $rc
 }
 
