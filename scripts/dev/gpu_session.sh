@@ -300,11 +300,11 @@ step_train_peer() {
   local rc=0 mode batches=${TRAIN_BATCHES:-64,128,256} filt
   for mode in fp16/nhwc tf32/nchw; do
     filt="^train/resnet50/${mode}/b(${batches//,/|})$"
-    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "${mode%/*}/${mode#*/}" \
+    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
       --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
     timeout "$(tmo 300)" build/nodebench run --suite full --gpus 0 --family train --filter "$filt" --max-time 2 --quiet \
       --out-file "$RAW/train_nodebench_${mode/\//_}.json" > "$RAW/train_nodebench_${mode/\//_}.log" 2>&1 || rc=1
-    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "${mode%/*}/${mode#*/}" \
+    CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
       --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_1.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
   done
   python3 scripts/dev/compare_train_peer.py "$RAW"/train_nodebench_*.json --peer "$RAW"/train_torch_*.json \
