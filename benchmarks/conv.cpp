@@ -287,9 +287,9 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   ctx.details()["algorithm"] = {{"algo", ch.algo}, {"workspace_bytes", ch.workspace},
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
-                                {"api", "cudnnFind*AlgorithmEx, fastest candidates timed again"},
+                                {"api", "cudnnFind*AlgorithmEx, every candidate timed again"},
                                 {"trials", ch.trials}, {"search_workspace_limit_bytes", search_limit},
-                                {"from_cache", ch.from_cache}};
+                                {"from_cache", ch.from_cache}, {"source", ch.source}, {"rounds", ch.rounds}};
   size_t failures = 0;
   std::string worst;
   json v = verify_pass(c, pass, 16, failures, worst);
