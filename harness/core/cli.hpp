@@ -31,6 +31,10 @@ struct RunOptions {
   bool json = false;                  // list/env: JSON output
   bool quiet = false;
   double memory_fraction = 0.9;       // batch recommendation: the largest share of device memory
+  // Algorithm cache (docs/SCHEMA.md, "Algorithm choice"): read at start (checked while parsing:
+  // a malformed file is exit 2), used by the cuDNN and cuBLASLt choices, written back at the end.
+  std::string algo_cache_file;        // empty: no file
+  bool algo_search = false;           // ignore the file's entries, search again, then update it
 };
 
 enum class CommandKind { list, run, env, doctor, validate };
