@@ -231,6 +231,9 @@ void AlgoCache::save(const std::string& path) const {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  // The temporary file's name is per process: saves of one process take turns.
+  static std::mutex save_mu;
+  std::lock_guard<std::mutex> save_lock(save_mu);
   try {
     write_file_atomic(path, doc.dump(1) + "\n");
   } catch (const Error& e) {
