@@ -355,6 +355,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         const double med = compute_stats(m.samples_s).median;
         lj[std::string(pass_name(Pass(p))) + "_us"] = med * 1e6;
         lj[std::string(pass_name(Pass(p))) + "_algo"] = ch.algo;
+        lj[std::string(pass_name(Pass(p))) + "_algo_source"] = ch.source;
       }
       // Forward verified on every layer (the backward passes in the layer cases).
       size_t failures = 0;

@@ -77,6 +77,20 @@ TEST(AlgoChoice, SameChoiceUnderFivePercentNoiseWhenCandidatesAreEqual) {
   for (uint64_t seed = 1; seed <= 300; ++seed) ASSERT_EQ(choose(near, 0.05, seed), 2) << "seed " << seed;
 }
 
+TEST(AlgoChoice, TheFakeNoiseIsEnoughToFlipANaiveRule) {
+  // The stability above is the rule's doing: with no margin and no widening (the fastest median
+  // wins), the same equal candidates and noise pick each of them in some seeds.
+  ChoiceRules naive;
+  naive.tie_margin = 0;
+  naive.max_widening = 0;
+  const std::map<int, double> truth = {{3, 20e-6}, {6, 20e-6}, {1, 26e-6}};
+  std::map<int, int> picked;
+  for (uint64_t seed = 1; seed <= 300; ++seed) ++picked[choose(truth, 0.05, seed, naive)];
+  EXPECT_GT(picked[3], 0);
+  EXPECT_GT(picked[6], 0);
+  EXPECT_EQ(picked[1], 0);
+}
+
 TEST(AlgoChoice, FasterByMoreThanTheBandWinsOverALowerId) {
   // 30% apart: outside the margin plus any widening (at most 3% + 7%).
   const std::map<int, double> truth = {{0, 13e-6}, {4, 10e-6}};

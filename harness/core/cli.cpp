@@ -57,7 +57,8 @@ void add_algo_cache(CLI::App* sub, RunOptions& o) {
   sub->add_option("--algo-cache", o.algo_cache_file,
                   "Algorithm cache FILE (cuDNN and cuBLASLt choices): read at start, its choices used instead of a "
                   "search, new choices added and the file updated at the end; recorded in the result (algo_cache). "
-                  "A missing FILE starts empty");
+                  "A missing FILE starts empty")
+      ->type_name("FILE");
   sub->add_flag("--algo-search", o.algo_search,
                 "Ignore the cached choices: search again, then update the --algo-cache file");
 }
