@@ -293,9 +293,9 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   ctx.details()["algorithm"] = {{"algo", ch.algo}, {"workspace_bytes", ch.workspace},
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
-                                {"api", "cudnnFind*AlgorithmEx, fastest candidates timed again"},
+                                {"api", "cudnnFind*AlgorithmEx, every candidate timed again"},
                                 {"trials", ch.trials}, {"search_workspace_limit_bytes", search_limit},
-                                {"from_cache", ch.from_cache}};
+                                {"from_cache", ch.from_cache}, {"source", ch.source}, {"rounds", ch.rounds}};
   size_t failures = 0;
   std::string worst;
   json v = verify_pass(c, pass, 16, failures, worst);
@@ -365,6 +365,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         const double med = compute_stats(m.samples_s).median;
         lj[std::string(pass_name(Pass(p))) + "_us"] = med * 1e6;
         lj[std::string(pass_name(Pass(p))) + "_algo"] = ch.algo;
+        lj[std::string(pass_name(Pass(p))) + "_algo_source"] = ch.source;
       }
       // Forward verified on every layer (the backward passes in the layer cases).
       size_t failures = 0;

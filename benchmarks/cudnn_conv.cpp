@@ -5,6 +5,8 @@
 #include <mutex>
 
 #include "settings.hpp"
+#include "algo_choice.hpp"
+#include "cli.hpp"
 #include "stats.hpp"
 #include "text.hpp"
 
@@ -175,13 +177,11 @@ std::vector<Candidate> search(cudnnHandle_t h, ConvDesc& c, Pass pass, const Con
   return successful(perf, returned);
 }
 
-// Which of cuDNN's candidates are timed again, and how: those within kTrialSpread of its fastest
-// (at most kTrialCandidates), each in kTrialRounds interleaved rounds of one untimed run (its own
-// data back in L2) and kTrialBurst timed back-to-back runs.
-constexpr size_t kTrialCandidates = 6;
-constexpr float kTrialSpread = 4.0f;
-constexpr int kTrialRounds = 3;
+// How a candidate is timed: one untimed run (its own data back in L2), then a burst of runs back
+// to back (one for large layers, whose single run is long enough to time), per round; the rounds
+// and the decision follow nb::ChoiceRules (algo_choice.hpp).
 constexpr int kTrialBurst = 3;
+constexpr float kLargeMs = 2.0f;
 
 std::mutex& cache_mutex() {
   static std::mutex m;
@@ -192,62 +192,107 @@ std::map<std::string, AlgoChoice>& process_cache() {
   return m;
 }
 
+// The candidate id of the generic choice: the algorithm first, then the math type, so that a full
+// tie goes to the lower algorithm number (cuDNN lists an algorithm once per math type).
+int candidate_id(int algo, cudnnMathType_t math) { return algo * 4 + int(math); }
+
+// Whether `algo` under `math` runs here with the search's workspace; the workspace it needs in
+// `need`.
+cudnnStatus_t runs_here(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, cudnnMathType_t math, size_t listed,
+                        const ConvBuffers& b, DeviceBuffer& ws, cudaStream_t stream, size_t& need) {
+  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, math));
+  need = 0;
+  cudnnStatus_t st = workspace_size(h, c, pass, algo, need);
+  need = std::max(need, listed);
+  if (st == CUDNN_STATUS_SUCCESS && need > ws.bytes()) st = CUDNN_STATUS_ALLOC_FAILED;
+  if (st == CUDNN_STATUS_SUCCESS) st = try_pass(h, c, pass, algo, b, ws.get(), need);
+  if (st == CUDNN_STATUS_SUCCESS) NB_CUDA(cudaStreamSynchronize(stream));
+  return st;
+}
+
+std::string rejection(cudnnStatus_t st) {
+  return std::string("rejected: ") + cudnnGetErrorString(st) +
+         (st == CUDNN_STATUS_ALLOC_FAILED ? " (workspace larger than the search's)" : "");
+}
+
 }  // namespace
 
-// cuDNN's search times each algorithm once, cold, and at small batches ranks them wrongly: for
-// the 3x3 64->64 FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM
-// fifth, at twice the time of Winograd, which ran at half the speed of PyTorch's choice. So its
-// nearest candidates are run again here: each checked to run at all (a listed algorithm can
-// fail with CUDNN_STATUS_BAD_PARAM), then timed warm, in interleaved rounds on the stream; the one
-// with the smallest median wins. Large layers (over 2 ms a run) get one round.
+// cuDNN's search times each algorithm once, cold, and ranks them unreliably: for the 3x3 64->64
+// FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM fifth, and in
+// ResNet-50 at batch 32 the chosen forward algorithm of some 1x1 layers flipped between runs
+// (16.5 us against 137 us). So every candidate it lists is checked to run at all (a listed
+// algorithm can fail with CUDNN_STATUS_BAD_PARAM) and then timed again warm here, in interleaved
+// rounds, and chosen by median with a tie margin (nb::choose_by_timing). A choice is kept for the
+// process and in the algorithm cache (--algo-cache), whose entry is used instead of a search.
 AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
                        cudaStream_t stream, const std::string& gpu_model) {
-  const std::string key = gpu_model + "|cudnn" + std::to_string(cudnnGetVersion()) + "|" + c.key() + "|" + pass_name(pass);
+  const std::string library = "cudnn-" + std::to_string(cudnnGetVersion());
+  const std::string key = gpu_model + "|" + library + "|" + c.key() + "|" + pass_name(pass);
   {
     std::lock_guard<std::mutex> lock(cache_mutex());
     auto it = process_cache().find(key);
     if (it != process_cache().end()) {
       AlgoChoice ch = it->second;
       ch.from_cache = true;
+      if (ch.source == "search") ch.source = "process";
       return ch;
     }
   }
   const cudnnMathType_t requested = c.prec().math;
   NB_CUDNN(cudnnSetStream(h, stream));
+  AlgoChoice ch;
+  const AlgoCacheKey ckey{library, gpu_model, c.key(), pass_name(pass)};
+  bool from_file = false;
+  if (std::optional<AlgoCacheEntry> e = global_algo_cache().get(ckey, &from_file)) {
+    // A cached choice is used when it still runs here with the search's workspace; otherwise the
+    // search runs as if there were no entry.
+    size_t need = 0;
+    const cudnnStatus_t st =
+        runs_here(h, c, pass, e->algo, cudnnMathType_t(e->extra), size_t(e->workspace), b, ws, stream, need);
+    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
+    json row = {{"algo", e->algo}, {"math_type", e->extra}, {"workspace_bytes", need}, {"median_us", e->median_s * 1e6},
+                {"chosen_at", e->chosen_at}};
+    if (st == CUDNN_STATUS_SUCCESS) {
+      ch.algo = e->algo;
+      ch.math = cudnnMathType_t(e->extra);
+      ch.workspace = need;
+      ch.trial_us = e->median_s * 1e6;
+      ch.from_cache = true;
+      ch.source = from_file ? "file" : "process";
+      row["trial"] = "from the algorithm cache";
+      row["chosen"] = true;
+      ch.trials.push_back(row);
+      std::lock_guard<std::mutex> lock(cache_mutex());
+      process_cache().emplace(key, ch);
+      return ch;
+    }
+    row["trial"] = "from the algorithm cache, " + rejection(st) + ": searched again";
+    ch.trials.push_back(row);
+  }
   NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
   int returned = 0;
   const std::vector<Candidate> cands = search(h, c, pass, b, ws, returned);
-  AlgoChoice ch;
   ch.candidates = returned;
-  struct Trial {
+  struct Live {
     Candidate cand;
     size_t workspace;
-    std::vector<double> times;
     size_t row;
   };
-  std::vector<Trial> live;
+  std::map<int, Live> live;  // by candidate id
+  std::vector<AlgoCandidate> generic;
   for (const Candidate& cand : cands) {
     json row = {{"algo", cand.algo}, {"math_type", int(cand.math)}, {"cudnn_ms", cand.find_ms},
                 {"workspace_bytes", cand.memory}};
-    if (live.size() >= kTrialCandidates || cand.find_ms > kTrialSpread * cands.front().find_ms) {
-      row["trial"] = "not timed again (in cuDNN's search, over " + fmt(kTrialSpread, 0) + "x its fastest, or past the first " +
-                     std::to_string(kTrialCandidates) + ")";
-      ch.trials.push_back(row);
-      continue;
-    }
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, cand.math));
+    const int id = candidate_id(cand.algo, cand.math);
+    if (live.count(id)) continue;  // listed twice: timed once
     size_t need = 0;
-    cudnnStatus_t st = workspace_size(h, c, pass, cand.algo, need);
-    need = std::max(need, cand.memory);
-    if (st == CUDNN_STATUS_SUCCESS && need > ws.bytes()) st = CUDNN_STATUS_ALLOC_FAILED;
-    if (st == CUDNN_STATUS_SUCCESS) st = try_pass(h, c, pass, cand.algo, b, ws.get(), need);
+    const cudnnStatus_t st = runs_here(h, c, pass, cand.algo, cand.math, cand.memory, b, ws, stream, need);
     if (st == CUDNN_STATUS_SUCCESS) {
-      NB_CUDA(cudaStreamSynchronize(stream));
       row["workspace_bytes"] = need;
-      live.push_back({cand, need, {}, ch.trials.size()});
+      live.emplace(id, Live{cand, need, ch.trials.size()});
+      generic.push_back({id, need, "algo " + std::to_string(cand.algo) + " math " + std::to_string(int(cand.math))});
     } else {
-      row["trial"] = std::string("rejected: ") + cudnnGetErrorString(st) +
-                     (st == CUDNN_STATUS_ALLOC_FAILED ? " (workspace larger than the search's)" : "");
+      row["trial"] = rejection(st);
     }
     ch.trials.push_back(row);
   }
@@ -256,37 +301,46 @@ AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffer
     throw Error("cuDNN found no working algorithm for " + c.key() + " " + pass_name(pass) + ": " + ch.trials.dump());
   }
   Event e0, e1;
-  const bool large = !cands.empty() && cands.front().find_ms > 2.0f;
-  const int rounds = large ? 1 : kTrialRounds, burst = large ? 1 : kTrialBurst;
-  for (int round = 0; round < rounds && live.size() > 1; ++round)
-    for (Trial& t : live) {
-      NB_CUDNN(cudnnSetConvolutionMathType(c.conv, t.cand.math));
-      NB_CUDNN(try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace));  // untimed: its data back in L2
-      e0.record(stream);
-      for (int i = 0; i < burst; ++i) NB_CUDNN(try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace));
-      e1.record(stream);
-      NB_CUDA(cudaEventSynchronize(e1.get()));
-      t.times.push_back(e1.seconds_since(e0) / burst);
-    }
-  // With one live candidate nothing was timed again: it is cuDNN's choice as it stands.
-  const Trial* best = &live.front();
-  double best_med = 0;
-  for (const Trial& t : live) {
-    if (t.times.empty()) continue;
-    const double med = compute_stats(t.times).median;
-    ch.trials[t.row]["trial_us"] = med * 1e6;
-    if (best_med == 0 || med < best_med) {
-      best = &t;
-      best_med = med;
-    }
+  const bool large = !cands.empty() && cands.front().find_ms > kLargeMs;
+  const int burst = large ? 1 : kTrialBurst;
+  auto time_one = [&](const AlgoCandidate& a) {
+    const Live& t = live.at(a.id);
+    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, t.cand.math));
+    NB_CUDNN(try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace));  // untimed: its data back in L2
+    e0.record(stream);
+    for (int i = 0; i < burst; ++i) NB_CUDNN(try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace));
+    e1.record(stream);
+    NB_CUDA(cudaEventSynchronize(e1.get()));
+    return e1.seconds_since(e0) / burst;
+  };
+  const ChoiceRules rules;
+  ChoiceOutcome out;
+  try {
+    out = choose_by_timing(generic, time_one, rules);
+  } catch (...) {
+    cudnnSetConvolutionMathType(c.conv, requested);
+    throw;
   }
-  ch.algo = best->cand.algo;
-  ch.math = best->cand.math;
-  ch.workspace = best->workspace;
-  ch.find_ms = best->cand.find_ms;
-  ch.trial_us = best_med * 1e6;
-  ch.trials[best->row]["chosen"] = true;
+  for (const CandidateTiming& t : out.timings) {
+    json& row = ch.trials[live.at(t.cand.id).row];
+    row["samples"] = t.samples_s.size();
+    row["median_us"] = t.median_s * 1e6;
+    row["mean_us"] = t.mean_s * 1e6;
+    row["trial_us"] = t.median_s * 1e6;
+    if (t.dropped) row["trial"] = "dropped: over " + fmt(rules.drop_factor, 0) + "x the best median";
+    row["tied"] = t.tied;
+    if (t.chosen) row["chosen"] = true;
+  }
+  const Live& best = live.at(out.best().cand.id);
+  ch.algo = best.cand.algo;
+  ch.math = best.cand.math;
+  ch.workspace = best.workspace;
+  ch.find_ms = best.cand.find_ms;
+  ch.trial_us = out.best().median_s * 1e6;
+  ch.rounds = out.rounds;
+  ch.source = "search";
   NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
+  global_algo_cache().put(ckey, {ch.algo, int64_t(ch.math), uint64_t(ch.workspace), out.best().median_s, ""});
   std::lock_guard<std::mutex> lock(cache_mutex());
   process_cache().emplace(key, ch);
   return ch;

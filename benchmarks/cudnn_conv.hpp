@@ -98,18 +98,21 @@ struct AlgoChoice {
   int candidates = 0;      // how many cuDNN's search returned
   float find_ms = 0;       // cuDNN's own time of the chosen one
   double trial_us = 0;     // our median over the trial rounds (0 when not timed again)
-  bool from_cache = false; // reused from an earlier choice of the same key
-  nlohmann::json trials = nlohmann::json::array();  // every candidate: algo, math, times, or why rejected
+  bool from_cache = false; // reused: an earlier choice of this process, or the algorithm cache file
+  std::string source = "search";  // search, process (an earlier choice of this process), file (--algo-cache)
+  int rounds = 0;          // interleaved timing rounds of the search (0 when reused)
+  nlohmann::json trials = nlohmann::json::array();  // every candidate: algo, math, samples, median, or why rejected
 };
 
 // The workspace the algorithm search may use: NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB, and never
 // more than a quarter of the free memory.
 size_t find_workspace_limit();
 
-// Chooses the algorithm of one pass by measurement (cuDNN's search, then its nearest candidates
-// timed again warm here), with the operands the pass reads and writes (contents are overwritten
-// by the trial runs) and a search workspace. The choice is kept for the process per (GPU model,
-// cuDNN version, descriptor key, pass) and reused.
+// Chooses the algorithm of one pass by measurement (cuDNN's search, then every candidate that runs
+// timed again warm here and chosen by nb::choose_by_timing), with the operands the pass reads and
+// writes (contents are overwritten by the trial runs) and a search workspace. The choice is kept
+// for the process per (GPU model, cuDNN version, descriptor key, pass) and reused, and put in
+// nb::global_algo_cache(), whose entry for the key is used instead of a search when it still runs.
 AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& d, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
                        cudaStream_t stream, const std::string& gpu_model);
 

@@ -13,6 +13,7 @@
 #include <cublas_v2.h>
 
 #include "analysis.hpp"
+#include "algo_choice.hpp"
 #include "benchmark.hpp"
 #include "cublas_check.hpp"
 #include "kernels.cuh"
@@ -156,11 +157,6 @@ json algo_json(const cublasLtMatmulAlgo_t& algo, const cublasLtMatmulHeuristicRe
           {"waves", r.wavesCount}};
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Host copy of n elements at element offset `off`, decoded to double.
 std::vector<double> fetch(const void* dev, cudaDataType_t t, size_t elem_size, size_t off, size_t n) {
   std::vector<unsigned char> raw(n * elem_size);
@@ -250,45 +246,59 @@ void run_gemm(CaseContext& ctx, const Precision& p, const std::string& api, cons
                                &algo, h.workspace.get(), h.workspace.bytes(), st));
       (void)stream;
     };
-    // Autotune: time up to four of the heuristic's candidates round-robin (two warm-up rounds,
-    // then five timed rounds, so that clock drift under the power cap hits every candidate
-    // alike) and keep the fastest median. Skipped for long GEMMs, where the heuristic's first
-    // choice is taken.
+    // Autotune among the heuristic's first four (nb::choose_by_timing: interleaved rounds, so that
+    // clock drift under the power cap hits every candidate alike, median with a tie margin; a full
+    // tie goes to the heuristic's higher rank). Long GEMMs (a run over 20 ms) take the heuristic's
+    // first choice, which is deterministic. A choice is kept in the algorithm cache by rank, with
+    // the algorithm's config id to check that the heuristic still lists it there.
+    const AlgoCacheKey ckey{"cublasLt-" + std::to_string(cublasLtGetVersion()), gpu.name,
+                            std::string(p.name) + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                std::to_string(k) + "_tn",
+                            "ws" + std::to_string(ws)};
+    auto config_id = [&](int i) { return algo_json(res[i].algo, res[i]).value("id", int64_t(-1)); };
     int best = 0;
     int tried = 0;
-    {
-      std::vector<int> cand;
+    json timed = json::array();
+    std::string source = "search";
+    int rounds = 0;
+    bool hit_from_file = false;
+    const std::optional<AlgoCacheEntry> hit = global_algo_cache().get(ckey, &hit_from_file);
+    if (hit && hit->algo >= 0 && hit->algo < std::min(returned, 4) && res[hit->algo].state == CUBLAS_STATUS_SUCCESS &&
+        config_id(hit->algo) == hit->extra) {
+      best = hit->algo;
+      source = hit_from_file ? "file" : "process";
+    } else {
+      std::vector<AlgoCandidate> cand;
       for (int i = 0; i < std::min(returned, 4); ++i)
-        if (res[i].state == CUBLAS_STATUS_SUCCESS) cand.push_back(i);
+        if (res[i].state == CUBLAS_STATUS_SUCCESS)
+          cand.push_back({i, res[i].workspaceSize, "heuristic rank " + std::to_string(i)});
       Event e0, e1;
       e0.record(stream);
-      lt_launch(res[cand.empty() ? 0 : cand[0]].algo, stream);
+      lt_launch(res[cand.empty() ? 0 : cand[0].id].algo, stream);
       e1.record(stream);
       NB_CUDA(cudaEventSynchronize(e1.get()));
-      if (cand.size() > 1 && e1.seconds_since(e0) < 0.02) {
-        std::vector<std::vector<double>> ts(cand.size());
-        for (int round = 0; round < 7; ++round) {
-          for (size_t c = 0; c < cand.size(); ++c) {
-            e0.record(stream);
-            lt_launch(res[cand[c]].algo, stream);
-            e1.record(stream);
-            NB_CUDA(cudaEventSynchronize(e1.get()));
-            if (round >= 2) ts[c].push_back(e1.seconds_since(e0));
-          }
-        }
-        double best_t = 1e30;
-        for (size_t c = 0; c < cand.size(); ++c) {
-          const double t = median_of(ts[c]);
-          if (t < best_t) {
-            best_t = t;
-            best = cand[c];
-          }
-        }
+      double best_s = e1.seconds_since(e0);
+      if (cand.size() > 1 && best_s < 0.02) {
+        constexpr int kBurst = 3;
+        auto time_one = [&](const AlgoCandidate& c) {
+          lt_launch(res[c.id].algo, stream);  // untimed: warm
+          e0.record(stream);
+          for (int i = 0; i < kBurst; ++i) lt_launch(res[c.id].algo, stream);
+          e1.record(stream);
+          NB_CUDA(cudaEventSynchronize(e1.get()));
+          return e1.seconds_since(e0) / kBurst;
+        };
+        const ChoiceOutcome out = choose_by_timing(cand, time_one);
+        best = out.best().cand.id;
+        best_s = out.best().median_s;
+        timed = timings_to_json(out);
+        rounds = out.rounds;
         tried = int(cand.size());
       } else if (!cand.empty()) {
-        best = cand[0];
+        best = cand[0].id;
         tried = 1;
       }
+      global_algo_cache().put(ckey, {best, config_id(best), uint64_t(res[best].workspaceSize), best_s, ""});
     }
     chosen = res[best].algo;
     json a = algo_json(chosen, res[best]);
@@ -296,6 +306,11 @@ void run_gemm(CaseContext& ctx, const Precision& p, const std::string& api, cons
     a["heuristic_candidates"] = returned;
     a["autotuned_among"] = tried;
     a["heuristic_rank"] = best;
+    a["candidates"] = timed;
+    a["rounds"] = rounds;
+    a["from_cache"] = source != "search";
+    a["source"] = source;
+    if (source != "search") a["cached_median_us"] = hit->median_s * 1e6;
     ctx.details()["algorithm"] = a;
     launch = [&, lt_launch](cudaStream_t st) { lt_launch(chosen, st); };
   }

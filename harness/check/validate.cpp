@@ -940,6 +940,8 @@ int cmd_validate(const Command& cmd) {
     ro.gpus = o.gpus;
     ro.quiet = o.quiet;
     ro.out_file = path;
+    ro.algo_cache_file = o.algo_cache_file;
+    ro.algo_search = o.algo_search;
     Plan run;
     try {
       run.cases = select_cases(plan.suite, plan.run_all ? std::vector<std::string>{} : plan.families,
@@ -953,6 +955,8 @@ int cmd_validate(const Command& cmd) {
     run.base.max_time_s = max_time;
     run.base.target_cv = ro.target_cv;
     run.base.min_samples = ro.min_samples;
+    run.algo_cache_file = o.algo_cache_file;
+    run.algo_search = o.algo_search;
     std::cout << "\nnodebench validate, level " << v.level << ": running "
               << (plan.run_all ? "every case (full suite)" : std::to_string(plan.case_ids.size()) + " case(s)") << std::endl;
     try {

@@ -7,7 +7,9 @@ namespace {
 
 json safe_record(const RecordInput& in) {
   try {
-    return make_record(in);
+    json r = make_record(in);
+    add_per_ghz_metrics(r);
+    return r;
   } catch (const std::exception& e) {
     RecordInput bad = in;
     bad.out = nullptr;
@@ -19,6 +21,33 @@ json safe_record(const RecordInput& in) {
 }
 
 }  // namespace
+
+// Throughput metrics by name: the bare unit or a name ending in `_<unit>`. Figures that are not
+// measured rates (a theoretical rate, a link's nominal speed) are left out.
+bool is_rate_metric(const std::string& name) {
+  static const char* const kUnits[] = {"tflops", "tops", "gbps", "images_per_s"};
+  if (name.rfind("theoretical_", 0) == 0 || name.rfind("link_", 0) == 0) return false;
+  for (const char* u : kUnits) {
+    const std::string unit(u);
+    if (name == unit) return true;
+    if (name.size() > unit.size() + 1 && name.compare(name.size() - unit.size() - 1, std::string::npos, "_" + unit) == 0)
+      return true;
+  }
+  return false;
+}
+
+void add_per_ghz_metrics(json& record) {
+  if (!record.contains("clocks") || !record.contains("metrics") || !record["metrics"].is_object()) return;
+  const json& c = record["clocks"];
+  if (!c.is_object() || !c.contains("sm_mhz_during") || !c["sm_mhz_during"].is_number()) return;
+  const double ghz = c["sm_mhz_during"].get<double>() / 1000.0;
+  if (!(ghz > 0)) return;
+  json& m = record["metrics"];
+  json add = json::object();
+  for (const auto& [k, v] : m.items())
+    if (is_rate_metric(k) && v.is_number() && !m.contains(k + "_per_ghz")) add[k + "_per_ghz"] = v.get<double>() / ghz;
+  m.update(add);
+}
 
 CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>& gpus) {
   CaseRecords out;

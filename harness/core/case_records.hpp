@@ -20,6 +20,13 @@ struct CaseRecords {
 // Never throws: a record that cannot be built becomes a failed record saying why.
 CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>& gpus);
 
+// Clock-normalised rates: for each throughput metric of the record (`tflops`, `tops`, `gbps`,
+// `images_per_s`, or a name ending in `_<one of them>`), `<metric>_per_ghz` = metric /
+// (clocks.sm_mhz_during / 1000), when that clock is known, so that a trend can tell a clock
+// change from a code change. Applied to every record make_case_records builds.
+bool is_rate_metric(const std::string& name);
+void add_per_ghz_metrics(nlohmann::json& record);
+
 // Merges `analysis` (an object of keys) into the result file's analysis, key by key, with JSON
 // merge-patch semantics (objects merge, everything else replaces).
 void merge_analysis(ResultFile& file, const nlohmann::json& analysis);

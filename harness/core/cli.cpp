@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "algo_choice.hpp"
 #include "error.hpp"
 
 #include "build_info.hpp"
@@ -59,6 +60,16 @@ const char* kFooter =
     "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
     "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
     "See docs/MULTIGPU.md for the NCCL settings.";
+
+void add_algo_cache(CLI::App* sub, RunOptions& o) {
+  sub->add_option("--algo-cache", o.algo_cache_file,
+                  "Algorithm cache FILE (cuDNN and cuBLASLt choices): read at start, its choices used instead of a "
+                  "search, new choices added and the file updated at the end; recorded in the result (algo_cache). "
+                  "A missing FILE starts empty")
+      ->type_name("FILE");
+  sub->add_flag("--algo-search", o.algo_search,
+                "Ignore the cached choices: search again, then update the --algo-cache file");
+}
 
 void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
@@ -151,6 +162,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       ->capture_default_str();
   run->add_option("--gbench-out", o.gbench_out,
                   "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
+  add_algo_cache(run, o);
 
   CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
   env->add_flag("--json", o.json, "Print the environment as JSON (the result file's 'environment')");
@@ -175,6 +187,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   validate->add_option("--prometheus", v.prometheus_file, "Write the verdicts as a node_exporter textfile (.prom) to FILE");
   validate->add_option("--gpus", o.gpus, "Devices to benchmark: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
   validate->add_flag("--quiet", o.quiet, "No progress lines");
+  add_algo_cache(validate, o);
 
   std::vector<std::string> rev(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::reverse(rev.begin(), rev.end());
@@ -222,6 +235,16 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       res.exit_code = kExitUsage;
       res.err = std::string("nodebench: ") + e.what() + "\n";
       return res;
+    }
+    if (!o.algo_cache_file.empty()) {
+      try {
+        AlgoCache probe;  // read once here so that a malformed file stops the command before it starts
+        probe.load(o.algo_cache_file);
+      } catch (const Error& e) {
+        res.exit_code = kExitUsage;
+        res.err = std::string("nodebench: --algo-cache: ") + e.what() + "\n";
+        return res;
+      }
     }
     if (o.gpus != "all") {
       try {

@@ -35,6 +35,10 @@ struct RunOptions {
   bool one_gpu_at_a_time = false;     // run per-GPU cases GPU after GPU even where they share nothing
   size_t runs = 1;                    // > 1: the run repeated in separate processes
   std::string gbench_out;             // also write a Google Benchmark JSON file here
+  // Algorithm cache (docs/SCHEMA.md, "Algorithm choice"): read at start (checked while parsing:
+  // a malformed file is exit 2), used by the cuDNN and cuBLASLt choices, written back at the end.
+  std::string algo_cache_file;        // empty: no file
+  bool algo_search = false;           // ignore the file's entries, search again, then update it
 };
 
 enum class CommandKind { list, run, env, doctor, validate };

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "algo_choice.hpp"
 #include "case_records.hpp"
 #include "cluster.hpp"
 
@@ -186,6 +187,10 @@ std::vector<std::string> run_analyses(ResultFile& file, const AnalysisContext& c
 
 RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const RunHooks& hooks) {
   RunOutcome out;
+  // The algorithm cache: yesterday's choices reused unless asked to search again (issue 13).
+  AlgoCache& cache = global_algo_cache();
+  cache.set_search_again(plan.algo_search);
+  if (!plan.algo_cache_file.empty()) cache.load(plan.algo_cache_file);  // checked while parsing: exit 2 there
   const std::vector<Step> steps = schedule(plan);
   size_t total = steps.size(), done = 0;
   std::mutex mu;  // the file, the counter and the hooks' output
@@ -252,6 +257,20 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
     actx.memory_fraction = plan.memory_fraction;
     actx.global_batch = plan.global_batch;
     out.verdict_lines = run_analyses(file, actx);
+  }
+  if (!plan.algo_cache_file.empty() || plan.algo_search) {
+    json summary = cache.summary();
+    if (!plan.algo_cache_file.empty() && cluster::root()) {
+      try {
+        cache.save(plan.algo_cache_file);
+        summary["saved"] = true;
+        summary["error"] = nullptr;
+      } catch (const std::exception& e) {
+        summary["saved"] = false;
+        summary["error"] = e.what();
+      }
+    }
+    file.set_field("algo_cache", summary);
   }
   out.status = !out.error.empty() ? "aborted" : stopped.load() ? "interrupted" : "complete";
   file.finish(out.status, out.error);

@@ -24,6 +24,8 @@ struct Plan {
   bool concurrent = true;         // cases that share nothing run on every GPU at once
   double memory_fraction = 0.9;   // for the analyses
   int global_batch = 256;
+  std::string algo_cache_file;    // read before the cases, written back after (rank 0)
+  bool algo_search = false;       // search again even where the cache has a choice
 };
 
 // How each (case, GPUs) pair is run, in order: first the per-GPU cases of families that share

@@ -43,6 +43,8 @@ class ResultFile {
   ResultFile(std::string path, nlohmann::json header, double min_interval_s = 2.0);
   void add(nlohmann::json record);
   void set_analysis(const std::string& key, nlohmann::json value);
+  // A top-level field of the document (e.g. algo_cache, timeline).
+  void set_field(const std::string& key, nlohmann::json value) { doc_[key] = std::move(value); }
   void finish(const std::string& run_status, const std::string& error = "");
   void flush(bool force);
   const std::string& path() const { return path_; }

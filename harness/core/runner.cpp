@@ -137,7 +137,9 @@ json options_json(const RunOptions& o, double max_time) {
           {"profiles_file", o.profiles_file.empty() ? json(nullptr) : json(o.profiles_file)},
           {"concurrent", !o.one_gpu_at_a_time},
           {"runs", o.runs},
-          {"global_batch", o.global_batch}};
+          {"global_batch", o.global_batch},
+          {"algo_cache_file", o.algo_cache_file.empty() ? json(nullptr) : json(o.algo_cache_file)},
+          {"algo_search", o.algo_search}};
 }
 
 json run_header(const Command& cmd, const Session& session, const RunOptions& o, double max_time,
@@ -410,6 +412,8 @@ int cmd_run(const Command& cmd) {
   plan.concurrent = !o.one_gpu_at_a_time;
   plan.memory_fraction = o.memory_fraction;
   plan.global_batch = o.global_batch;
+  plan.algo_cache_file = o.algo_cache_file;
+  plan.algo_search = o.algo_search;
 
   const std::string run_id = cluster::from_root(make_run_id());
   std::string path = cluster::root() ? o.out_file : "";

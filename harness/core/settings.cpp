@@ -22,7 +22,7 @@ const char* const kKnown[] = {"NODEBENCH_CUDNN_WORKSPACE_MIB", "NODEBENCH_NCCL_T
                               "NODEBENCH_NCCL_TRACE",         "NODEBENCH_NCCL_GRAPH_MULTI",
                               "NODEBENCH_P2P_LOOPBACK",       "NODEBENCH_MPI",
                               "NODEBENCH_NCCL_TEST_STALL_S",  "NODEBENCH_NCCL_TEST_ABSENT_RANK"};
-const char* const kScripts[] = {"NODEBENCH_BIN", "NODEBENCH_REPORT", "NODEBENCH_SKIP_CUDA12"};
+const char* const kScripts[] = {"NODEBENCH_BIN", "NODEBENCH_REPORT", "NODEBENCH_SKIP_CUDA12", "NODEBENCH_SETUP_HIDE"};
 
 double parse_number(const std::string& name, const std::string& v, double max, bool integer, bool allow_zero) {
   errno = 0;
