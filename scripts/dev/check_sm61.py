@@ -6,7 +6,8 @@ refuses to disassemble it) and checks:
 
   1. every artefact with device code (the nodebench binary, the static libraries such as
      libnb_kernels.a) holds sm_61 machine code (SASS), not only PTX to be JIT-compiled;
-  2. every __global__ kernel defined in the sources (*.cu, *.cuh outside build directories) is
+  2. every __global__ kernel defined in the sources (*.cu, *.cuh outside build directories and
+     scripts/, whose standalone maintainer kernels are not part of the binary) is
      in the binary's sm_61 SASS, so no kernel is left without a P40 code path;
   3. the sm_61 SASS uses nothing a P40 lacks: no tensor-core instructions (HMMA, IMMA, DMMA,
      BMMA, *GMMA, UTC*MMA), no ldmatrix/stmatrix/movmatrix, no BF16/TF32/FP8 operand types;
@@ -167,7 +168,9 @@ def opcode(instr):
 
 def source_kernels(root):
     kernels = {}
-    skip = {".git", "__pycache__"}
+    # scripts/ holds standalone maintainer kernels (independent peak and copy kernels built by
+    # hand on a GPU machine), not code of the nodebench binary.
+    skip = {".git", "__pycache__", "scripts"}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith("build")
                        and not d.startswith(".")]
