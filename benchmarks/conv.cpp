@@ -366,6 +366,13 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         lj[std::string(pass_name(Pass(p))) + "_us"] = med * 1e6;
         lj[std::string(pass_name(Pass(p))) + "_algo"] = ch.algo;
         lj[std::string(pass_name(Pass(p))) + "_algo_source"] = ch.source;
+        lj[std::string(pass_name(Pass(p))) + "_math_type"] = int(ch.math);
+        // What the choice timed, compactly: one [algo, math type, median us, samples] per candidate.
+        json tried = json::array();
+        for (const json& t : ch.trials)
+          if (t.contains("median_us"))
+            tried.push_back({t.value("algo", -1), t.value("math_type", -1), t["median_us"], t.value("samples", 0)});
+        if (!tried.empty()) lj[std::string(pass_name(Pass(p))) + "_choice"] = tried;
       }
       // Forward verified on every layer (the backward passes in the layer cases).
       size_t failures = 0;

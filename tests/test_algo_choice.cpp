@@ -135,12 +135,13 @@ TEST(AlgoChoice, OneOutlierDoesNotTieASlowCandidateWithAFastOne) {
 }
 
 TEST(AlgoChoice, DropRuleStopsTimingHopelessCandidates) {
-  // id 1 is 10x the best: dropped after the first round. id 2 at 3.9x stays.
+  // id 1 is 10x the best: dropped after the second round (never after one sample). id 2 at 3.9x
+  // stays.
   const std::map<int, double> truth = {{0, 1e-6}, {1, 10e-6}, {2, 3.9e-6}};
   FakeTimer timer(truth, 0.0, 1);
   ChoiceRules rules;
   const ChoiceOutcome o = choose_by_timing(cands_of(truth), [&](const AlgoCandidate& c) { return timer(c); }, rules);
-  EXPECT_EQ(timer.calls[1], 1);
+  EXPECT_EQ(timer.calls[1], 2);
   EXPECT_TRUE(o.timings[1].dropped);
   EXPECT_FALSE(o.timings[2].dropped);
   EXPECT_EQ(timer.calls[0], o.rounds);
@@ -150,10 +151,39 @@ TEST(AlgoChoice, DropRuleStopsTimingHopelessCandidates) {
   EXPECT_EQ(o.rounds, rules.max_rounds);
   const json j = timings_to_json(o);
   ASSERT_EQ(j.size(), 3u);
-  EXPECT_EQ(j[1]["samples"], 1);
+  EXPECT_EQ(j[1]["samples"], 2);
   EXPECT_EQ(j[1]["dropped"], true);
   EXPECT_EQ(j[0]["chosen"], true);
   EXPECT_NEAR(j[2]["median_us"].get<double>(), 3.9, 1e-9);
+}
+
+TEST(AlgoChoice, ASlowFirstSampleDoesNotDropTheBestCandidate) {
+  // The fastest candidate's first timing is 10x its truth (the GPU still clocking up): a rule
+  // that dropped after one sample would lose it and choose the 8x slower candidate.
+  const std::map<int, double> truth = {{0, 160e-6}, {1, 21e-6}, {2, 90e-6}};
+  std::map<int, int> calls;
+  auto timer = [&](const AlgoCandidate& c) {
+    const int k = calls[c.id]++;
+    return truth.at(c.id) * (c.id == 1 && k == 0 ? 10.0 : 1.0);
+  };
+  const ChoiceOutcome o = choose_by_timing(cands_of(truth), timer, ChoiceRules{});
+  EXPECT_EQ(o.best().cand.id, 1);
+  EXPECT_FALSE(o.timings[1].dropped);
+  EXPECT_NEAR(o.timings[1].median_s, 21e-6, 1e-12);
+}
+
+TEST(AlgoChoice, RoundsStartAtADifferentCandidate) {
+  const std::map<int, double> truth = {{0, 1e-6}, {1, 1.1e-6}, {2, 1.2e-6}};
+  std::vector<int> order;
+  auto timer = [&](const AlgoCandidate& c) {
+    order.push_back(c.id);
+    return truth.at(c.id);
+  };
+  ChoiceRules rules;
+  rules.min_rounds = rules.max_rounds = 3;
+  choose_by_timing(cands_of(truth), timer, rules);
+  const std::vector<int> expected = {0, 1, 2, 1, 2, 0, 2, 0, 1};
+  EXPECT_EQ(order, expected);
 }
 
 TEST(AlgoChoice, RoundsFollowTheBudgetAndTheMinimum) {
