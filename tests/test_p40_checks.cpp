@@ -222,7 +222,7 @@ TEST(P40Validate, AHealthyP40ResultPasses) {
     const Check* h2d = find_check(checks, "hostlink.h2d", g);
     ASSERT_NE(h2d, nullptr) << all;
     EXPECT_EQ(h2d->severity, Severity::ok) << h2d->summary;
-    EXPECT_NEAR(*h2d->value, 100 * 11.8 / 15.754, 0.05);
+    EXPECT_NEAR(*h2d->value, 100 * 11.84 / 15.754, 0.05);
   }
   // Peers on one switch judged as PCIe; the pairs across sockets have no peer access: not judged.
   const Check* near = find_check(checks, "p2p.pcie", 0);
