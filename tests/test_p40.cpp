@@ -73,8 +73,9 @@ TEST(P40Fixture, PeaksAreTheP40sAndWhatTheCaptureWouldRecord) {
   in.cc_minor = 1;
   in.sm_count = 30;
   in.max_sm_clock_mhz = 1531;
+  const ProfileDb db = ProfileDb::builtin();  // kept: `prof` points into it
   const DeviceProfile* prof = nullptr;
-  const auto peaks = expected_peaks(ProfileDb::builtin(), in, &prof);
+  const auto peaks = expected_peaks(db, in, &prof);
   ASSERT_NE(prof, nullptr);
   EXPECT_EQ(prof->name, "Tesla P40");
   for (const auto& g : env["gpus"]) {
