@@ -431,4 +431,11 @@ const AnalysisRegistrar fp16_analysis({
     [](const json& a) { return fp16_verdict_lines(a); }});
 
 }  // namespace
+
+// The peak key a GEMM precision's percent of peak is taken against on GPU `g`, for the tests that
+// drive it with recorded GPUs (tests/test_p40.cpp).
+std::string gemm_peak_key(const std::string& precision_name, const GpuInfo& g) {
+  return peak_key(precision(precision_name), g);
+}
+
 }  // namespace nb

@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "doctor.hpp"
+#include "doctor_from.hpp"
 #include "error.hpp"
 #include "runner.hpp"
 #include "validate.hpp"
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
       case nb::CommandKind::list: return nb::cmd_list(*p.command);
       case nb::CommandKind::run: return nb::cmd_run(*p.command);
       case nb::CommandKind::env: return nb::cmd_env(*p.command);
-      case nb::CommandKind::doctor: return nb::cmd_doctor(*p.command);
+      case nb::CommandKind::doctor:
+        return p.command->validate.doctor_from.empty() ? nb::cmd_doctor(*p.command) : nb::cmd_doctor_from(*p.command);
       case nb::CommandKind::validate: return nb::cmd_validate(*p.command);
     }
   } catch (const std::exception& e) {

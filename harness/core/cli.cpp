@@ -172,6 +172,15 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       "doctor", "Check the node: driver, libraries, GPU visibility, PCIe links, ECC, clocks, peers; each problem with its fix");
   doctor->add_flag("--json", o.json, "Print the checks as JSON");
   doctor->add_flag("--no-load", v.no_load, "Read PCIe links without loading the GPUs (links train down at idle)");
+  doctor->add_option("--from", v.doctor_from,
+                     "Judge a node captured elsewhere instead of this one, no GPU needed: FILE is an `env --json` "
+                     "capture, a result file or a `doctor --json` report")
+      ->type_name("FILE");
+  CLI::Option* archs = doctor->add_option(
+      "--archs", v.doctor_archs,
+      "With --from: the CUDA architectures of the binary the node runs (CMake notation, e.g. 61-real), "
+      "where the capture does not record them");
+  archs->type_name("LIST");
 
   CLI::App* validate = app.add_subcommand(
       "validate", "Judge the node: doctor, then benchmarks by level against the device profile's thresholds");
@@ -215,6 +224,11 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   else if (validate->parsed()) cmd.kind = CommandKind::validate;
   else cmd.kind = CommandKind::env;
 
+  if (cmd.kind == CommandKind::doctor && !v.doctor_archs.empty() && v.doctor_from.empty()) {
+    res.exit_code = kExitUsage;
+    res.err = "nodebench: doctor --archs: needs --from FILE (on the node, doctor reads this binary's own)\n" + doctor->help();
+    return res;
+  }
   o.suite = *parse_suite(suite);
   if (max_time > 0) o.max_time_s = max_time;
   if (l2 == "hot") o.l2 = L2Mode::hot;

@@ -50,6 +50,8 @@ struct ValidateOptions {
   std::string junit_file;        // JUnit XML, when set
   std::string prometheus_file;   // node_exporter textfile, when set
   bool no_load = false;          // doctor: read the PCIe link without loading the GPU
+  std::string doctor_from;       // doctor --from FILE: judge a captured node (no GPU needed)
+  std::string doctor_archs;      // doctor --archs LIST: the binary's CUDA architectures, with --from
 };
 
 struct Command {

@@ -271,7 +271,7 @@ def check_distribution(data: ReportData) -> Item:
         eff, basis = top.train_efficiency, "estimated data-parallel training efficiency"
     else:
         eff, basis = top.busbw_efficiency, "all-reduce bus-bandwidth efficiency"
-    pcie = [((g.get("pcie") or {}).get("theoretical_gbps")) for g in data.gpus]
+    pcie = [derive.max_link_gbps(g) for g in data.gpus]  # the maximum link: idle GPUs train down
     pcie = [p for p in pcie if is_number(p)]
     if pcie:
         fabric = "NVLink/NVSwitch-class" if top.busbw_gbps > 1.2 * max(pcie) else "PCIe/host-class"

@@ -214,8 +214,23 @@ def hostlink_curves(data: ReportData) -> dict[tuple, dict[tuple, list[tuple[floa
     return out
 
 
+# PCIe one-direction GB/s per lane after encoding (8b/10b for Gen1-2, 128b/130b from Gen3), as the
+# binary computes it (harness/node/profiles.cpp, pcie_gbps).
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.984615, 4: 1.969231, 5: 3.938462, 6: 7.876923}
+
+
+def max_link_gbps(gpu: dict | None) -> float | None:
+    """One direction of the GPU's maximum PCIe link (gen_max x width_max). The environment's
+    theoretical_gbps is that of the link as it was when captured: idle GPUs (a P40 at Gen1) train down."""
+    pcie = (gpu or {}).get("pcie") or {}
+    gen, width = pcie.get("gen_max"), pcie.get("width_max")
+    if isinstance(gen, int) and not isinstance(gen, bool) and gen in PCIE_LANE_GBPS and is_number(width) and width > 0:
+        return PCIE_LANE_GBPS[gen] * width
+    return num(pcie.get("theoretical_gbps"))
+
+
 def link_gbps(data: ReportData, w: Where) -> float | None:
-    """The link's theoretical one-direction bandwidth: from the records, else the environment."""
+    """The link's theoretical one-direction bandwidth: from the records, else the GPU's maximum link."""
     best = None
     for rec in data.family("hostlink"):
         if where(rec) == w:
@@ -225,9 +240,7 @@ def link_gbps(data: ReportData, w: Where) -> float | None:
     if best:
         return best
     if w.first_gpu is not None and w.rank <= 0:
-        gpu = data.gpu(w.first_gpu)
-        pcie = (gpu or {}).get("pcie") or {}
-        return num(pcie.get("theoretical_gbps"))
+        return max_link_gbps(data.gpu(w.first_gpu))
     return None
 
 

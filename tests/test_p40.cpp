@@ -1,0 +1,223 @@
+// Every decision that depends on compute capability 6.1, driven by the P40 fixtures without a GPU
+// (tests/data/p40_environment.json, p40_doctor.json, p40_result.json; written by
+// tests/data/make_p40_fixtures.py): which cases run or skip and why, the peak key of each GEMM
+// precision, the FP16 verdict, doctor's findings (also through `doctor --from`) and validate's
+// P40 thresholds. The expectations come from the P40's hardware (datasheet figures, what Pascal
+// lacks), not from the code under test.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "analysis.hpp"
+#include "benchmark.hpp"
+#include "cli.hpp"
+#include "doctor.hpp"
+#include "doctor_from.hpp"
+#include "environment.hpp"
+#include "error.hpp"
+#include "profiles.hpp"
+#include "status.hpp"
+#include "validate.hpp"
+
+namespace nb {
+// benchmarks/gemm.cpp: the peak key of a GEMM precision on a GPU.
+std::string gemm_peak_key(const std::string& precision_name, const GpuInfo& g);
+}  // namespace nb
+
+using namespace nb;
+using nlohmann::json;
+
+namespace {
+
+std::string data_path(const std::string& name) { return std::string(NB_TEST_DATA_DIR) + "/" + name; }
+
+json read_json(const std::string& name) {
+  std::ifstream f(data_path(name));
+  if (!f) throw std::runtime_error("missing fixture " + name);
+  return json::parse(f);
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A GpuInfo as capture_environment fills it, from a recorded `gpus[i]` entry.
+GpuInfo gpu_from(const json& g) {
+  GpuInfo info;
+  info.index = g.at("index").get<int>();
+  info.name = g.at("name").get<std::string>();
+  const std::string cc = g.at("compute_capability").get<std::string>();
+  info.cc_major = std::stoi(cc.substr(0, cc.find('.')));
+  info.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
+  info.sm_count = g.at("sm_count").get<int>();
+  info.memory_bytes = g.at("memory_bytes").get<size_t>();
+  info.l2_bytes = g.at("l2_bytes").get<size_t>();
+  info.pci_bus_id = g.value("pci_bus_id", "");
+  info.profile = g.value("profile", "");
+  for (const auto& [k, v] : g.at("peaks").items()) info.peaks[k] = Peak{v.at("value").get<double>(), v.at("source").get<std::string>()};
+  return info;
+}
+
+GpuInfo p40_gpu(int index = 0) { return gpu_from(read_json("p40_environment.json")["gpus"][index]); }
+
+}  // namespace
+
+// ---- The fixture is what a capture on a P40 records ------------------------------------------
+
+TEST(P40Fixture, PeaksAreTheP40sAndWhatTheCaptureWouldRecord) {
+  const json env = read_json("p40_environment.json");
+  ASSERT_EQ(env["gpus"].size(), 4u);
+  PeakInputs in;
+  in.name = "Tesla P40";
+  in.cc_major = 6;
+  in.cc_minor = 1;
+  in.sm_count = 30;
+  in.max_sm_clock_mhz = 1531;
+  const ProfileDb db = ProfileDb::builtin();  // kept: `prof` points into it
+  const DeviceProfile* prof = nullptr;
+  const auto peaks = expected_peaks(db, in, &prof);
+  ASSERT_NE(prof, nullptr);
+  EXPECT_EQ(prof->name, "Tesla P40");
+  for (const auto& g : env["gpus"]) {
+    const GpuInfo info = gpu_from(g);
+    EXPECT_EQ(info.cc(), 61);
+    EXPECT_EQ(info.sm_count, 30);
+    EXPECT_EQ(info.profile, "Tesla P40");
+    ASSERT_EQ(info.peaks.size(), peaks.size());
+    for (const auto& [k, p] : peaks) EXPECT_DOUBLE_EQ(info.peak(k)->value, p.value) << k;
+  }
+  // GP102: 30 SMs x 128 FP32 lanes x 2 flops x 1531 MHz; FP16 1/64 and FP64 1/32 of it; DP4A
+  // 4 INT8 products per lane; GDDR5 384-bit at 7.2 Gb/s per pin.
+  const double fp32 = 30 * 128 * 2 * 1531e6 / 1e12;
+  EXPECT_NEAR(peaks.at("fp32_tflops").value, fp32, 0.01);
+  EXPECT_NEAR(peaks.at("fp16_tflops").value, fp32 / 64, 0.01);
+  EXPECT_NEAR(peaks.at("fp64_tflops").value, fp32 / 32, 0.01);
+  EXPECT_NEAR(peaks.at("int8_tops").value, 4 * fp32, 0.1);
+  EXPECT_NEAR(peaks.at("mem_gbps").value, 384 / 8 * 7.2, 1.0);
+  // No tensor cores, no TF32, BF16 or FP8.
+  for (const char* k : {"fp16_tensor_tflops", "bf16_tensor_tflops", "tf32_tflops", "fp8_tflops", "fp64_tensor_tflops"})
+    EXPECT_EQ(peaks.count(k), 0u) << k;
+  // Two sockets: GPUs 0-1 on the first, 2-3 on the second (bus numbers of each root complex).
+  EXPECT_EQ(env["host"]["numa_nodes"].size(), 2u);
+  EXPECT_EQ(env["software"]["cuda_runtime_version"], "12.9");
+  EXPECT_EQ(env["software"]["cudnn_version"], "9.10.2");
+}
+
+// ---- Which cases run or skip at compute capability 6.1, and why --------------------------------
+
+TEST(P40Cases, EveryCaseRunsOrSkipsAsThePascalHardwareSays) {
+  const GpuInfo g = p40_gpu();
+  // What a P40 lacks: tensor cores (every mma), TF32, BF16 and FP8 arithmetic.
+  const std::set<std::string> gemm_skip = {"tf32", "bf16", "fp8"};
+  const std::set<std::string> peak_skip = {"bf16_fma2", "mma_fp16", "mma_bf16", "mma_tf32", "mma_int8"};
+  std::map<std::string, int> seen;
+  for (const auto& f : family_registry())
+    for (Suite s : {Suite::quick, Suite::full})
+      for (const Case& c : f->cases(s)) {
+        const Availability a = c.available ? c.available(g) : Availability::yes();
+        bool expect_skip = false;
+        if (c.family == "gemm") expect_skip = gemm_skip.count(c.params["precision"].get<std::string>()) > 0;
+        if (c.family == "peak") expect_skip = peak_skip.count(c.params["unit"].get<std::string>()) > 0;
+        if (c.family == "conv") expect_skip = c.params["precision"] == "tf32";
+        EXPECT_EQ(!a.ok, expect_skip) << c.id() << ": " << a.reason;
+        if (!a.ok) {
+          EXPECT_TRUE(has(a.reason, "6.1")) << c.id() << ": the reason names the GPU's compute capability: " << a.reason;
+          EXPECT_TRUE(has(a.reason, "needs")) << a.reason;
+          // run_plan records it as skipped with this kind.
+          EXPECT_STREQ(to_string(infer_reason_kind(a.reason, ReasonKind::unsupported)), "unsupported") << a.reason;
+        }
+        ++seen[c.family + (a.ok ? "/runs" : "/skips")];
+      }
+  // The families that matter on a P40 are there, and each precision that pays on it runs.
+  EXPECT_GT(seen["gemm/runs"], 0);
+  EXPECT_GT(seen["gemm/skips"], 0);
+  EXPECT_GT(seen["peak/runs"], 0);
+  EXPECT_GT(seen["peak/skips"], 0);
+}
+
+TEST(P40Cases, Int8RunsFromComputeCapability61Up) {
+  // DP4A came with compute capability 6.1: a P40 runs the INT8 GEMM and the DP4A peak, a P100 (6.0) does not.
+  GpuInfo p40 = p40_gpu(), p100 = p40_gpu();
+  p100.cc_minor = 0;
+  int checked = 0;
+  for (const auto& f : family_registry())
+    for (const Case& c : f->cases(Suite::quick)) {
+      const bool int8 = (c.family == "gemm" && c.params["precision"] == "int8") ||
+                        (c.family == "peak" && c.params["unit"] == "int8_dp4a");
+      if (!int8) continue;
+      ASSERT_TRUE(c.available);
+      EXPECT_TRUE(c.available(p40).ok) << c.id();
+      const Availability no = c.available(p100);
+      EXPECT_FALSE(no.ok) << c.id();
+      EXPECT_TRUE(has(no.reason, "6.0")) << no.reason;
+      ++checked;
+    }
+  EXPECT_GE(checked, 2);
+}
+
+// ---- The peak key of every GEMM precision at 6.1 ------------------------------------------------
+
+TEST(P40PeakKeys, GemmPrecisionsThatRunOnAP40) {
+  const GpuInfo g = p40_gpu();
+  EXPECT_EQ(gemm_peak_key("fp32", g), "fp32_tflops");
+  EXPECT_EQ(gemm_peak_key("fp64", g), "fp64_tflops");       // no FP64 tensor cores
+  EXPECT_EQ(gemm_peak_key("fp16acc16", g), "fp16_tflops");  // FP16 accumulation: the 1/64-rate HFMA2 units
+  EXPECT_EQ(gemm_peak_key("int8", g), "int8_tops");         // DP4A, 4x FP32
+  for (const char* p : {"fp32", "fp64", "fp16acc16", "int8"})
+    EXPECT_NE(g.peak(gemm_peak_key(p, g)), nullptr) << p << ": the P40 profile has the peak it is judged against";
+  // The same precisions on an H200 use its tensor-core peaks.
+  const GpuInfo h = gpu_from(read_json("h200_environment.json")["gpus"][0]);
+  EXPECT_EQ(gemm_peak_key("fp16", h), "fp16_tensor_tflops");
+  EXPECT_EQ(gemm_peak_key("fp64", h), "fp64_tensor_tflops");
+}
+
+// DISABLED until issue 14's compute-type peak key is merged (peak_key_for): below compute
+// capability 7.0, cuBLAS FP16 GEMM with CUBLAS_COMPUTE_32F runs on the FP32 units, so its percent
+// of peak must be taken against fp32_tflops (11.76 on a P40), not fp16_tflops (0.18, which gives
+// about 5000%). benchmarks/gemm.cpp's peak_key still returns fp16_tflops here. The lead enables
+// this test after the merge.
+TEST(P40PeakKeys, DISABLED_Fp16WithFp32ComputeIsJudgedAgainstTheFp32Peak) {
+  const GpuInfo g = p40_gpu();
+  EXPECT_EQ(gemm_peak_key("fp16", g), "fp32_tflops");
+  // A P100 (6.0) too: its FP16 units run at 2x FP32, but FP32 compute still runs on FP32 units.
+  GpuInfo p100 = g;
+  p100.cc_minor = 0;
+  EXPECT_EQ(gemm_peak_key("fp16", p100), "fp32_tflops");
+}
+
+// ---- The FP16 verdict ------------------------------------------------------------------------
+
+TEST(P40Fp16Verdict, TheRegisteredAnalysisSaysDoesNotPayAndRecommendsInt8) {
+  const json doc = read_json("p40_result.json");
+  const Analysis* a = nullptr;
+  for (const auto& x : analysis_registry())
+    if (x.key == "fp16_vs_fp32") a = &x;
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->applies(doc["records"]));
+  std::vector<GpuInfo> gpus;
+  for (const auto& g : doc["environment"]["gpus"]) gpus.push_back(gpu_from(g));
+  AnalysisContext ctx;
+  for (const auto& g : gpus) ctx.gpus.push_back(&g);
+  const json out = a->run(doc["records"], ctx);
+  ASSERT_TRUE(out.is_array());
+  ASSERT_GE(out.size(), 1u);
+  const json& v = out[0];
+  EXPECT_EQ(v["gpu"], 0);
+  EXPECT_EQ(v["verdict"], "does_not_pay");
+  EXPECT_TRUE(has(v["reason"].get<std::string>(), "compute capability 6.1")) << v["reason"];
+  EXPECT_TRUE(has(v["reason"].get<std::string>(), "1/64")) << v["reason"];
+  const std::string rec = v["recommendation"].get<std::string>();
+  EXPECT_EQ(rec.rfind("train in FP32; for inference use INT8 (DP4A)", 0), 0u) << rec;
+  // The fixture's stored analysis (what the generator mirrors of analysis.cpp) is what the binary computes.
+  const json& stored = doc["analysis"]["fp16_vs_fp32"][0];
+  EXPECT_EQ(v["verdict"], stored["verdict"]);
+  EXPECT_EQ(v["reason"], stored["reason"]);
+  EXPECT_EQ(v["recommendation"], stored["recommendation"]);
+  // The speed-up it stands on: FP16 GEMM (FP32 compute) at about the FP32 rate, HFMA2 at 1/64.
+  for (const auto& row : v["rows"]) {
+    if (row["source"] == "gemm 8192^3: fp16 / fp32") EXPECT_NEAR(row["speedup_x"].get<double>(), 10.1 / 10.4, 1e-9);
+    if (row["source"] == "peak: fp16_hfma2 / fp32_ffma") EXPECT_LT(row["speedup_x"].get<double>(), 1.0 / 32);
+  }
+  const auto lines = a->lines(out);
+  ASSERT_FALSE(lines.empty());
+}
