@@ -413,7 +413,7 @@ double sum_in_type(const std::vector<int>& order, size_t i, uint64_t seed, int s
 std::vector<std::vector<double>> reduce_scatter(int nranks, size_t chunk, uint64_t seed, int sig) {
   std::vector<int> order;
   for (int r = nranks - 1; r >= 0; --r) order.push_back(r);  // a ring's order, not 0..n-1
-  std::vector<std::vector<double>> out(size_t(nranks), std::vector<double>(chunk));
+  std::vector<std::vector<double>> out(static_cast<size_t>(nranks), std::vector<double>(chunk, 0.0));
   for (int q = 0; q < nranks; ++q)
     for (size_t i = 0; i < chunk; ++i) out[size_t(q)][i] = sum_in_type(order, size_t(q) * chunk + i, seed, sig);
   return out;
