@@ -285,8 +285,9 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   find_ws.reset();
   DeviceBuffer ws = alloc_or_skip(ctx, ch.workspace, "the workspace");
   ctx.measure([&](cudaStream_t s) { c.run(h, pass, ch, ws.get(), s); });
-  ctx.set_throughput("tflops", c.flops() / 1e12, P.data == CUDNN_DATA_HALF ? (ctx.gpu().cc() >= 70 ? "fp16_tensor_tflops" : "fp16_tflops")
-                                                 : P.math == CUDNN_FMA_MATH ? "fp32_tflops" : "tf32_tflops");
+  // FP16 convolutions accumulate in FP32 (FLOAT compute type): below 7.0 they run on the FP32 units.
+  const std::string data = P.data == CUDNN_DATA_HALF ? "fp16" : P.math == CUDNN_FMA_MATH ? "fp32" : "tf32";
+  ctx.set_throughput("tflops", c.flops() / 1e12, peak_key_for(data, data == "tf32" ? "tf32" : "fp32", ctx.gpu().cc()));
   const Stats st = compute_stats(ctx.output().measurement->samples_s);
   ctx.metrics()["images_per_s"] = double(batch) / st.median;
   ctx.metrics()["workspace_bytes"] = double(ch.workspace);

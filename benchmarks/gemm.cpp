@@ -62,15 +62,24 @@ const Precision& precision(const std::string& name) {
   throw Error("unknown GEMM precision " + name);
 }
 
+const char* compute_name(cublasComputeType_t c) {
+  switch (c) {
+    case CUBLAS_COMPUTE_64F: return "fp64";
+    case CUBLAS_COMPUTE_16F: return "fp16";
+    case CUBLAS_COMPUTE_32I: return "int32";
+    case CUBLAS_COMPUTE_32F_FAST_TF32: return "tf32";
+    default: return "fp32";
+  }
+}
+
+// The peak from the data and compute types (peak_key_for); FP64 falls back to the non-tensor
+// figure where the profile has no FP64 tensor rate.
 std::string peak_key(const Precision& p, const GpuInfo& g) {
   const std::string n = p.name;
-  if (n == "fp64") return g.peak("fp64_tensor_tflops") ? "fp64_tensor_tflops" : "fp64_tflops";
-  if (n == "fp32") return "fp32_tflops";
-  if (n == "tf32") return "tf32_tflops";
-  if (n == "fp16" || n == "fp16acc16") return g.cc() >= 70 ? "fp16_tensor_tflops" : "fp16_tflops";
-  if (n == "bf16") return "bf16_tensor_tflops";
-  if (n == "int8") return "int8_tops";
-  return "fp8_tflops";
+  const std::string data = n == "fp16acc16" ? "fp16" : n;
+  std::string key = peak_key_for(data, compute_name(p.compute), g.cc());
+  if (key == "fp64_tensor_tflops" && !g.peak(key)) key = "fp64_tflops";
+  return key;
 }
 
 // One cuBLAS and one cuBLASLt handle per device, made on first use and kept for the process
@@ -425,8 +434,9 @@ const AnalysisRegistrar fp16_analysis({
     },
     [](const json& records, const AnalysisContext& ctx) {
       std::vector<GpuBrief> briefs;
-      for (const GpuInfo* g : ctx.gpus) briefs.push_back({g->index, g->name, g->cc_major, g->cc_minor});
-      return fp16_vs_fp32(records, briefs);
+      for (const GpuInfo* g : ctx.gpus) briefs.push_back({g->index, g->name, g->cc_major, g->cc_minor, "", -1});
+      // Under MPI every rank's GPU, identified by host and rank as well as index.
+      return fp16_vs_fp32(records, gpu_briefs(ctx.environment, briefs));
     },
     [](const json& a) { return fp16_verdict_lines(a); }});
 

@@ -18,9 +18,8 @@ void finish_latency(CaseContext& ctx) {
 
 void run_latency(CaseContext& ctx, const std::string& what) {
   MeasureConfig& cfg = ctx.mutable_config();
+  cfg = one_op_per_sample(cfg);
   cfg.timer = Timer::host;
-  cfg.min_sample_s = 0;  // one operation per sample
-  cfg.min_samples = std::max<size_t>(cfg.min_samples, 50);
   HostBuffer host(HostMemKind::pinned, 4096);
   DeviceBuffer dev(4096);
   if (what == "h2d_4b") {

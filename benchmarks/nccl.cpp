@@ -175,7 +175,7 @@ void init_input(Slot& s, const Layout& l, kernels::CollKind kind, uint64_t seed,
 }
 
 double tolerance(DType t, int nranks) {
-  // Sums of {-1, 0, 1} over up to 256 ranks are exact in bfloat16 (2048 in half).
+  // Sums of {0, 1} over up to 256 ranks are exact in bfloat16 (2048 in half).
   if (t == DType::bf16 && nranks > 256) return nranks / 64.0;
   if (t == DType::f16 && nranks > 2048) return nranks / 512.0;
   return 0.0;

@@ -204,6 +204,9 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
           GpuSide& owner = spec.engine == "ce" ? sa : sb;  // the GPU whose stream carries the copy
           DeviceGuard guard(owner.id);
           MeasureConfig cfg = ctx.config();
+          // Latency: one copy per sample, as the latency family times one operation per sample
+          // (back-to-back copies would overlap and show a pipelined rate, not a latency).
+          if (spec.test == "latency") cfg = one_op_per_sample(cfg);
           // Without peer access the driver stages the copy through the host: timed by the host
           // clock (what a caller waits), as the host link's pageable copies are.
           if (!spec.peer) cfg.timer = Timer::host;
@@ -213,6 +216,7 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
           const double med = compute_stats(part.out.measurement->samples_s).median;
           if (spec.test == "latency") {
             part.out.metrics["latency_us"] = med * 1e6;
+            part.out.metrics["p90_latency_us"] = compute_stats(part.out.measurement->samples_s).p90 * 1e6;
             mat[pos.at(a)][pos.at(b)] = med * 1e6;
           } else {
             part.out.throughput_metric = "gbps";
@@ -283,7 +287,7 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
             s_ba = std::make_unique<Event>();
             e_ba = std::make_unique<Event>();
           }
-          std::vector<double> t_ab, t_ba;
+          std::vector<double> t_ab, t_ba, t_wall;
           Measurement m;
           auto once = [&](bool keep) {
             const auto h0 = std::chrono::steady_clock::now();
@@ -305,7 +309,10 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
             if (!keep) return;
             t_ab.push_back(e_ab->seconds_since(*s_ab));
             t_ba.push_back(e_ba->seconds_since(*s_ba));
-            m.samples_s.push_back(wall);
+            t_wall.push_back(wall);
+            // The sample: each direction's own events, so that 2 x bytes over it is the sum of the
+            // two directions' rates (the host's wall clock adds its wake-up and reads low).
+            m.samples_s.push_back(both_ways_sample_s(t_ab.back(), t_ba.back()));
           };
           for (int i = 0; i < 3; ++i) once(false);
           m.warmup_runs = 3;
@@ -326,14 +333,18 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
           const double rev = double(bytes) / 1e9 / compute_stats(t_ba).median;
           part.out.metrics["fwd_gbps"] = fwd;
           part.out.metrics["rev_gbps"] = rev;
+          part.out.metrics["sum_gbps"] = fwd + rev;
+          part.out.metrics["wall_gbps"] = 2.0 * double(bytes) / 1e9 / compute_stats(t_wall).median;
           const double total = 2.0 * double(bytes) / 1e9 / compute_stats(m.samples_s).median;
           mat[pos.at(a)][pos.at(b)] = total;
           mat[pos.at(b)][pos.at(a)] = total;
           part.out.details = {{"peer_access", spec.peer},
                               {"loopback", a == b},
-                              {"timer", "sample: host clock until both directions are done; fwd (src->dst) and rev "
-                                        "(dst->src): each direction's CUDA events"},
-                              {"note", "gbps counts both directions"}};
+                              {"timer", "fwd (src->dst) and rev (dst->src): each direction's CUDA events; a sample is "
+                                        "2 / (1/t_fwd + 1/t_rev), so gbps is the sum of the two directions' rates; "
+                                        "wall_gbps from the host clock until both are done"},
+                              {"note", "gbps counts both directions: fwd_gbps + rev_gbps per sample; sum_gbps is the "
+                                       "sum of the two directions' medians"}};
           {
             DeviceGuard g1(a);
             NB_CUDA(cudaMemset(sa.dst.get(), 0, bytes));

@@ -26,7 +26,7 @@ const UnitInfo kUnits[] = {
     {"fp16_hfma2", PeakUnit::hfma2, "tflops", "fp16_tflops", "FP16 arithmetic (compute capability 5.3 or newer)"},
     {"bf16_fma2", PeakUnit::bf16fma2, "tflops", "", "BF16 arithmetic (compute capability 8.0 or newer)"},
     {"fp64_dfma", PeakUnit::dfma, "tflops", "fp64_tflops", ""},
-    {"int8_dp4a", PeakUnit::dp4a, "tops", "", "DP4A (compute capability 6.1 or newer)"},
+    {"int8_dp4a", PeakUnit::dp4a, "tops", "int8_dp4a_tops", "DP4A (compute capability 6.1 or newer)"},
     {"int32_imad", PeakUnit::imad, "tops", "", ""},
     {"mma_fp16", PeakUnit::mma_fp16, "tflops", "fp16_tensor_tflops", "tensor cores (compute capability 7.0 or newer)"},
     {"mma_bf16", PeakUnit::mma_bf16, "tflops", "bf16_tensor_tflops", "BF16 tensor cores (compute capability 8.0 or newer)"},

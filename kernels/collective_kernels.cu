@@ -12,17 +12,37 @@ __host__ __device__ __forceinline__ uint64_t cmix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Reductions: v(r, i) = ((h(i) + r) mod 3) - 1, so that the sum over ranks has a closed form.
-__host__ __device__ __forceinline__ int reduce_value(int rank, size_t i, uint64_t seed) {
-  const int h = int(cmix64(seed * 0x100000001b3ull + i) % 3u);
-  return (h + rank % 3) % 3 - 1;
+__host__ __device__ __forceinline__ int popcount64(uint64_t x) {
+#ifdef __CUDA_ARCH__
+  return __popcll(x);
+#else
+  return __builtin_popcountll(x);
+#endif
 }
 
-// Sum over r in [0, n) of reduce_value(r, i): every run of three ranks adds -1 + 0 + 1 = 0.
+// Reductions: v(r, i) = bit (r mod 64) of B(r / 64, i), a hash per block of 64 ranks and
+// position, so v is in {0, 1} and differs with the position and the rank. Every partial sum,
+// in whatever order and grouping the collective adds, is an integer from 0 to the rank count:
+// exact in bfloat16 up to 256 ranks (half: 2048). The sum over n ranks is a sum of popcounts,
+// which varies with the position for every n (no rank count makes it vanish or constant).
+__host__ __device__ __forceinline__ uint64_t reduce_bits(int block, size_t i, uint64_t seed) {
+  return cmix64((seed * 0x100000001b3ull + i) ^ (uint64_t(block + 1) * 0x9fb21c651e98df25ull));
+}
+
+__host__ __device__ __forceinline__ int reduce_value(int rank, size_t i, uint64_t seed) {
+  return int((reduce_bits(rank / 64, i, seed) >> (rank % 64)) & 1u);
+}
+
+// Sum over r in [0, n) of reduce_value(r, i): per block of 64 ranks, the popcount of its bits
+// below the ranks present.
 __host__ __device__ __forceinline__ int reduce_sum(int nranks, size_t i, uint64_t seed) {
-  const int h = int(cmix64(seed * 0x100000001b3ull + i) % 3u);
   int s = 0;
-  for (int t = 0; t < nranks % 3; ++t) s += (h + t) % 3 - 1;
+  for (int b = 0; b * 64 < nranks; ++b) {
+    const int present = nranks - b * 64;
+    uint64_t bits = reduce_bits(b, i, seed);
+    if (present < 64) bits &= (1ull << present) - 1;
+    s += popcount64(bits);
+  }
   return s;
 }
 
@@ -104,6 +124,11 @@ void launch_coll_check(cudaStream_t s, const void* out, size_t n, CollDType t, C
 
 double coll_expected(CollKind k, int rank, int nranks, size_t n, size_t chunk, size_t i, uint64_t seed) {
   return expected_at(k, rank, nranks, n, chunk == 0 ? 1 : chunk, i, seed);
+}
+
+double coll_input(CollKind k, int rank, size_t i, uint64_t seed) {
+  const bool red = k == CollKind::all_reduce || k == CollKind::reduce_scatter;
+  return red ? reduce_value(rank, i, seed) : copy_value(rank, i, seed);
 }
 
 }  // namespace nb::kernels

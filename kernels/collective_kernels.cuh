@@ -13,7 +13,9 @@ enum class CollDType : int { f32 = 0, f16 = 1, bf16 = 2 };
 enum class CollKind : int { all_reduce = 0, reduce_scatter = 1, all_gather = 2, broadcast = 3 };
 
 // Writes rank `rank`'s input values v(rank, i), i in [0, n), into `buf` (n elements). For the
-// reductions v is in {-1, 0, 1}; for all-gather and broadcast in [-128, 128].
+// reductions v is in {0, 1} (a hash bit per rank and position, so that every partial sum is an
+// integer no larger than the rank count and the sum over any rank count varies with the
+// position); for all-gather and broadcast in [-128, 128].
 void launch_coll_fill(cudaStream_t s, void* buf, size_t n, CollDType t, CollKind k, int rank, uint64_t seed);
 
 // Compares the n output elements of `rank` (of `nranks`) with what `k` must give from inputs
@@ -27,5 +29,9 @@ void launch_coll_check(cudaStream_t s, const void* out, size_t n, CollDType t, C
 
 // The expected value at output index i (host side, for reporting the first mismatch).
 double coll_expected(CollKind k, int rank, int nranks, size_t n, size_t chunk, size_t i, uint64_t seed);
+
+// The input value v(rank, i) launch_coll_fill writes (host side: the same function, so that a
+// host simulation of a collective can be checked against coll_expected).
+double coll_input(CollKind k, int rank, size_t i, uint64_t seed);
 
 }  // namespace nb::kernels

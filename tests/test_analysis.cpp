@@ -125,3 +125,61 @@ TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
     }
   }
 }
+
+namespace {
+json on(json r, const std::string& host, int rank) {
+  r["host"] = host;
+  r["rank"] = rank;
+  return r;
+}
+}  // namespace
+
+TEST(AnalysisKeys, GpuZeroOfTwoHostsDoesNotMerge) {
+  // Host A's GPU 0 is a P40 (FP16 GEMM at the FP32 rate), host B's GPU 0 an H200 (FP16 7x FP32).
+  // Merged by index alone, host A would borrow host B's fast FP16 figure and "pay".
+  const json records = json::array({on(gemm("fp32", 8192, 11.0), "hostA", 0), on(gemm("fp16", 8192, 10.6), "hostA", 0),
+                                    on(gemm("fp32", 8192, 51.0), "hostB", 1), on(gemm("fp16", 8192, 700.0), "hostB", 1)});
+  const json env = {
+      {"ranks", {{{"rank", 0}, {"host", "hostA"}, {"gpu", 0}, {"gpu_name", "Tesla P40"}, {"pci_bus_id", "0000:3B:00.0"}},
+                 {{"rank", 1}, {"host", "hostB"}, {"gpu", 0}, {"gpu_name", "NVIDIA H200"}, {"pci_bus_id", "0000:18:00.0"}}}},
+      {"nodes", {{{"hostname", "hostA"}, {"environment", {{"gpus", {{{"index", 0}, {"pci_bus_id", "0000:3B:00.0"}, {"compute_capability", "6.1"}}}}}}},
+                 {{"hostname", "hostB"}, {"environment", {{"gpus", {{{"index", 0}, {"pci_bus_id", "0000:18:00.0"}, {"compute_capability", "9.0"}}}}}}}}}};
+  const auto briefs = gpu_briefs(env, {{0, "Tesla P40", 6, 1}});
+  ASSERT_EQ(briefs.size(), 2u);
+  EXPECT_EQ(briefs[1].cc_major, 9);
+  EXPECT_EQ(briefs[1].host, "hostB");
+  const json a = fp16_vs_fp32(records, briefs);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0]["verdict"], "does_not_pay");
+  EXPECT_EQ(a[0]["host"], "hostA");
+  EXPECT_EQ(a[0]["compute_capability"], "6.1");
+  EXPECT_EQ(a[1]["verdict"], "pays");
+  EXPECT_EQ(a[1]["rank"], 1);
+  EXPECT_NE(fp16_verdict_lines(a)[1].find("rank 1 (hostB) gpu0"), std::string::npos);
+  // Without ranks in the environment (one process) the local GPUs are the briefs.
+  EXPECT_EQ(gpu_briefs(json::object(), {{0, "x", 7, 0}}).size(), 1u);
+  EXPECT_EQ(gpu_briefs(json::object(), {{0, "x", 7, 0}})[0].rank, -1);
+}
+
+TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
+  // GPU 0 on two hosts: two series, each with its own plateau and batch.
+  json recs = json::array({on(net(16, 500, 0.1), "hostA", 0), on(net(32, 1000, 0.2), "hostA", 0),
+                           on(net(16, 2000, 0.1), "hostB", 1), on(net(32, 2010, 0.2), "hostB", 1)});
+  json a = batch_recommendation(recs, 0.9);
+  ASSERT_EQ(a.size(), 2u);
+  for (const auto& e : a) {
+    if (e["host"] == "hostA") {
+      EXPECT_EQ(e["rank"], 0);
+      EXPECT_EQ(e["batch"], 32);
+      EXPECT_DOUBLE_EQ(e["plateau_images_per_s"].get<double>(), 1000);
+    } else {
+      EXPECT_EQ(e["host"], "hostB");
+      EXPECT_EQ(e["batch"], 16);
+      EXPECT_DOUBLE_EQ(e["plateau_images_per_s"].get<double>(), 2010);
+    }
+  }
+  const auto lines = batch_recommendation_lines(a);
+  EXPECT_NE(lines[0].find("(hostA) gpu0"), std::string::npos) << lines[0];
+  // A one-process run's entries carry neither.
+  EXPECT_FALSE(batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
+}

@@ -148,3 +148,30 @@ TEST(Environment, PositiveSettingsAreCheckedAndNamed) {
   }
   unsetenv(n);
 }
+
+TEST(Cli, LateUsageErrorsPrintTheMessageAndTheUsage) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"run", "--filter", "["}, {"run", "--gpus", "abc"}, {"validate", "--gpus", "1,,2"}, {"list", "--filter", "(a"}}) {
+    auto p = parse(args);
+    EXPECT_FALSE(p.command);
+    EXPECT_EQ(p.exit_code, 2);
+    const size_t msg = p.err.find(args[1]);
+    const size_t usage = p.err.find("Usage");
+    EXPECT_NE(msg, std::string::npos) << p.err;
+    ASSERT_NE(usage, std::string::npos) << p.err;
+    EXPECT_LT(msg, usage) << p.err;  // the message first, then the usage
+  }
+}
+
+TEST(Cli, UnknownCommandIsNamed) {
+  auto p = parse({"bogus"});
+  EXPECT_FALSE(p.command);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("'bogus'"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("Usage"), std::string::npos) << p.err;
+  // A known command with an unknown word after it is still CLI11's error, naming the word.
+  auto q = parse({"run", "bogus2"});
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("bogus2"), std::string::npos) << q.err;
+  EXPECT_NE(usage_of("run").find("--family"), std::string::npos);
+}

@@ -3,9 +3,12 @@
 // case expansion, records from a case's parts, and the MPI rank merge (no MPI, no GPU needed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "case_records.hpp"
+#include "collective_kernels.cuh"
 #include "cluster.hpp"
 #include "collectives.hpp"
 #include "mpi.hpp"
@@ -380,4 +383,118 @@ TEST(Cluster, SingleProcessIsAPassThrough) {
   const auto recs = cluster::gather_records(true, {json{{"id", "x"}}});
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_FALSE(recs[0].contains("rank"));
+}
+
+// ---- Check data of the reductions (kernels/collective_kernels.cu), through its host mirror ----
+
+namespace {
+
+using nb::kernels::CollKind;
+
+// x rounded to a binary type with `sig` significant bits (float 24, half 11, bfloat16 8); the
+// sums here stay far from overflow and subnormals.
+double round_sig(double x, int sig) {
+  if (x == 0) return 0;
+  int e = 0;
+  const double m = std::frexp(x, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(m, sig)), e - sig);
+}
+
+// The sum over ranks as a collective in that type computes it: each partial sum rounded, in
+// the given rank order.
+double sum_in_type(const std::vector<int>& order, size_t i, uint64_t seed, int sig) {
+  double s = 0;
+  for (int r : order) s = round_sig(s + nb::kernels::coll_input(CollKind::all_reduce, r, i, seed), sig);
+  return s;
+}
+
+// A host reduce-scatter over `nranks` simulated ranks: rank q's output chunk is the sum over
+// ranks of positions [q*chunk, (q+1)*chunk) of the inputs, accumulated in the type.
+std::vector<std::vector<double>> reduce_scatter(int nranks, size_t chunk, uint64_t seed, int sig) {
+  std::vector<int> order;
+  for (int r = nranks - 1; r >= 0; --r) order.push_back(r);  // a ring's order, not 0..n-1
+  std::vector<std::vector<double>> out(static_cast<size_t>(nranks), std::vector<double>(chunk, 0.0));
+  for (int q = 0; q < nranks; ++q)
+    for (size_t i = 0; i < chunk; ++i) out[size_t(q)][i] = sum_in_type(order, size_t(q) * chunk + i, seed, sig);
+  return out;
+}
+
+size_t mismatches(const std::vector<std::vector<double>>& out, CollKind k, int nranks, size_t chunk, uint64_t seed) {
+  size_t bad = 0;
+  for (int q = 0; q < nranks; ++q)
+    for (size_t i = 0; i < chunk; ++i)
+      bad += out[size_t(q)][i] != nb::kernels::coll_expected(k, q, nranks, chunk, chunk, i, seed);
+  return bad;
+}
+
+}  // namespace
+
+TEST(CollectiveData, ReductionInputsAreExactAndNonTrivialForAnyRankCount) {
+  const uint64_t seed = 0x1234;
+  for (int n = 1; n <= 256; ++n) {
+    std::set<double> distinct;
+    std::vector<int> order;
+    for (int r = 0; r < n; ++r) order.push_back(r);
+    bool nonzero = false;
+    for (size_t i = 0; i < 200; ++i) {
+      double brute = 0;
+      for (int r = 0; r < n; ++r) {
+        const double v = nb::kernels::coll_input(CollKind::all_reduce, r, i, seed);
+        ASSERT_TRUE(v == 0 || v == 1) << v;
+        brute += v;
+      }
+      const double want = nb::kernels::coll_expected(CollKind::all_reduce, 0, n, 200, 200, i, seed);
+      ASSERT_EQ(brute, want) << n << " ranks, index " << i;
+      // Exact in bfloat16 and half whatever the order of summation.
+      ASSERT_EQ(sum_in_type(order, i, seed, 8), want) << n;
+      std::vector<int> rev(order.rbegin(), order.rend());
+      ASSERT_EQ(sum_in_type(rev, i, seed, 8), want) << n;
+      ASSERT_EQ(sum_in_type(rev, i, seed, 11), want) << n;
+      distinct.insert(want);
+      nonzero = nonzero || want != 0;
+    }
+    // Not all zero (the old inputs summed to zero at every multiple of 3), and varying with the
+    // position, so that a misplaced chunk shows.
+    EXPECT_TRUE(nonzero) << n << " ranks";
+    EXPECT_GE(distinct.size(), 2u) << n << " ranks";
+  }
+  // Ranks differ: two ranks' inputs are not the same vector (ranks 0 and 64 neither).
+  for (const auto& [a, b] : std::vector<std::pair<int, int>>{{0, 1}, {0, 64}, {3, 6}, {5, 255}}) {
+    int differ = 0;
+    for (size_t i = 0; i < 64; ++i)
+      differ += nb::kernels::coll_input(CollKind::all_reduce, a, i, seed) != nb::kernels::coll_input(CollKind::all_reduce, b, i, seed);
+    EXPECT_GT(differ, 0) << a << " vs " << b;
+  }
+}
+
+TEST(CollectiveData, SwappedChunkIsCaughtAtThreeAndSixRanks) {
+  const uint64_t seed = 77;
+  const size_t chunk = 32;
+  for (int nranks : {3, 6}) {
+    for (int sig : {24, 11, 8}) {
+      auto out = reduce_scatter(nranks, chunk, seed, sig);
+      EXPECT_EQ(mismatches(out, CollKind::reduce_scatter, nranks, chunk, seed), 0u) << nranks << " ranks";
+      // Two ranks' chunks exchanged: caught.
+      auto swapped = out;
+      std::swap(swapped[0], swapped[1]);
+      EXPECT_GT(mismatches(swapped, CollKind::reduce_scatter, nranks, chunk, seed), 0u) << nranks << " ranks";
+      // A rotation of every rank's chunk: caught.
+      auto rotated = out;
+      std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
+      EXPECT_GT(mismatches(rotated, CollKind::reduce_scatter, nranks, chunk, seed), 0u) << nranks << " ranks";
+    }
+    // All-reduce: every rank holds the full sum; a chunk of it moved to another place is caught.
+    const size_t n = chunk * size_t(nranks);
+    std::vector<double> all(n);
+    std::vector<int> order;
+    for (int r = 0; r < nranks; ++r) order.push_back(r);
+    for (size_t i = 0; i < n; ++i) all[i] = sum_in_type(order, i, seed, 8);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += all[i] != nb::kernels::coll_expected(CollKind::all_reduce, 1, nranks, n, n, i, seed);
+    EXPECT_EQ(bad, 0u);
+    std::swap_ranges(all.begin(), all.begin() + long(chunk), all.begin() + long(chunk));
+    bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += all[i] != nb::kernels::coll_expected(CollKind::all_reduce, 1, nranks, n, n, i, seed);
+    EXPECT_GT(bad, 0u) << nranks << " ranks";
+  }
 }

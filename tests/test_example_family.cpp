@@ -2,6 +2,7 @@
 // axes, validate plans its case at level 2 and judges its records with its own check.
 #include <gtest/gtest.h>
 
+#include "error.hpp"
 #include "plan.hpp"
 #include "validate.hpp"
 
@@ -51,4 +52,15 @@ TEST(ExampleFamily, ValidatePlansAndJudgesItsCheck) {
   EXPECT_EQ(c.severity, Severity::fail);
   // Not built: no check of it.
   EXPECT_TRUE(find(judge_results(doc, p, 2, {"gemm"}, {0})).id.empty());
+}
+
+TEST(ExampleFamily, ThresholdsAcceptItsCheckIdAndRefuseOthers) {
+  // example.fill is declared by the family (validation_checks()), not by validate itself.
+  EXPECT_NO_THROW(ThresholdDb::from_json({{"defaults", {{"example.fill", {{"min", 1}, {"unit", "gbps"}}}}}}, "x"));
+  try {
+    ThresholdDb::from_json({{"defaults", {{"example.fil", {{"min", 1}, {"unit", "gbps"}}}}}}, "x");
+    FAIL() << "an undeclared check id was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'example.fil'"), std::string::npos) << e.what();
+  }
 }

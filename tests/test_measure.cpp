@@ -77,3 +77,23 @@ TEST(SampleLoop, StopsWhenConvergedOrFixed) {
   EXPECT_EQ(m.samples_s.size(), 9u);
   EXPECT_EQ(m.stop, StopReason::fixed);
 }
+
+TEST(Measure, LatencyConfigTimesOneOperationPerSample) {
+  MeasureConfig base;  // hot, batches short operations to 50 us per sample
+  EXPECT_GT(choose_batch(base, 4.5e-6), 1u);  // a 4.5 us peer copy would be batched ~11x
+  const MeasureConfig lat = one_op_per_sample(base);
+  EXPECT_EQ(choose_batch(lat, 4.5e-6), 1u);
+  EXPECT_EQ(choose_batch(lat, 1e-9), 1u);
+  EXPECT_EQ(choose_batch(lat, 0), 1u);  // even with no estimate
+  EXPECT_GE(lat.min_samples, 50u);
+  EXPECT_GE(lat.max_samples, lat.min_samples);
+  EXPECT_DOUBLE_EQ(lat.target_cv, base.target_cv);
+}
+
+TEST(Measure, BothWaysSampleIsTheSumOfTheDirectionsRates) {
+  // 1 GB each way: 20 ms forward (50 GB/s) and 25 ms back (40 GB/s): 90 GB/s together.
+  const double s = both_ways_sample_s(0.020, 0.025);
+  EXPECT_NEAR(2.0 / s, 1 / 0.020 + 1 / 0.025, 1e-9);
+  EXPECT_NEAR(both_ways_sample_s(0.01, 0.01), 0.01, 1e-15);
+  EXPECT_EQ(both_ways_sample_s(0, 0.01), 0);
+}

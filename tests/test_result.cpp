@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "case_records.hpp"
 #include "result.hpp"
 
 using namespace nb;
@@ -171,4 +172,86 @@ TEST(ResultFile, WritesCompleteDocumentsAtomically) {
 
 TEST(ResultFile, UnwritableFolderThrows) {
   EXPECT_THROW(write_file_atomic("/nonexistent-dir/x.json", "{}"), Error);
+}
+
+namespace {
+nb::CaseOutput timed_output(StopReason stop) {
+  CaseOutput out;
+  out.measurement = Measurement{};
+  out.measurement->samples_s = std::vector<double>(10, 1e-3);
+  out.measurement->stop = stop;
+  return out;
+}
+std::set<std::string> flag_set(const json& r) { return std::set<std::string>(r["flags"].begin(), r["flags"].end()); }
+}  // namespace
+
+TEST(Record, SampleCapApartFromTimeCap) {
+  Case c = make_case();
+  GpuInfo g = make_gpu();
+  CaseOutput a = timed_output(StopReason::max_samples);
+  RecordInput in{&c, {0}, Status::ok, "", &a, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0.1};
+  auto f = flag_set(make_record(in));
+  EXPECT_TRUE(f.count("sample_capped"));
+  EXPECT_FALSE(f.count("time_capped"));
+  CaseOutput b = timed_output(StopReason::time_cap);
+  in.out = &b;
+  f = flag_set(make_record(in));
+  EXPECT_TRUE(f.count("time_capped"));
+  EXPECT_FALSE(f.count("sample_capped"));
+  CaseOutput d = timed_output(StopReason::converged);
+  in.out = &d;
+  f = flag_set(make_record(in));
+  EXPECT_FALSE(f.count("time_capped"));
+  EXPECT_FALSE(f.count("sample_capped"));
+}
+
+TEST(Record, PercentOfPeakAtTheMeasuredClock) {
+  Case c = make_case();
+  GpuInfo g = make_gpu();
+  g.peaks["fp32_tflops"] = Peak{50.0, "profile:test", 2000.0};
+  CaseOutput out = timed_output(StopReason::converged);
+  out.throughput_metric = "tflops";
+  out.work_per_launch = 0.03;  // 30 TFLOPS at 1 ms
+  out.peak_key = "fp32_tflops";
+  out.measurement->sm_mhz_during = 1500.0;  // 3/4 of the peak clock: the peak there is 37.5
+  RecordInput in{&c, {0}, Status::ok, "", &out, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0.1};
+  const json r = make_record(in);
+  const json& p = r["percent_of_peak"];
+  EXPECT_NEAR(p["percent"].get<double>(), 60.0, 1e-9);
+  EXPECT_NEAR(p["peak_at_clock"].get<double>(), 37.5, 1e-9);
+  EXPECT_NEAR(p["percent_at_clock"].get<double>(), 80.0, 1e-9);
+  EXPECT_DOUBLE_EQ(p["peak_clock_mhz"].get<double>(), 2000.0);
+  // Without a measured clock, or a peak without a clock, there is no figure at the clock.
+  out.measurement->sm_mhz_during.reset();
+  EXPECT_FALSE(make_record(in)["percent_of_peak"].contains("percent_at_clock"));
+}
+
+TEST(Record, AbovePeakMarksTheCaseWrong) {
+  Case c = make_case();
+  GpuInfo g = make_gpu();  // fp32_tflops peak 50
+  std::vector<GpuInfo> gpus{g};
+  CaseOutput out = timed_output(StopReason::converged);
+  out.throughput_metric = "tflops";
+  out.peak_key = "fp32_tflops";
+  RecordInput in{&c, {0}, Status::ok, "", &out, &g, std::nullopt, std::nullopt, true, "2026-11-29T00:00:00.000Z", 0.1};
+  out.work_per_launch = 0.0604;  // 60.4 TFLOPS: 120.8%
+  json r = make_case_records(in, gpus).records.at(0);
+  EXPECT_EQ(r["status"], "wrong");
+  EXPECT_EQ(r["reason_kind"], "above_peak");
+  EXPECT_NE(r["reason"].get<std::string>().find("120.8%"), std::string::npos);
+  EXPECT_NE(r["reason"].get<std::string>().find("fp32_tflops"), std::string::npos);
+  EXPECT_TRUE(flag_set(r).count("above_peak"));
+  out.work_per_launch = 0.0514;  // 102.8%: within the slack
+  r = make_case_records(in, gpus).records.at(0);
+  EXPECT_EQ(r["status"], "ok");
+  EXPECT_FALSE(flag_set(r).count("above_peak"));
+  out.work_per_launch = 0.0516;  // 103.2%
+  r = make_case_records(in, gpus).records.at(0);
+  EXPECT_EQ(r["status"], "wrong");
+  // A wrong case keeps its own reason, flagged too.
+  out.wrong = true;
+  out.wrong_reason = "5 of 24 sampled entries outside the bound";
+  r = make_case_records(in, gpus).records.at(0);
+  EXPECT_EQ(r["reason"], out.wrong_reason);
+  EXPECT_TRUE(flag_set(r).count("above_peak"));
 }

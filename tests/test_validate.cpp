@@ -120,6 +120,25 @@ TEST(Thresholds, MalformedDocumentsAreRejected) {
   EXPECT_NO_THROW(ThresholdDb::from_json({{"models", {{"X", {{"gemm.fp32", {{"min", 50}}}}}}}}, "x"));
 }
 
+TEST(Thresholds, UnknownKeysAreRefusedByName) {
+  auto error_of = [](const json& j) -> std::string {
+    try {
+      ThresholdDb db = ThresholdDb::builtin();
+      db.merge(j, "x");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"foo", 1}}).find("unknown key 'foo'"), std::string::npos);
+  EXPECT_NE(error_of({{"defaults", {{"gemm.fp23", {{"min", 1}}}}}}).find("'gemm.fp23'"), std::string::npos);
+  EXPECT_NE(error_of({{"models", {{"H200 SXM", {{"memory.cpy", {{"min", 1}}}}}}}}).find("models.H200 SXM.memory.cpy"),
+            std::string::npos);
+  // Validate's own ids, by link class too, pass; so does 'about'.
+  EXPECT_EQ(error_of({{"about", "x"}, {"defaults", {{"p2p.nvlink", {{"min", 1}, {"unit", "gbps"}}}, {"nccl.all_reduce.sys", {{"min", 1}, {"unit", "gbps"}}}}}}), "");
+  EXPECT_NE(error_of({{"defaults", {{"p2p.", {{"min", 1}}}}}}), "");
+}
+
 TEST(Thresholds, AFileMergesOverTheBuiltIn) {
   ThresholdDb db = ThresholdDb::builtin();
   db.merge({{"defaults", {{"gemm.fp32", {{"min", 90}}}}},

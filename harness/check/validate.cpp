@@ -34,10 +34,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The check ids validate judges: its own (GEMM, memory, host link, peer copies and all-reduce by
+// link class) and those the families declare (Family::validation_checks()).
+bool known_check_id(const std::string& id) {
+  static const char* const kFixed[] = {"gemm.fp32", "memory.copy", "memory.triad", "hostlink.h2d", "hostlink.d2h"};
+  for (const char* k : kFixed)
+    if (id == k) return true;
+  for (const std::string prefix : {"p2p.", "nccl.all_reduce."})
+    if (id.size() > prefix.size() && id.compare(0, prefix.size(), prefix) == 0 &&
+        id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_", prefix.size()) == std::string::npos)
+      return true;
+  for (const auto& f : family_registry())
+    for (const ValidationCheck& vc : f->validation_checks())
+      if (vc.id == id) return true;
+  return false;
+}
+
 void check_entries(const json& entries, const std::string& where, bool need_unit) {
   if (!entries.is_object()) throw Error("thresholds: '" + where + "' must be an object of check ids");
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     const json& e = it.value();
+    if (!known_check_id(it.key()))
+      throw Error("thresholds: " + where + "." + it.key() + ": unknown check id '" + it.key() +
+                  "' (known: gemm.fp32, memory.copy, memory.triad, hostlink.h2d, hostlink.d2h, p2p.<link>, "
+                  "nccl.all_reduce.<link>, and the checks families declare)");
     if (!e.is_object() || !e.contains("min") || !e["min"].is_number())
       throw Error("thresholds: " + where + "." + it.key() + " needs a numeric 'min'");
     if (need_unit && (!e.contains("unit") || !e["unit"].is_string()))
@@ -48,6 +68,9 @@ void check_entries(const json& entries, const std::string& where, bool need_unit
 // A whole document needs a unit on every default; an override merged over one may leave it out.
 void validate_doc(const json& j, bool need_unit = true) {
   if (!j.is_object()) throw Error("thresholds: expected a JSON object with 'defaults' and/or 'models'");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "about" && it.key() != "defaults" && it.key() != "models")
+      throw Error("thresholds: unknown key '" + it.key() + "' (expected 'about', 'defaults' and 'models')");
   if (j.contains("defaults")) check_entries(j["defaults"], "defaults", need_unit);
   if (j.contains("models")) {
     if (!j["models"].is_object()) throw Error("thresholds: 'models' must be an object of model names");
@@ -318,7 +341,11 @@ ProfileChoice resolve_profile(const std::string& arg, const json& environment) {
     } catch (const json::exception& e) {
       throw Error("--profile: '" + arg + "' is not valid JSON: " + e.what());
     }
-    p.db.merge(j, "file " + arg);
+    try {
+      p.db.merge(j, "file " + arg);
+    } catch (const Error& e) {
+      throw Error("--profile: '" + arg + "': " + e.what());
+    }
   } else if (p.db.has_model(arg)) {
     forced = arg;
   } else {

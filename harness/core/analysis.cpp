@@ -2,6 +2,7 @@
 #include "text.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -14,10 +15,10 @@ namespace {
 
 // Throughput of the ok record matching `pred` on GPU `g` (tflops, else tops), or NaN.
 template <class Pred>
-double rate(const json& records, int g, Pred pred) {
+double rate(const json& records, const GpuBrief& g, Pred pred) {
   double best = NAN;
   for (const auto& r : records) {
-    if (r.value("status", "") != "ok" || r["gpus"].size() != 1 || r["gpus"][0].get<int>() != g) continue;
+    if (r.value("status", "") != "ok" || !record_on(r, g)) continue;
     if (!pred(r)) continue;
     const json& m = r["metrics"];
     double v = NAN;
@@ -30,6 +31,59 @@ double rate(const json& records, int g, Pred pred) {
 
 }  // namespace
 
+bool record_on(const json& r, const GpuBrief& g) {
+  if (!r.contains("gpus") || !r["gpus"].is_array() || r["gpus"].size() != 1 || !r["gpus"][0].is_number_integer() ||
+      r["gpus"][0].get<int>() != g.index)
+    return false;
+  if (g.rank >= 0 && (!r.contains("rank") || !r["rank"].is_number_integer() || r["rank"].get<int>() != g.rank)) return false;
+  if (!g.host.empty() && r.value("host", std::string()) != g.host) return false;
+  return true;
+}
+
+std::vector<GpuBrief> gpu_briefs(const json& env, const std::vector<GpuBrief>& local) {
+  if (!env.is_object() || !env.contains("ranks") || !env["ranks"].is_array() || env["ranks"].empty()) return local;
+  std::vector<GpuBrief> out;
+  for (const auto& rk : env["ranks"]) {
+    GpuBrief b;
+    b.rank = rk.value("rank", -1);
+    b.host = rk.value("host", std::string());
+    b.index = rk.value("gpu", 0);
+    b.name = rk.value("gpu_name", std::string());
+    const std::string bus = rk.value("pci_bus_id", std::string());
+    // The compute capability from the rank's node: the GPU with its bus id, else its index.
+    if (env.contains("nodes") && env["nodes"].is_array())
+      for (const auto& n : env["nodes"]) {
+        if (n.value("hostname", std::string()) != b.host || !n.contains("environment")) continue;
+        const json& ne = n["environment"];
+        if (!ne.contains("gpus") || !ne["gpus"].is_array()) continue;
+        const json* hit = nullptr;
+        for (const auto& g : ne["gpus"])
+          if (!bus.empty() && g.value("pci_bus_id", std::string()) == bus) hit = &g;
+        if (!hit)
+          for (const auto& g : ne["gpus"])
+            if (g.value("index", -1) == b.index) hit = &g;
+        if (hit) {
+          const std::string cc = hit->value("compute_capability", std::string());
+          if (const size_t dot = cc.find('.'); dot != std::string::npos) {
+            b.cc_major = std::atoi(cc.substr(0, dot).c_str());
+            b.cc_minor = std::atoi(cc.substr(dot + 1).c_str());
+          }
+          if (b.name.empty()) b.name = hit->value("name", std::string());
+        }
+      }
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::string where_label(const json& e) {
+  std::string l;
+  if (e.contains("rank") && e["rank"].is_number_integer()) l += "rank " + std::to_string(e["rank"].get<int>()) + " ";
+  if (e.contains("host") && e["host"].is_string() && !e["host"].get<std::string>().empty())
+    l += "(" + e["host"].get<std::string>() + ") ";
+  return l + "gpu" + std::to_string(e.value("gpu", 0));
+}
+
 json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
   json out = json::array();
   for (const auto& g : gpus) {
@@ -39,7 +93,7 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
       rows.push_back({{"source", source}, {"kind", kind}, {"fp32", fp32}, {"fp16", other}, {"speedup_x", other / fp32}});
     };
     auto peak = [&](const char* unit) {
-      return rate(records, g.index, [&](const json& r) { return r["family"] == "peak" && r["params"]["unit"] == unit; });
+      return rate(records, g, [&](const json& r) { return r["family"] == "peak" && r["params"]["unit"] == unit; });
     };
     const double p32 = peak("fp32_ffma");
     add("peak: fp16_hfma2 / fp32_ffma", p32, peak("fp16_hfma2"), "peak");
@@ -54,7 +108,7 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
     for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
       const int64_t n = it->first;
       auto gemm = [&](const char* prec) {
-        return rate(records, g.index, [&](const json& r) {
+        return rate(records, g, [&](const json& r) {
           return r["family"] == "gemm" && r["params"]["precision"] == prec && r["params"]["shape"] == "square" &&
                  r["params"]["m"].get<int64_t>() == n;
         });
@@ -78,7 +132,7 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
       double best = NAN;
       for (const auto& r : records) {
         if (r["family"] != "conv" || r.value("status", "") != "ok" || r["params"].value("precision", "") != prec) continue;
-        if (r["gpus"].size() != 1 || r["gpus"][0].get<int>() != g.index) continue;
+        if (!record_on(r, g)) continue;
         if (r["metrics"].contains("train_images_per_s") && r["metrics"]["train_images_per_s"].is_number()) {
           const double v = r["metrics"]["train_images_per_s"].get<double>();
           if (!std::isfinite(best) || v > best) best = v;
@@ -91,6 +145,8 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
     json verdict = {{"gpu", g.index}, {"name", g.name},
                     {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
                     {"rows", rows}};
+    if (g.rank >= 0) verdict["rank"] = g.rank;
+    if (!g.host.empty()) verdict["host"] = g.host;
     auto best_of = [&](const std::string& kind) {
       double best = NAN;
       std::string src;
@@ -130,7 +186,7 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
 std::vector<std::string> fp16_verdict_lines(const json& analysis) {
   std::vector<std::string> lines;
   for (const auto& v : analysis) {
-    std::string l = "gpu" + std::to_string(v["gpu"].get<int>()) + " " + v.value("name", "") + ": mixed precision " +
+    std::string l = where_label(v) + " " + v.value("name", "") + ": mixed precision " +
                     (v["verdict"] == "pays" ? "PAYS" : v["verdict"] == "does_not_pay" ? "DOES NOT PAY" : "not measured") +
                     ": " + v["reason"].get<std::string>();
     if (v.contains("recommendation")) l += "; " + v["recommendation"].get<std::string>();
@@ -158,12 +214,15 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
     int64_t batch;
     double ips, mem_frac, mem_bytes;
   };
-  std::map<std::tuple<int, std::string, std::string>, std::vector<Point>> series;
-  std::map<std::tuple<int, std::string, std::string>, int64_t> smallest_oom;
+  // Keyed by host, rank and GPU index (rank -1 and host "" for a run of one process).
+  using Key = std::tuple<std::string, int, int, std::string, std::string>;
+  std::map<Key, std::vector<Point>> series;
+  std::map<Key, int64_t> smallest_oom;
   for (const auto& r : records) {
     if (r["family"] != "conv" || r["params"].value("layer", "") != "resnet50_total" || r["gpus"].size() != 1) continue;
-    const auto key = std::make_tuple(r["gpus"][0].get<int>(), r["params"]["precision"].get<std::string>(),
-                                     r["params"]["layout"].get<std::string>());
+    const int rank = r.contains("rank") && r["rank"].is_number_integer() ? r["rank"].get<int>() : -1;
+    const auto key = Key(r.value("host", std::string()), rank, r["gpus"][0].get<int>(),
+                         r["params"]["precision"].get<std::string>(), r["params"]["layout"].get<std::string>());
     const int64_t b = r["params"]["batch"].get<int64_t>();
     if (r["status"] == "ok") {
       const json& m = r["metrics"];
@@ -177,9 +236,11 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
   }
   json out = json::array();
   for (auto& [key, pts] : series) {
-    const auto& [gpu, prec, layout] = key;
+    const auto& [host, rank, gpu, prec, layout] = key;
     json e = {{"gpu", gpu}, {"precision", prec}, {"layout", layout}, {"memory_fraction_limit", memory_fraction},
               {"plateau_share", plateau_share}};
+    if (rank >= 0) e["rank"] = rank;
+    if (!host.empty()) e["host"] = host;
     if (smallest_oom.count(key)) e["smallest_batch_out_of_memory"] = smallest_oom[key];
     if (pts.empty()) {
       e["batch"] = nullptr;
@@ -224,7 +285,7 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
 std::vector<std::string> batch_recommendation_lines(const json& analysis) {
   std::vector<std::string> lines;
   for (const auto& e : analysis) {
-    std::string l = "gpu" + std::to_string(e["gpu"].get<int>()) + " ResNet-50 convolutions " +
+    std::string l = where_label(e) + " ResNet-50 convolutions " +
                     e["precision"].get<std::string>() + "/" + e["layout"].get<std::string>() + ": ";
     l += e["batch"].is_null() ? std::string("no recommendation: ") : "recommended batch " + std::to_string(e["batch"].get<int64_t>()) + ": ";
     l += e["reason"].get<std::string>();

@@ -126,6 +126,7 @@ struct AnalysisContext {
   std::vector<const GpuInfo*> gpus;  // the GPUs of the run
   double memory_fraction = 0.9;      // --memory-fraction
   int global_batch = 256;            // --global-batch
+  nlohmann::json environment;        // the result's environment (under MPI with ranks and nodes)
 };
 struct Analysis {
   std::string key;

@@ -1,5 +1,7 @@
 #include "case_records.hpp"
 
+#include <cstdio>
+
 namespace nb {
 using nlohmann::json;
 
@@ -9,6 +11,7 @@ json safe_record(const RecordInput& in) {
   try {
     json r = make_record(in);
     add_per_ghz_metrics(r);
+    mark_above_peak(r);
     return r;
   } catch (const std::exception& e) {
     RecordInput bad = in;
@@ -34,6 +37,25 @@ bool is_rate_metric(const std::string& name) {
       return true;
   }
   return false;
+}
+
+bool mark_above_peak(json& record, double limit_pct) {
+  if (!record.contains("percent_of_peak") || !record["percent_of_peak"].is_object()) return false;
+  const json& p = record["percent_of_peak"];
+  if (!p.contains("percent") || !p["percent"].is_number()) return false;
+  const double pct = p["percent"].get<double>();
+  if (!(pct > limit_pct)) return false;
+  if (!record.contains("flags") || !record["flags"].is_array()) record["flags"] = json::array();
+  record["flags"].push_back("above_peak");
+  if (record.value("status", "") != "ok") return true;  // a failed or wrong case keeps its reason
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", pct);
+  record["status"] = "wrong";
+  record["reason"] = p.value("metric", std::string("the throughput")) + " is " + buf + " of its peak " +
+                     p.value("peak_key", std::string("?")) + " (" + p.value("source", std::string("?")) +
+                     "): above the hardware's peak, so the work count, the timing or the peak is wrong";
+  record["reason_kind"] = to_string(ReasonKind::above_peak);
+  return true;
 }
 
 void add_per_ghz_metrics(json& record) {

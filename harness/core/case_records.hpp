@@ -27,6 +27,12 @@ CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>&
 bool is_rate_metric(const std::string& name);
 void add_per_ghz_metrics(nlohmann::json& record);
 
+// A percent of peak above `limit_pct` (103: a measured figure cannot beat the hardware by more
+// than clock and rounding slack) adds the flag `above_peak` and turns an ok record `wrong` with
+// reason_kind `above_peak` and the reason. True when the record was above its peak. Applied to
+// every record make_case_records builds.
+bool mark_above_peak(nlohmann::json& record, double limit_pct = 103.0);
+
 // Merges `analysis` (an object of keys) into the result file's analysis, key by key, with JSON
 // merge-patch semantics (objects merge, everything else replaces).
 void merge_analysis(ResultFile& file, const nlohmann::json& analysis);

@@ -198,6 +198,19 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   validate->add_flag("--quiet", o.quiet, "No progress lines");
   add_algo_cache(validate, o);
 
+  // An unknown command is named (CLI11 alone says only that a subcommand is required).
+  auto is_command = [&](const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == name) return true;
+    return false;
+  };
+  if (args.size() >= 2 && !args[1].empty() && args[1][0] != '-' && !is_command(args[1])) {
+    res.exit_code = kExitUsage;
+    res.err = "nodebench: unknown command '" + args[1] + "' (expected list, run, env, doctor or validate)\n\n" +
+              app.help();
+    return res;
+  }
+
   std::vector<std::string> rev(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::reverse(rev.begin(), rev.end());
   std::ostringstream out, err;
@@ -218,6 +231,14 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
     return res;
   }
 
+  // A usage error found after parsing: the message, then the usage of the command (as README says).
+  auto usage_error = [&](const std::string& message) {
+    const CLI::App* sub = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+    res.exit_code = kExitUsage;
+    res.err = "nodebench: " + message + "\n\n" + sub->help();
+    return res;
+  };
+
   if (list->parsed()) cmd.kind = CommandKind::list;
   else if (run->parsed()) cmd.kind = CommandKind::run;
   else if (doctor->parsed()) cmd.kind = CommandKind::doctor;
@@ -237,16 +258,14 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
     try {
       std::regex re(o.filter);
     } catch (const std::regex_error& e) {
-      res.exit_code = kExitUsage;
-      res.err = "nodebench: --filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")\n";
-      return res;
+      return usage_error("--filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")");
     }
   }
   if (cmd.kind == CommandKind::run || cmd.kind == CommandKind::validate) {
     try {
       check_environment_settings();
     } catch (const Error& e) {
-      res.exit_code = kExitUsage;
+      res.exit_code = kExitUsage;  // an environment variable, not an option: no usage
       res.err = std::string("nodebench: ") + e.what() + "\n";
       return res;
     }
@@ -255,23 +274,24 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
         AlgoCache probe;  // read once here so that a malformed file stops the command before it starts
         probe.load(o.algo_cache_file);
       } catch (const Error& e) {
-        res.exit_code = kExitUsage;
-        res.err = std::string("nodebench: --algo-cache: ") + e.what() + "\n";
-        return res;
+        return usage_error(std::string("--algo-cache: ") + e.what());
       }
     }
     if (o.gpus != "all") {
       try {
         (void)parse_gpu_list(o.gpus, 1 << 20);  // syntax only; indices are checked against the node
       } catch (const Error& e) {
-        res.exit_code = kExitUsage;
-        res.err = std::string("nodebench: ") + e.what() + "\n";
-        return res;
+        return usage_error(e.what());
       }
     }
   }
   res.command = std::move(cmd);
   return res;
+}
+
+std::string usage_of(const std::string& subcommand) {
+  ParseOutcome h = parse_cli({"nodebench", subcommand, "--help"});
+  return h.out;
 }
 
 }  // namespace nb

@@ -70,6 +70,10 @@ struct ParseOutcome {
 
 ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the program name
 
+// The usage (--help text) of a subcommand: printed after a usage error found later (an unknown
+// --family, say), as after a parse error.
+std::string usage_of(const std::string& subcommand);
+
 // A setting read from the environment: unset or empty gives nullopt; a value that is not a
 // positive number (an integer where `integer`) throws nb::Error naming the variable. `run` and
 // `validate` check the documented ones before starting (bad value: exit 2), so no case fails on one.

@@ -26,6 +26,19 @@ size_t choose_batch(const MeasureConfig& cfg, double seconds_per_launch) {
   return std::clamp<size_t>(size_t(want), 1, cfg.max_batch);
 }
 
+MeasureConfig one_op_per_sample(MeasureConfig cfg, size_t min_samples) {
+  cfg.min_sample_s = 0;  // choose_batch -> 1
+  cfg.max_batch = 1;
+  cfg.min_samples = std::max(cfg.min_samples, min_samples);
+  cfg.max_samples = std::max(cfg.max_samples, cfg.min_samples);
+  return cfg;
+}
+
+double both_ways_sample_s(double t_fwd_s, double t_rev_s) {
+  if (!(t_fwd_s > 0) || !(t_rev_s > 0)) return 0;
+  return 2.0 / (1.0 / t_fwd_s + 1.0 / t_rev_s);
+}
+
 std::string to_string(StopReason r) {
   switch (r) {
     case StopReason::none: return "none";

@@ -45,6 +45,14 @@ StopReason should_stop(const MeasureConfig& cfg, size_t n, double cv, double ela
 // Launches per sample so that one sample lasts at least min_sample_s (hot mode).
 size_t choose_batch(const MeasureConfig& cfg, double seconds_per_launch);
 
+// A latency configuration: one operation per sample (no batching of back-to-back operations,
+// which would hide the latency behind the pipelining), and at least `min_samples` samples.
+MeasureConfig one_op_per_sample(MeasureConfig cfg, size_t min_samples = 50);
+
+// Both directions of a link at once, each timed by its own events: the sample time for 2x the
+// bytes whose rate is the sum of the two directions' rates, 2 / (1/t_fwd + 1/t_rev).
+double both_ways_sample_s(double t_fwd_s, double t_rev_s);
+
 struct Measurement {
   std::vector<double> samples_s;  // per launch
   size_t batch = 1;

@@ -256,6 +256,7 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
     for (int g : plan.gpus) actx.gpus.push_back(&session.gpu(g));
     actx.memory_fraction = plan.memory_fraction;
     actx.global_batch = plan.global_batch;
+    if (file.doc().contains("environment")) actx.environment = file.doc()["environment"];
     out.verdict_lines = run_analyses(file, actx);
   }
   if (!plan.algo_cache_file.empty() || plan.algo_search) {

@@ -89,11 +89,20 @@ json make_record(const RecordInput& in) {
                    {"percent", 100.0 * value / p->value},
                    {"peak_key", o.peak_key},
                    {"source", p->source}};
+            // Beside the datasheet figure: the peak scaled to the SM clock measured during the case.
+            if (p->clock_mhz && *p->clock_mhz > 0 && m.sm_mhz_during && *m.sm_mhz_during > 0) {
+              const double at_clock = p->value * *m.sm_mhz_during / *p->clock_mhz;
+              pct["peak_clock_mhz"] = *p->clock_mhz;
+              pct["sm_mhz"] = *m.sm_mhz_during;
+              pct["peak_at_clock"] = at_clock;
+              pct["percent_at_clock"] = 100.0 * value / at_clock;
+            }
           }
         }
       }
       if (!metrics.contains("time_us")) metrics["time_us"] = s.median * 1e6;
-      if (m.stop == StopReason::time_cap || m.stop == StopReason::max_samples) flags.push_back("time_capped");
+      if (m.stop == StopReason::time_cap) flags.push_back("time_capped");
+      if (m.stop == StopReason::max_samples) flags.push_back("sample_capped");
       if (s.cv > cfg.target_cv && cfg.fixed_samples == 0) flags.push_back("noisy");
       if (m.samples_s.size() < cfg.min_samples && cfg.fixed_samples == 0) flags.push_back("few_samples");
       if (m.blocking_timeout) flags.push_back("blocking_timeout");

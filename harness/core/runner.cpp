@@ -188,7 +188,7 @@ int cmd_list(const Command& cmd) {
   try {
     cases = select_cases(o.suite, o.families, o.filter);
   } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n";
+    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("list");
     return kExitUsage;
   }
   Nvml nvml;
@@ -368,7 +368,7 @@ int cmd_run(const Command& cmd) {
     profiles = load_profiles(o);
     cases = select_cases(o.suite, o.families, o.filter);
   } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n";
+    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("run");
     return kExitUsage;
   }
   if (cases.empty()) {

@@ -231,7 +231,8 @@ Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
     if (mem_khz > 0) pin.mem_clock_mhz = mem_khz / 1000.0;
     if (bus_bits > 0) pin.mem_bus_width_bits = bus_bits;
     const DeviceProfile* prof = nullptr;
-    g.peaks = expected_peaks(profiles, pin, &prof);
+    std::string profile_note;
+    g.peaks = expected_peaks(profiles, pin, &prof, &profile_note);
     if (prof) g.profile = prof->name;
     g.pcie = nvml.pcie(h);
 
@@ -262,8 +263,12 @@ Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
     gj["temperature_c"] = opt(snap.temperature_c);
     gj["throttle_reasons"] = snap.throttle_mask ? json(throttle_reason_names(*snap.throttle_mask)) : json(nullptr);
     gj["profile"] = g.profile.empty() ? json(nullptr) : json(g.profile);
+    gj["profile_note"] = profile_note.empty() ? json(nullptr) : json(profile_note);
     json pk = json::object();
-    for (const auto& [k, v] : g.peaks) pk[k] = {{"value", v.value}, {"source", v.source}};
+    for (const auto& [k, v] : g.peaks) {
+      pk[k] = {{"value", v.value}, {"source", v.source}};
+      if (v.clock_mhz) pk[k]["clock_mhz"] = *v.clock_mhz;
+    }
     gj["peaks"] = pk;
     gpus.push_back(gj);
     env.gpus.push_back(std::move(g));

@@ -1,6 +1,7 @@
 #include "profiles.hpp"
 
 #include <cctype>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -24,9 +25,28 @@ ProfileDb ProfileDb::from_json(const nlohmann::json& j) {
       if (!m.is_string()) throw Error("device profile '" + d.name + "': 'match' holds a non-string");
       d.match.push_back(m.get<std::string>());
     }
-    d.cc = p.value("cc", "");
-    d.source = p.value("source", "");
+    auto string_field = [&](const char* key) -> std::string {
+      if (!p.contains(key)) return "";
+      if (!p[key].is_string())
+        throw Error("device profile '" + d.name + "': '" + key + "' must be a string, not " + p[key].type_name() +
+                    " (" + p[key].dump() + ")");
+      return p[key].get<std::string>();
+    };
+    d.cc = string_field("cc");
+    d.source = string_field("source");
+    if (!d.cc.empty()) {
+      const size_t dot = d.cc.find('.');
+      if (dot == std::string::npos || dot == 0 || dot + 1 == d.cc.size() ||
+          d.cc.find_first_not_of("0123456789.") != std::string::npos || d.cc.find('.', dot + 1) != std::string::npos)
+        throw Error("device profile '" + d.name + "': 'cc' must look like \"6.1\", not \"" + d.cc + "\"");
+    }
     for (auto it = p.begin(); it != p.end(); ++it) {
+      const std::string& k = it.key();
+      const bool numeric_key = k.ends_with("_tflops") || k.ends_with("_tops") || k.ends_with("_gbps") ||
+                               k.ends_with("_mhz") || k == "sm_count" || k == "pcie_gen" || k == "pcie_width";
+      if (numeric_key && !it.value().is_number())
+        throw Error("device profile '" + d.name + "': '" + k + "' must be a number, not " + it.value().type_name() +
+                    " (" + it.value().dump() + ")");
       if (it.value().is_number()) {
         const double v = it.value().get<double>();
         if (!(v > 0)) throw Error("device profile '" + d.name + "': '" + it.key() + "' must be > 0");
@@ -43,14 +63,24 @@ ProfileDb ProfileDb::builtin() { return from_json(nlohmann::json::parse(kBuiltin
 ProfileDb ProfileDb::from_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw Error("cannot open device profile file '" + path + "'");
+  nlohmann::json j;
   try {
-    return from_json(nlohmann::json::parse(f));
+    j = nlohmann::json::parse(f);
   } catch (const nlohmann::json::exception& e) {
     throw Error("device profile file '" + path + "' is not valid JSON: " + e.what());
+  }
+  try {
+    return from_json(j);
+  } catch (const Error& e) {
+    throw Error("device profile file '" + path + "': " + e.what());
   }
 }
 
 const DeviceProfile* ProfileDb::find(const std::string& device_name) const {
+  // The device's exact name first: "NVIDIA H200" names the SXM part only, never "NVIDIA H200 NVL".
+  for (const auto& p : profiles_)
+    for (const auto& m : p.match)
+      if (m == device_name) return &p;
   const DeviceProfile* best = nullptr;
   size_t best_len = 0;
   for (const auto& p : profiles_) {
@@ -58,8 +88,10 @@ const DeviceProfile* ProfileDb::find(const std::string& device_name) const {
       const size_t pos = device_name.find(m);
       if (pos == std::string::npos) continue;
       const size_t end = pos + m.size();
-      const bool boundary = end == device_name.size() ||
-                            !std::isalnum(static_cast<unsigned char>(device_name[end]));
+      bool boundary = end == device_name.size() || !std::isalnum(static_cast<unsigned char>(device_name[end]));
+      // A form-factor word after the name is another product (other clocks, power, peaks).
+      for (const char* other : {" NVL", " PCIe", " PCIE", " SXM"})
+        if (device_name.compare(end, std::strlen(other), other) == 0) boundary = false;
       if (boundary && m.size() > best_len) {
         best = &p;
         best_len = m.size();
@@ -67,6 +99,21 @@ const DeviceProfile* ProfileDb::find(const std::string& device_name) const {
     }
   }
   return best;
+}
+
+std::string peak_key_for(const std::string& data, const std::string& compute, int cc) {
+  const bool tensor = cc >= 70;
+  if (data == "fp64") return cc == 80 || cc == 90 || cc >= 100 ? "fp64_tensor_tflops" : "fp64_tflops";
+  if (data == "fp32") return compute == "tf32" ? "tf32_tflops" : "fp32_tflops";
+  if (data == "tf32") return "tf32_tflops";
+  if (data == "fp16") {
+    if (tensor) return "fp16_tensor_tflops";
+    return compute == "fp16" ? "fp16_tflops" : "fp32_tflops";
+  }
+  if (data == "bf16") return cc >= 80 ? "bf16_tensor_tflops" : "";
+  if (data == "int8") return cc >= 72 ? "int8_tops" : "int8_dp4a_tops";
+  if (data == "fp8") return "fp8_tflops";
+  return "";
 }
 
 std::optional<int> fp32_lanes_per_sm(int major, int minor) {
@@ -122,24 +169,53 @@ std::optional<double> pcie_gbps(unsigned gen, unsigned width) {
 }
 
 std::map<std::string, Peak> expected_peaks(const ProfileDb& db, const PeakInputs& in,
-                                           const DeviceProfile** matched) {
+                                           const DeviceProfile** matched, std::string* note) {
   std::map<std::string, Peak> out;
   const DeviceProfile* p = db.find(in.name);
+  if (p && in.sm_count > 0) {
+    auto it = p->numbers.find("sm_count");
+    if (it != p->numbers.end() && int(it->second) != in.sm_count) {
+      if (note) {
+        std::ostringstream s;
+        s << "profile '" << p->name << "' not used: it has " << int(it->second) << " SMs, the device "
+          << in.sm_count << "; peaks derived instead";
+        *note = s.str();
+      }
+      p = nullptr;
+    }
+  }
   if (matched) *matched = p;
   if (p) {
+    std::optional<double> clock;
+    if (auto it = p->numbers.find("peak_clock_mhz"); it != p->numbers.end()) clock = it->second;
+    else if (auto b = p->numbers.find("boost_mhz"); b != p->numbers.end()) clock = b->second;
     for (const auto& [k, v] : p->numbers) {
       if (k.ends_with("_tflops") || k.ends_with("_tops") || k.ends_with("_gbps"))
-        out[k] = Peak{v, "profile:" + p->name};
+        out[k] = Peak{v, "profile:" + p->name, k.ends_with("_gbps") ? std::nullopt : clock};
+    }
+    // The DP4A rate where the profile gives none: SMs x the architecture's rate x the peak clock.
+    auto sms = p->numbers.find("sm_count");
+    if (!out.count("int8_dp4a_tops") && clock && sms != p->numbers.end()) {
+      if (auto r = unit_ops_per_clock_per_sm("int8_dp4a", in.cc_major, in.cc_minor)) {
+        std::ostringstream s;
+        s << "derived:" << int(sms->second) << " SMs x " << *r << " DP4A ops/clock x " << *clock << " MHz";
+        out["int8_dp4a_tops"] = Peak{sms->second * *r * *clock * 1e6 / 1e12, s.str(), clock};
+      }
     }
     return out;
   }
-  if (auto lanes = fp32_lanes_per_sm(in.cc_major, in.cc_minor);
-      lanes && in.max_sm_clock_mhz && in.sm_count > 0) {
-    const double tf = double(in.sm_count) * *lanes * 2.0 * *in.max_sm_clock_mhz * 1e6 / 1e12;
-    std::ostringstream s;
-    s << "derived:" << in.sm_count << " SMs x " << *lanes << " FP32 lanes x 2 x "
-      << *in.max_sm_clock_mhz << " MHz";
-    out["fp32_tflops"] = Peak{tf, s.str()};
+  if (in.max_sm_clock_mhz && in.sm_count > 0) {
+    if (auto lanes = fp32_lanes_per_sm(in.cc_major, in.cc_minor)) {
+      const double tf = double(in.sm_count) * *lanes * 2.0 * *in.max_sm_clock_mhz * 1e6 / 1e12;
+      std::ostringstream s;
+      s << "derived:" << in.sm_count << " SMs x " << *lanes << " FP32 lanes x 2 x " << *in.max_sm_clock_mhz << " MHz";
+      out["fp32_tflops"] = Peak{tf, s.str(), in.max_sm_clock_mhz};
+    }
+    if (auto r = unit_ops_per_clock_per_sm("int8_dp4a", in.cc_major, in.cc_minor)) {
+      std::ostringstream s;
+      s << "derived:" << in.sm_count << " SMs x " << *r << " DP4A ops/clock x " << *in.max_sm_clock_mhz << " MHz";
+      out["int8_dp4a_tops"] = Peak{in.sm_count * *r * *in.max_sm_clock_mhz * 1e6 / 1e12, s.str(), in.max_sm_clock_mhz};
+    }
   }
   if (in.mem_clock_mhz && in.mem_bus_width_bits && *in.mem_bus_width_bits > 0) {
     const double gbps = *in.mem_clock_mhz * 1e6 * 2.0 * (*in.mem_bus_width_bits / 8.0) / 1e9;

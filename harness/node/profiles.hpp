@@ -12,8 +12,16 @@ namespace nb {
 
 struct Peak {
   double value = 0;
-  std::string source;  // "profile:NAME" or "derived:..."
+  std::string source;                 // "profile:NAME" or "derived:..."
+  std::optional<double> clock_mhz;    // the SM clock the figure assumes (profile's peak_clock_mhz)
 };
+
+// The peak key a throughput is judged against, from the data type, the compute (accumulation)
+// type and the compute capability (major*10+minor). Data and compute: "fp64", "fp32", "tf32",
+// "fp16", "bf16", "int8", "fp8"; compute "fp32"/"fp16"/"fp64"/"int32"/"tf32". Below 7.0 (no
+// tensor cores) FP16 with FP32 compute runs on the FP32 units: `fp32_tflops`; `fp16_tflops`
+// only for FP16 accumulation. INT8 below 7.2 runs as DP4A: `int8_dp4a_tops`. Empty when unknown.
+std::string peak_key_for(const std::string& data, const std::string& compute, int cc);
 
 struct DeviceProfile {
   std::string name;
@@ -29,8 +37,10 @@ class ProfileDb {
   static ProfileDb from_json(const nlohmann::json& j);  // throws nb::Error on a malformed file
   static ProfileDb from_file(const std::string& path);
 
-  // The profile whose match string is found in `device_name` at a word boundary; the longest
-  // matching string wins, so "NVIDIA A100-SXM4-80GB" is not taken for "NVIDIA A10".
+  // The profile with a match string equal to `device_name`; else the one whose match string is
+  // found in it at a word boundary, the longest winning, so "NVIDIA A100-SXM4-80GB" is not taken
+  // for "NVIDIA A10". A form-factor word after a prefix (" NVL", " PCIe", " SXM") ends the
+  // match: "NVIDIA H200" (SXM) is never taken for "NVIDIA H200 NVL".
   const DeviceProfile* find(const std::string& device_name) const;
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
 
@@ -60,8 +70,11 @@ struct PeakInputs {
 
 // The expected peaks of a GPU: the profile's figures where a profile matches, else what can
 // soundly be derived (FP32 from SMs x lanes x 2 x clock; memory bandwidth from clock and bus
-// width, double data rate). Keys as in the profile file.
+// width, double data rate; the DP4A rate from the architecture's per-clock rate). Keys as in the
+// profile file. A profile whose `sm_count` disagrees with the device's is not used (a cut-down or
+// different part): `note` then says so and the peaks are derived. Each peak carries the SM clock
+// it assumes (`peak_clock_mhz`, else `boost_mhz`, of the profile; the maximum clock when derived).
 std::map<std::string, Peak> expected_peaks(const ProfileDb& db, const PeakInputs& in,
-                                           const DeviceProfile** matched = nullptr);
+                                           const DeviceProfile** matched = nullptr, std::string* note = nullptr);
 
 }  // namespace nb

@@ -14,7 +14,7 @@ from .derive import gpu_label, where
 from .errors import ReportError
 from .load import ReportData, is_number
 from .plots import Plot, render_all
-from .util import fmt_bytes, fmt_num, fmt_time, md_table
+from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
 
 HTML_NAME = "report.html"
 MD_NAME = "summary.md"
@@ -223,11 +223,13 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
 
 
 def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None) -> str:
+    # Every text that comes from a file (names, hosts, reasons, paths) goes through md_escape.
     title = title or _title(data)
     counts = _status_counts(data)
-    lines = [f"# {title}", ""]
+    lines = [f"# {md_escape(title)}", ""]
     for r in data.runs:
-        lines.append(f"- run `{r.run_id}` ({r.run_status}), started {r.started_at}, file `{os.path.basename(r.path)}`")
+        lines.append(f"- run {md_escape(r.run_id)} ({md_escape(r.run_status)}), started {md_escape(r.started_at)}, "
+                     f"file {md_escape(os.path.basename(r.path))}")
     lines.append("- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
     lines += ["", "## Checklist", ""]
     lines.append(md_table(["item", "status", "evidence"],
@@ -235,10 +237,11 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
                            for i in checklist]))
     lines += ["", "## Plots", ""]
     for p in plots:
-        lines.append(f"- {p.title}: " + (f"see {HTML_NAME}" if p.png else (p.missing or "not measured")))
+        lines.append(f"- {md_escape(p.title)}: " + (f"see {HTML_NAME}" if p.png else md_escape(p.missing or "not measured")))
     lines += ["", "## Environment", ""]
     for name, rows in environment_sections(data):
-        lines.append(f"**{name}**: " + "; ".join(f"{k} {_s(v)}" for k, v in rows if v not in (None, "", [])))
+        lines.append(f"**{md_escape(name)}**: " + "; ".join(f"{md_escape(k)} {md_escape(_s(v))}" for k, v in rows
+                                                         if v not in (None, "", [])))
         lines.append("")
     if data.gpus:
         lines.append(md_table(GPU_HEADERS[:8], [row[:8] for row in gpu_rows(data)]))

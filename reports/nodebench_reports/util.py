@@ -80,7 +80,11 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text for Markdown: HTML-special characters as entities (a Markdown renderer passes raw HTML
+    through, so a name like `<img onerror=...>` must not reach it as markup), `|` escaped for
+    tables, backticks as entities (no code span can start), one line."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("`", "&#96;").replace("|", "\\|").replace("\r", " ").replace("\n", " "))
 
 
 def md_table(headers: list[str], rows: list[list[str]]) -> str:
