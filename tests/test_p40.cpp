@@ -162,7 +162,7 @@ TEST(P40PeakKeys, GemmPrecisionsThatRunOnAP40) {
   EXPECT_EQ(gemm_peak_key("fp32", g), "fp32_tflops");
   EXPECT_EQ(gemm_peak_key("fp64", g), "fp64_tflops");       // no FP64 tensor cores
   EXPECT_EQ(gemm_peak_key("fp16acc16", g), "fp16_tflops");  // FP16 accumulation: the 1/64-rate HFMA2 units
-  EXPECT_EQ(gemm_peak_key("int8", g), "int8_tops");         // DP4A, 4x FP32
+  EXPECT_EQ(gemm_peak_key("int8", g), "int8_dp4a_tops");    // DP4A (47 TOPS), no INT8 tensor cores
   for (const char* p : {"fp32", "fp64", "fp16acc16", "int8"})
     EXPECT_NE(g.peak(gemm_peak_key(p, g)), nullptr) << p << ": the P40 profile has the peak it is judged against";
   // The same precisions on an H200 use its tensor-core peaks.
@@ -171,12 +171,10 @@ TEST(P40PeakKeys, GemmPrecisionsThatRunOnAP40) {
   EXPECT_EQ(gemm_peak_key("fp64", h), "fp64_tensor_tflops");
 }
 
-// DISABLED until issue 14's compute-type peak key is merged (peak_key_for): below compute
-// capability 7.0, cuBLAS FP16 GEMM with CUBLAS_COMPUTE_32F runs on the FP32 units, so its percent
-// of peak must be taken against fp32_tflops (11.76 on a P40), not fp16_tflops (0.18, which gives
-// about 5000%). benchmarks/gemm.cpp's peak_key still returns fp16_tflops here. The lead enables
-// this test after the merge.
-TEST(P40PeakKeys, DISABLED_Fp16WithFp32ComputeIsJudgedAgainstTheFp32Peak) {
+// Below compute capability 7.0, cuBLAS FP16 GEMM with CUBLAS_COMPUTE_32F runs on the FP32 units,
+// so its percent of peak is taken against fp32_tflops (11.76 on a P40), not fp16_tflops (0.18,
+// which gave about 5000%).
+TEST(P40PeakKeys, Fp16WithFp32ComputeIsJudgedAgainstTheFp32Peak) {
   const GpuInfo g = p40_gpu();
   EXPECT_EQ(gemm_peak_key("fp16", g), "fp32_tflops");
   // A P100 (6.0) too: its FP16 units run at 2x FP32, but FP32 compute still runs on FP32 units.
