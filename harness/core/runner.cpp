@@ -139,7 +139,8 @@ json options_json(const RunOptions& o, double max_time) {
           {"runs", o.runs},
           {"global_batch", o.global_batch},
           {"algo_cache_file", o.algo_cache_file.empty() ? json(nullptr) : json(o.algo_cache_file)},
-          {"algo_search", o.algo_search}};
+          {"algo_search", o.algo_search},
+          {"monitor_interval_s", o.monitor_interval_s ? json(*o.monitor_interval_s) : json(nullptr)}};
 }
 
 json run_header(const Command& cmd, const Session& session, const RunOptions& o, double max_time,
@@ -414,6 +415,7 @@ int cmd_run(const Command& cmd) {
   plan.global_batch = o.global_batch;
   plan.algo_cache_file = o.algo_cache_file;
   plan.algo_search = o.algo_search;
+  plan.monitor_interval_s = o.monitor_interval_s;
 
   const std::string run_id = cluster::from_root(make_run_id());
   std::string path = cluster::root() ? o.out_file : "";
