@@ -16,6 +16,7 @@
 #include "cmd_monitor.hpp"
 #include "monitor.hpp"
 #include "result.hpp"
+#include "settings.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -359,4 +360,13 @@ TEST(MonitorCli, RunMonitorOptionalInterval) {
   auto given = parse({"run", "--monitor=0.25"});
   ASSERT_TRUE(given.command) << given.err;
   EXPECT_DOUBLE_EQ(*given.command->options.monitor_interval_s, 0.25);
+}
+
+TEST(MonitorSettings, NvmlLibraryIsASetting) {
+  std::vector<std::string> unknown;
+  const Settings s = Settings::from_map({{"NODEBENCH_NVML_LIBRARY", "/opt/nvml/libnvidia-ml.so.1"}}, &unknown);
+  EXPECT_TRUE(unknown.empty());
+  EXPECT_EQ(s.nvml_library, "/opt/nvml/libnvidia-ml.so.1");
+  EXPECT_EQ(s.to_json()["nvml_library"], "/opt/nvml/libnvidia-ml.so.1");
+  EXPECT_FALSE(Settings::from_map({}).to_json().contains("nvml_library"));
 }

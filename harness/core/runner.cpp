@@ -451,7 +451,9 @@ int cmd_run(const Command& cmd) {
     std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
               << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
               << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
-              << "), suite " << to_string(o.suite) << "; results: " << path << std::endl;
+              << "), suite " << to_string(o.suite)
+              << (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string())
+              << "; results: " << path << std::endl;
 
   Progress progress(o.quiet);
   RunHooks hooks;
