@@ -19,7 +19,8 @@ std::optional<double> counter_rate(unsigned long long before, unsigned long long
   return double(after - before) / dt_s;
 }
 
-GpuSample sample_gpu(const Nvml& nvml, const MonitoredGpu& gpu, double t_s, double unix_time, NvlinkState& prev) {
+GpuSample sample_gpu(const Nvml& nvml, const MonitoredGpu& gpu, double t_s, double unix_time, NvlinkState& prev,
+                     bool full) {
   GpuSample s;
   s.gpu = gpu.label;
   s.uuid = gpu.uuid;
@@ -41,6 +42,7 @@ GpuSample sample_gpu(const Nvml& nvml, const MonitoredGpu& gpu, double t_s, doub
   s.temperature_c = c.temperature_c;
   s.power_w = c.power_w;
   s.throttle_mask = c.throttle_mask;
+  if (!full) return s;
   s.pcie_tx_bytes_per_s = nvml.pcie_tx_bytes_per_s(h);
   s.pcie_rx_bytes_per_s = nvml.pcie_rx_bytes_per_s(h);
   if (auto n = nvml.nvlink_counters(h)) {
@@ -303,8 +305,12 @@ json timeline_json(double interval_s, const std::vector<GpuSeries>& gpus, const 
 // --- Sampler ---------------------------------------------------------------------------------
 
 Sampler::Sampler(const Nvml& nvml, std::vector<MonitoredGpu> gpus, double interval_s)
-    : nvml_(nvml), gpus_(std::move(gpus)), interval_s_(interval_s), nvlink_(gpus_.size()), samples_(gpus_.size()) {
+    : nvml_(nvml), gpus_(std::move(gpus)), interval_s_(interval_s), nvlink_(gpus_.size()), series_(gpus_.size()) {
   t0_ = monotonic_s();
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    series_[i].gpu = gpus_[i].label;
+    series_[i].uuid = gpus_[i].uuid;
+  }
 }
 
 Sampler::~Sampler() { stop(); }
@@ -339,10 +345,18 @@ void Sampler::loop() {
     for (size_t i = 0; i < gpus_.size(); ++i) {
       const double unix_time =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      round.push_back(sample_gpu(nvml_, gpus_[i], now_s(), unix_time, nvlink_[i]));
+      round.push_back(sample_gpu(nvml_, gpus_[i], now_s(), unix_time, nvlink_[i], false));
     }
     std::unique_lock<std::mutex> lock(mu_);
-    for (size_t i = 0; i < round.size(); ++i) samples_[i].push_back(std::move(round[i]));
+    for (size_t i = 0; i < round.size(); ++i) {
+      GpuSeries& s = series_[i];
+      const GpuSample& x = round[i];
+      s.t_s.push_back(x.t_s);
+      s.gpu_util.push_back(x.gpu_util_pct);
+      s.sm_clock_mhz.push_back(x.sm_clock_mhz);
+      s.power_w.push_back(x.power_w);
+      s.mem_used_bytes.push_back(x.mem_used_bytes);
+    }
     if (stop_) return;  // the last round, taken after stop() was asked for
     const auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(interval_s_ * double(tick + 1)));
@@ -353,21 +367,7 @@ void Sampler::loop() {
 
 std::vector<GpuSeries> Sampler::series() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<GpuSeries> out;
-  for (size_t i = 0; i < gpus_.size(); ++i) {
-    GpuSeries s;
-    s.gpu = gpus_[i].label;
-    s.uuid = gpus_[i].uuid;
-    for (const auto& x : samples_[i]) {
-      s.t_s.push_back(x.t_s);
-      s.gpu_util.push_back(x.gpu_util_pct);
-      s.sm_clock_mhz.push_back(x.sm_clock_mhz);
-      s.power_w.push_back(x.power_w);
-      s.mem_used_bytes.push_back(x.mem_used_bytes);
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
+  return series_;
 }
 
 std::vector<TimelineMark> Sampler::marks() const {

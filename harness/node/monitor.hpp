@@ -48,7 +48,10 @@ struct NvlinkState {
   std::optional<NvlinkCounters> counters;
   double t_s = 0;
 };
-GpuSample sample_gpu(const Nvml& nvml, const MonitoredGpu& gpu, double t_s, double unix_time, NvlinkState& prev);
+// `full` false reads only what a timeline keeps (utilisation, memory, clocks, power,
+// temperature, throttle reasons): PCIe throughput takes NVML 20 ms per direction and GPU.
+GpuSample sample_gpu(const Nvml& nvml, const MonitoredGpu& gpu, double t_s, double unix_time, NvlinkState& prev,
+                     bool full = true);
 
 // NVLink rate from two cumulative counter readings (nullopt when the time did not advance or a
 // counter went back, e.g. after a driver reload).
@@ -111,7 +114,7 @@ class Sampler {
   std::vector<MonitoredGpu> gpus_;
   double interval_s_;
   std::vector<NvlinkState> nvlink_;
-  std::vector<std::vector<GpuSample>> samples_;
+  std::vector<GpuSeries> series_;  // what the timeline keeps, nothing more (runs may be long)
   std::vector<TimelineMark> marks_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
