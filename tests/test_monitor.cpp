@@ -15,7 +15,9 @@
 #include "cli.hpp"
 #include "cmd_monitor.hpp"
 #include "monitor.hpp"
+#include "plan.hpp"
 #include "result.hpp"
+#include "session.hpp"
 #include "settings.hpp"
 
 using namespace nb;
@@ -369,4 +371,30 @@ TEST(MonitorSettings, NvmlLibraryIsASetting) {
   EXPECT_EQ(s.nvml_library, "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_EQ(s.to_json()["nvml_library"], "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_FALSE(Settings::from_map({}).to_json().contains("nvml_library"));
+}
+
+// run --monitor where NVML cannot be loaded (a library path that does not exist, so this holds on a
+// GPU machine too): the run goes on, the result has no timeline and a note says why.
+TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
+  Settings settings;
+  settings.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  Session session(ProfileDb::builtin(), settings);
+  Plan plan;  // no case: only the monitor's part of run_plan is at stake
+  plan.monitor_interval_s = 0.05;
+  ResultFile file("", {{"run_id", "monitor-test"}});
+  const RunOutcome out = run_plan(plan, session, file);
+  EXPECT_EQ(out.status, "complete");
+  const json& doc = file.doc();
+  EXPECT_FALSE(doc.contains("timeline"));
+  ASSERT_TRUE(doc.contains("notes"));
+  ASSERT_EQ(doc["notes"].size(), 1u);
+  const std::string note = doc["notes"][0];
+  EXPECT_NE(note.find("run --monitor: no timeline: NVML is unavailable"), std::string::npos) << note;
+  EXPECT_NE(note.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << note;
+  // Without --monitor: neither field.
+  Plan plain;
+  ResultFile file2("", {{"run_id", "plain"}});
+  run_plan(plain, session, file2);
+  EXPECT_FALSE(file2.doc().contains("notes"));
+  EXPECT_FALSE(file2.doc().contains("timeline"));
 }
