@@ -398,3 +398,22 @@ TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
   EXPECT_FALSE(file2.doc().contains("notes"));
   EXPECT_FALSE(file2.doc().contains("timeline"));
 }
+
+TEST(Monitor, TableRowPerGpuWithUnits) {
+  GpuSample a = full_sample();
+  a.gpu = 0;
+  GpuSample b;  // NVML answered nothing
+  b.gpu = 1;
+  const std::string t = table_text({a, b});
+  std::istringstream is(t);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(is, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 3u);  // header, one row per GPU
+  for (const char* h : {"util%", "mem used/GiB", "temp C", "power W", "SM MHz", "PCIe tx/rx MB/s", "NVLink tx/rx GB/s", "throttle"})
+    EXPECT_NE(lines[0].find(h), std::string::npos) << h;
+  for (const char* v : {"80.0/80.0", "612.3", "1980", "2619", "1500/2", "300.0/250.0", "3/0", "sw_power_cap|hw_thermal_slowdown"})
+    EXPECT_NE(lines[1].find(v), std::string::npos) << v << " in " << lines[1];
+  EXPECT_EQ(lines[2].rfind("1 ", 0), 0u);
+  EXPECT_NE(lines[2].find("-/-"), std::string::npos);
+  EXPECT_EQ(lines[2].find_first_of("0123456789", 1), std::string::npos) << lines[2];  // nothing made up
+}
