@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cmd_monitor.hpp"
 #include "doctor.hpp"
 #include "doctor_from.hpp"
 #include "error.hpp"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
       case nb::CommandKind::doctor:
         return p.command->validate.doctor_from.empty() ? nb::cmd_doctor(*p.command) : nb::cmd_doctor_from(*p.command);
       case nb::CommandKind::validate: return nb::cmd_validate(*p.command);
+      case nb::CommandKind::monitor: return nb::cmd_monitor(*p.command);
     }
   } catch (const std::exception& e) {
     std::cerr << "nodebench: " << e.what() << "\n";

@@ -49,7 +49,8 @@ namespace {
 
 const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
-    "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU.\n"
+    "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU (for\n"
+    "monitor: NVML cannot be loaded).\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
     "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n"
     "  NODEBENCH_CUDNN_WORKSPACE_MIB  conv algorithm search workspace in MiB (default 4096)\n"
@@ -59,6 +60,7 @@ const char* kFooter =
     "  NODEBENCH_NCCL_GRAPH_MULTI=0|1 one-process CUDA-graph collectives over several GPUs (default 0)\n"
     "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
     "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
+    "  NODEBENCH_NVML_LIBRARY=PATH    the NVML library to load (default: the driver's libnvidia-ml.so.1)\n"
     "See docs/MULTIGPU.md for the NCCL settings.";
 
 void add_algo_cache(CLI::App* sub, RunOptions& o) {
@@ -163,6 +165,13 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   run->add_option("--gbench-out", o.gbench_out,
                   "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
   add_algo_cache(run, o);
+  std::string monitor_text;
+  CLI::Option* monitor_opt =
+      run->add_option("--monitor", monitor_text,
+                      "Sample the run's GPUs (utilisation, SM clock, power, memory) every S seconds (default 1) into "
+                      "the result's timeline, with each case's start and end marked; needs NVML")
+          ->expected(0, 1)
+          ->type_name("[=S]");
 
   CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
   env->add_flag("--json", o.json, "Print the environment as JSON (the result file's 'environment')");
@@ -198,6 +207,22 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   validate->add_flag("--quiet", o.quiet, "No progress lines");
   add_algo_cache(validate, o);
 
+  MonitorOptions& mo = cmd.monitor;
+  CLI::App* monitor = app.add_subcommand(
+      "monitor", "Watch the GPUs through NVML: utilisation, memory, temperature, power, clocks, throttle reasons, "
+                 "PCIe and NVLink throughput, ECC; a live table, CSV, JSON lines or a Prometheus textfile");
+  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")->capture_default_str();
+  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)");
+  monitor->add_option("--gpus", mo.gpus, "GPUs to watch: 'all' or a list like 0,2 (NVML indices, as nvidia-smi numbers them)")
+      ->capture_default_str();
+  monitor->add_option("--format", mo.format, "table (redrawn on a terminal), csv, jsonl, or prometheus (a node_exporter textfile)")
+      ->check(CLI::IsMember({"table", "csv", "jsonl", "prometheus"}))
+      ->capture_default_str();
+  monitor->add_option("--out", mo.out_file,
+                      "Write to FILE instead of stdout; with --format prometheus, FILE is replaced atomically after each "
+                      "sample (required)")
+      ->type_name("FILE");
+
   // An unknown command is named (CLI11 alone says only that a subcommand is required).
   auto is_command = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
@@ -206,8 +231,10 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   };
   if (args.size() >= 2 && !args[1].empty() && args[1][0] != '-' && !is_command(args[1])) {
     res.exit_code = kExitUsage;
-    res.err = "nodebench: unknown command '" + args[1] + "' (expected list, run, env, doctor or validate)\n\n" +
-              app.help();
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    res.err = "nodebench: unknown command '" + args[1] + "' (expected one of: " + names + ")\n\n" + app.help();
     return res;
   }
 
@@ -243,6 +270,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   else if (run->parsed()) cmd.kind = CommandKind::run;
   else if (doctor->parsed()) cmd.kind = CommandKind::doctor;
   else if (validate->parsed()) cmd.kind = CommandKind::validate;
+  else if (monitor->parsed()) cmd.kind = CommandKind::monitor;
   else cmd.kind = CommandKind::env;
 
   if (cmd.kind == CommandKind::doctor && !v.doctor_archs.empty() && v.doctor_from.empty()) {
@@ -261,7 +289,39 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       return usage_error("--filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")");
     }
   }
-  if (cmd.kind == CommandKind::run || cmd.kind == CommandKind::validate) {
+  auto usage = [&](const std::string& msg) {
+    res.exit_code = kExitUsage;
+    res.err = "nodebench: " + msg + "\n";
+    return res;
+  };
+  if (cmd.kind == CommandKind::run && monitor_opt->count() > 0) {
+    if (monitor_text.empty()) {
+      o.monitor_interval_s = 1.0;
+    } else {
+      char* end = nullptr;
+      const double x = std::strtod(monitor_text.c_str(), &end);
+      if (end == monitor_text.c_str() || *end != '\0' || !std::isfinite(x) || x < 0.05 || x > 3600)
+        return usage("--monitor: '" + monitor_text + "' is not an interval in seconds (0.05 to 3600)");
+      o.monitor_interval_s = x;
+    }
+  }
+  if (cmd.kind == CommandKind::monitor) {
+    if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
+      return usage("--interval: must be 0.05 to 3600 seconds");
+    if (!std::isfinite(mo.duration_s) || mo.duration_s < 0)
+      return usage("--duration: must be a number of seconds >= 0 (0: until interrupted)");
+    if (mo.format == "prometheus" && mo.out_file.empty())
+      return usage("--out: --format prometheus writes a textfile; give its path, e.g. "
+                   "--out /var/lib/node_exporter/textfile_collector/nodebench.prom");
+    if (mo.gpus != "all") {
+      try {
+        (void)parse_gpu_list(mo.gpus, 1 << 20);
+      } catch (const Error& e) {
+        return usage(e.what());
+      }
+    }
+  }
+  if (cmd.kind == CommandKind::run || cmd.kind == CommandKind::validate || cmd.kind == CommandKind::monitor) {
     try {
       check_environment_settings();
     } catch (const Error& e) {

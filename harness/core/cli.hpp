@@ -39,9 +39,19 @@ struct RunOptions {
   // a malformed file is exit 2), used by the cuDNN and cuBLASLt choices, written back at the end.
   std::string algo_cache_file;        // empty: no file
   bool algo_search = false;           // ignore the file's entries, search again, then update it
+  std::optional<double> monitor_interval_s;  // run --monitor[=S]: sample the GPUs into the result's timeline
 };
 
-enum class CommandKind { list, run, env, doctor, validate };
+// `nodebench monitor`.
+struct MonitorOptions {
+  double interval_s = 1;
+  double duration_s = 0;        // 0: until interrupted
+  std::string gpus = "all";     // NVML indices
+  std::string format = "table"; // table, csv, jsonl, prometheus
+  std::string out_file;         // empty: stdout (prometheus needs a file)
+};
+
+enum class CommandKind { list, run, env, doctor, validate, monitor };
 
 // `doctor` and `validate` (docs/VALIDATE.md).
 struct ValidateOptions {
@@ -58,6 +68,7 @@ struct Command {
   CommandKind kind = CommandKind::run;
   RunOptions options;
   ValidateOptions validate;
+  MonitorOptions monitor;
   std::vector<std::string> argv;  // as given, for the result file
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iostream>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -11,6 +12,7 @@
 #include "algo_choice.hpp"
 #include "case_records.hpp"
 #include "cluster.hpp"
+#include "monitor.hpp"
 
 namespace nb {
 using nlohmann::json;
@@ -166,6 +168,35 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
   return made;
 }
 
+// run --monitor: a sampler over the run's GPUs, or null with the reason in `note`.
+std::unique_ptr<Sampler> start_sampler(const Plan& plan, const Session& session, std::string& note) {
+  if (!plan.monitor_interval_s) return nullptr;
+  const Nvml& nvml = session.nvml();
+  std::vector<MonitoredGpu> gpus;
+  std::string unmatched;
+  if (nvml.available()) {
+    for (int g : plan.gpus) {
+      const GpuInfo& info = session.gpu(g);
+      if (!info.nvml_index) {
+        unmatched += (unmatched.empty() ? "" : ",") + std::to_string(g);
+        continue;
+      }
+      gpus.push_back({g, *info.nvml_index, nvml.uuid(*info.nvml_index).value_or(""), info.name});
+    }
+  }
+  if (!nvml.available()) {
+    note = "run --monitor: no timeline: NVML is unavailable (" + nvml.error() + ")";
+  } else if (gpus.empty()) {
+    note = "run --monitor: no timeline: NVML does not know the run's GPUs (no PCI bus id matched)";
+  } else if (!unmatched.empty()) {
+    note = "run --monitor: GPU " + unmatched + " not known to NVML: left out of the timeline";
+  }
+  if (gpus.empty()) return nullptr;
+  auto s = std::make_unique<Sampler>(nvml, std::move(gpus), *plan.monitor_interval_s);
+  s->start();
+  return s;
+}
+
 }  // namespace
 
 std::vector<std::string> run_analyses(ResultFile& file, const AnalysisContext& ctx) {
@@ -192,6 +223,18 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
   cache.set_search_again(plan.algo_search);
   if (!plan.algo_cache_file.empty()) cache.load(plan.algo_cache_file);  // checked while parsing: exit 2 there
   const std::vector<Step> steps = schedule(plan);
+  std::string monitor_note;
+  std::unique_ptr<Sampler> sampler = start_sampler(plan, session, monitor_note);
+  if (!monitor_note.empty()) {
+    if (cluster::root()) std::cerr << "nodebench: " << monitor_note << "\n";
+    file.set_field("notes", json::array({monitor_note}));
+  }
+  auto mark = [&](const char* what, size_t a, size_t b) {
+    if (!sampler) return;
+    std::vector<int> gpus;
+    for (size_t k = a; k < b; ++k) gpus.insert(gpus.end(), steps[k].gpus.begin(), steps[k].gpus.end());
+    sampler->mark(std::string(what) + " " + steps[a].c->id(), std::move(gpus));
+  };
   size_t total = steps.size(), done = 0;
   std::mutex mu;  // the file, the counter and the hooks' output
   std::atomic<bool> stopped{false};
@@ -218,6 +261,7 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
       size_t j = i;
       while (j < steps.size() && steps[j].wave == steps[i].wave) ++j;
       if (stop_now()) break;
+      mark("start", i, j);
       if (j - i == 1) {
         const Step& s = steps[i];
         if (!s.c->multi_gpu && s.c->shares_host && cluster::active()) {
@@ -246,10 +290,17 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
           publish(steps[k], std::move(made[k - i]));
         }
       }
+      mark("end", i, j);
       i = j;
     }
   } catch (const std::exception& e) {
     out.error = e.what();
+  }
+  if (sampler) {
+    sampler->stop();
+    std::vector<GpuSeries> series;
+    for (const auto& s : sampler->series()) series.push_back(downsample(s, kTimelineMaxPoints));
+    file.set_field("timeline", timeline_json(sampler->interval_s(), series, sampler->marks()));
   }
   if (cluster::root()) {
     AnalysisContext actx;

@@ -26,7 +26,13 @@ struct Plan {
   int global_batch = 256;
   std::string algo_cache_file;    // read before the cases, written back after (rank 0)
   bool algo_search = false;       // search again even where the cache has a choice
+  // run --monitor: sample the GPUs every this many seconds into the result's `timeline`, with
+  // each step's start and end marked (docs/SCHEMA.md, "Timeline").
+  std::optional<double> monitor_interval_s;
 };
+
+// The most points per GPU a result's timeline keeps (longer runs are down-sampled).
+constexpr size_t kTimelineMaxPoints = 600;
 
 // How each (case, GPUs) pair is run, in order: first the per-GPU cases of families that share
 // nothing (every GPU at once when `concurrent` and there are several, else GPU after GPU), then

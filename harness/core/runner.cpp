@@ -139,7 +139,8 @@ json options_json(const RunOptions& o, double max_time) {
           {"runs", o.runs},
           {"global_batch", o.global_batch},
           {"algo_cache_file", o.algo_cache_file.empty() ? json(nullptr) : json(o.algo_cache_file)},
-          {"algo_search", o.algo_search}};
+          {"algo_search", o.algo_search},
+          {"monitor_interval_s", o.monitor_interval_s ? json(*o.monitor_interval_s) : json(nullptr)}};
 }
 
 json run_header(const Command& cmd, const Session& session, const RunOptions& o, double max_time,
@@ -414,6 +415,7 @@ int cmd_run(const Command& cmd) {
   plan.global_batch = o.global_batch;
   plan.algo_cache_file = o.algo_cache_file;
   plan.algo_search = o.algo_search;
+  plan.monitor_interval_s = o.monitor_interval_s;
 
   const std::string run_id = cluster::from_root(make_run_id());
   std::string path = cluster::root() ? o.out_file : "";
@@ -449,7 +451,9 @@ int cmd_run(const Command& cmd) {
     std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
               << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
               << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
-              << "), suite " << to_string(o.suite) << "; results: " << path << std::endl;
+              << "), suite " << to_string(o.suite)
+              << (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string())
+              << "; results: " << path << std::endl;
 
   Progress progress(o.quiet);
   RunHooks hooks;

@@ -3,7 +3,7 @@
 namespace nb {
 
 Session::Session(ProfileDb profiles, Settings settings)
-    : nvml_(std::make_unique<Nvml>()), profiles_(std::move(profiles)), settings_(std::move(settings)) {
+    : nvml_(std::make_unique<Nvml>(settings.nvml_library)), profiles_(std::move(profiles)), settings_(std::move(settings)) {
   set_current_settings(settings_);
   env_ = capture_environment(*nvml_, profiles_);
 }

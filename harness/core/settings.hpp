@@ -26,6 +26,8 @@ struct Settings {
   bool nccl_graph_multi = false;
   // NODEBENCH_P2P_LOOPBACK=0|1: with one GPU, the p2p family copies a GPU to itself.
   bool p2p_loopback = false;
+  // NODEBENCH_NVML_LIBRARY: the NVML library to load (default: the driver's libnvidia-ml.so.1).
+  std::string nvml_library;
   // NODEBENCH_MPI=0|1: whether this process is under an MPI launcher (default: detected).
   std::optional<bool> mpi;
 

@@ -94,7 +94,36 @@ struct Nvml::Api {
   nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
   // nvmlDeviceGetComputeRunningProcesses_v3/_v2(device, unsigned* infoCount, nvmlProcessInfo_t* infos)
   nvmlReturn_t (*compute_procs)(nvmlDevice_t, unsigned*, void*) = nullptr;
+  // nvmlDeviceGetUtilizationRates(device, nvmlUtilization_t* {unsigned gpu, memory})
+  nvmlReturn_t (*utilization)(nvmlDevice_t, unsigned*) = nullptr;
+  // nvmlDeviceGetMemoryInfo(device, nvmlMemory_t* {unsigned long long total, free, used})
+  nvmlReturn_t (*memory)(nvmlDevice_t, unsigned long long*) = nullptr;
+  // nvmlDeviceGetPcieThroughput(device, nvmlPcieUtilCounter_t (0 TX, 1 RX), unsigned* KB/s)
+  nvmlReturn_t (*pcie_throughput)(nvmlDevice_t, int, unsigned*) = nullptr;
+  // nvmlDeviceGetFieldValues(device, int count, nvmlFieldValue_t* values)
+  nvmlReturn_t (*field_values)(nvmlDevice_t, int, void*) = nullptr;
 };
+
+// nvmlFieldValue_t (nvml.h): 40 bytes.
+struct NvmlFieldValue {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;  // nvmlValueType_t: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long
+  nvmlReturn_t nvmlReturn;
+  union {
+    double d;
+    unsigned int ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+  } value;
+};
+static_assert(sizeof(NvmlFieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
+constexpr unsigned kFieldNvlinkDataTx = 138;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX (KiB, cumulative)
+constexpr unsigned kFieldNvlinkDataRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+constexpr unsigned kScopeAllLinks = 0xFFFFFFFFu;
 
 // nvmlProcessInfo_t as the _v2 and _v3 entry points take it (nvmlProcessInfo_v2_t in nvml.h).
 struct NvmlProcessInfo {
@@ -116,11 +145,12 @@ static void bind(void* lib, F& fn, std::initializer_list<const char*> names) {
   }
 }
 
-Nvml::Nvml() : api_(std::make_unique<Api>()) {
-  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
+  const std::string path = library.empty() ? "libnvidia-ml.so.1" : library;
+  lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib_) {
     const char* e = dlerror();
-    error_ = std::string("libnvidia-ml.so.1 not loadable: ") + (e ? e : "unknown");
+    error_ = path + " not loadable: " + (e ? e : "unknown");
     return;
   }
   Api& a = *api_;
@@ -153,8 +183,12 @@ Nvml::Nvml() : api_(std::make_unique<Api>()) {
   bind(lib_, a.retired_pending, {"nvmlDeviceGetRetiredPagesPendingStatus"});
   bind(lib_, a.remapped_rows, {"nvmlDeviceGetRemappedRows"});
   bind(lib_, a.compute_procs, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  bind(lib_, a.utilization, {"nvmlDeviceGetUtilizationRates"});
+  bind(lib_, a.memory, {"nvmlDeviceGetMemoryInfo"});
+  bind(lib_, a.pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
+  bind(lib_, a.field_values, {"nvmlDeviceGetFieldValues"});
   if (!a.init || !a.count || !a.handle_by_index) {
-    error_ = "libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
+    error_ = path + " lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
   }
   if (int rc = a.init(); rc != kSuccess) {
@@ -366,6 +400,66 @@ std::optional<std::vector<ProcessUse>> Nvml::compute_processes(int h) const {
     return out;
   }
   return std::nullopt;
+}
+
+std::optional<Utilization> Nvml::utilization(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v[2] = {0, 0};
+  if (!api_->utilization || api_->utilization(dev, v) != kSuccess) return std::nullopt;
+  return Utilization{v[0], v[1]};
+}
+
+std::optional<MemoryInfo> Nvml::memory_info(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned long long v[3] = {0, 0, 0};
+  if (!api_->memory || api_->memory(dev, v) != kSuccess) return std::nullopt;
+  return MemoryInfo{v[0], v[1], v[2]};
+}
+
+std::optional<double> Nvml::mem_clock_mhz(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  if (!api_->clock || api_->clock(dev, kClockMem, &v) != kSuccess) return std::nullopt;
+  return double(v);
+}
+
+std::optional<double> Nvml::pcie_tx_bytes_per_s(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned kb = 0;
+  if (!api_->pcie_throughput || api_->pcie_throughput(dev, 0, &kb) != kSuccess) return std::nullopt;
+  return kb * 1000.0;  // NVML reports KB/s
+}
+
+std::optional<double> Nvml::pcie_rx_bytes_per_s(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned kb = 0;
+  if (!api_->pcie_throughput || api_->pcie_throughput(dev, 1, &kb) != kSuccess) return std::nullopt;
+  return kb * 1000.0;
+}
+
+std::optional<NvlinkCounters> Nvml::nvlink_counters(int h) const {
+  NB_NVML_HANDLE(h);
+  if (!api_->field_values) return std::nullopt;
+  NvmlFieldValue v[2];
+  std::memset(v, 0, sizeof v);
+  v[0].fieldId = kFieldNvlinkDataTx;
+  v[1].fieldId = kFieldNvlinkDataRx;
+  v[0].scopeId = v[1].scopeId = kScopeAllLinks;
+  if (api_->field_values(dev, 2, v) != kSuccess) return std::nullopt;
+  auto kib = [](const NvmlFieldValue& f) -> std::optional<unsigned long long> {
+    if (f.nvmlReturn != kSuccess) return std::nullopt;
+    switch (f.valueType) {
+      case 0: return f.value.d >= 0 ? std::optional<unsigned long long>((unsigned long long)f.value.d) : std::nullopt;
+      case 1: return f.value.ui;
+      case 2: return f.value.ul;
+      case 3: return f.value.ull;
+      case 4: return f.value.sll >= 0 ? std::optional<unsigned long long>((unsigned long long)f.value.sll) : std::nullopt;
+      default: return std::nullopt;
+    }
+  };
+  const auto tx = kib(v[0]), rx = kib(v[1]);
+  if (!tx || !rx) return std::nullopt;
+  return NvlinkCounters{*tx * 1024ull, *rx * 1024ull};
 }
 
 std::optional<int> Nvml::topology_level(int a, int b) const {

@@ -43,6 +43,21 @@ struct RemappedRows {
   unsigned correctable = 0, uncorrectable = 0;
   bool pending = false, failure = false;
 };
+// Device memory as NVML counts it (nvmlDeviceGetMemoryInfo), in bytes.
+struct MemoryInfo {
+  unsigned long long total = 0, free = 0, used = 0;
+};
+// Percent of the last sample period in which a kernel ran (gpu) / device memory was read or
+// written (memory), from nvmlDeviceGetUtilizationRates.
+struct Utilization {
+  unsigned gpu = 0, memory = 0;
+};
+// Bytes moved since the driver loaded, summed over every NVLink of the device (data only, no
+// protocol overhead); nullopt where the GPU has no NVLink or NVML does not report it.
+struct NvlinkCounters {
+  unsigned long long tx_bytes = 0, rx_bytes = 0;
+};
+
 struct ProcessUse {
   unsigned pid = 0;
   std::optional<unsigned long long> used_bytes;  // nullopt where NVML cannot tell (e.g. no permission)
@@ -50,8 +65,9 @@ struct ProcessUse {
 
 class Nvml {
  public:
-  // Loads and initialises NVML; never throws. available() says whether it worked.
-  Nvml();
+  // Loads and initialises NVML from `library` (default: the driver's libnvidia-ml.so.1; the
+  // NODEBENCH_NVML_LIBRARY setting names another); never throws. available() says whether it worked.
+  explicit Nvml(const std::string& library = "");
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
@@ -80,6 +96,13 @@ class Nvml {
   std::optional<bool> mig_mode(int h) const;
   std::optional<double> power_limit_w(int h) const;
   EccCounters ecc_counters(int h) const;
+  std::optional<Utilization> utilization(int h) const;
+  std::optional<MemoryInfo> memory_info(int h) const;
+  std::optional<double> mem_clock_mhz(int h) const;
+  // PCIe throughput over NVML's last 20 ms window, in bytes/s (TX: out of the GPU).
+  std::optional<double> pcie_tx_bytes_per_s(int h) const;
+  std::optional<double> pcie_rx_bytes_per_s(int h) const;
+  std::optional<NvlinkCounters> nvlink_counters(int h) const;
   RetiredPages retired_pages(int h) const;
   std::optional<RemappedRows> remapped_rows(int h) const;
   // Processes with a compute context on the device; nullopt when NVML cannot list them.

@@ -197,6 +197,15 @@ def cmd_validate(args) -> int:
 
 # ----------------------------------------------------------------------------------------------
 
+def cmd_timeline(args) -> int:
+    from .load import load_run
+    from .timeline import write_timeline_png
+
+    run = load_run(args.result)
+    plot = write_timeline_png(run, args.out)
+    print(f"wrote {args.out}: {plot.title}")
+    return EXIT_OK
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line plus usage, exit 2 (argparse's convention, kept)
@@ -223,6 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-mismatch", action="store_true",
                    help="merge files of different hosts or GPU models (refused by default)")
     p.set_defaults(func=cmd_html)
+
+    p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",
+                       formatter_class=fmt, epilog=_EPILOG, description=(
+                           "Write the GPU timeline of one result file (utilisation, SM clock and power per GPU "
+                           "against time, case boundaries marked) as a PNG. The HTML report holds the same plot."))
+    p.add_argument("result", metavar="RESULT", help="a result file made with 'nodebench run --monitor'")
+    p.add_argument("--out", required=True, metavar="PNG", help="the PNG file to write")
+    p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("compare", help="compare runs case by case; exit 1 on regression or missing case",
                        formatter_class=fmt, epilog=_EPILOG, description=(

@@ -14,6 +14,7 @@ from .derive import gpu_label, where
 from .errors import ReportError
 from .load import ReportData, is_number
 from .plots import Plot, render_all
+from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
 
 HTML_NAME = "report.html"
@@ -256,7 +257,7 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
 
 def write_report(data: ReportData, out_dir: str, title: str | None = None) -> tuple[str, str, list[Item], list[Plot]]:
     checklist = build_checklist(data)
-    plots = render_all(data)
+    plots = render_all(data) + timeline_plots(data.runs)  # a timeline only where a run has one
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:

@@ -29,6 +29,8 @@
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
 #                FP16 NHWC and TF32 NCHW at batches TRAIN_BATCHES (default 64,128,256),
 #                PyTorch and nodebench taken alternately, time-matched
+#   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
+#                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -42,7 +44,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer monitor"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -87,7 +89,7 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [monitor]=120)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -310,6 +312,21 @@ step_train_peer() {
   python3 scripts/dev/compare_train_peer.py "$RAW"/train_nodebench_*.json --peer "$RAW"/train_torch_*.json \
     --out "$RAW/train_ratio.json" | tee -a "$OUT/session.log"
   keep train_ratio.json; keep train_nodebench_fp16_nhwc.json; keep train_nodebench_tf32_nchw.json
+  return $rc
+}
+
+step_monitor() {
+  local rc=0
+  timeout "$(tmo 30)" build/nodebench monitor --duration 3 --format jsonl > "$RAW/monitor.jsonl" 2> "$RAW/monitor.err" || rc=1
+  note "monitor: $(wc -l < "$RAW/monitor.jsonl") JSON lines in 3 s; first: $(head -c 400 "$RAW/monitor.jsonl")"
+  timeout "$(tmo 30)" build/nodebench monitor --duration 1 --format prometheus --out "$RAW/nodebench_gpu.prom" || rc=1
+  grep -E "^nodebench_gpu_(power_watts|sm_clock_hertz|throttle_reason.*} 1)" "$RAW/nodebench_gpu.prom" | head -8 | tee -a "$OUT/session.log"
+  timeout "$(tmo 600)" build/nodebench run --suite quick --monitor --quiet --out-file "$RAW/quick_monitor.json" \
+    > "$RAW/quick_monitor.log" 2>&1 || rc=1
+  grep -E "cases:|monitor" "$RAW/quick_monitor.log" | tee -a "$OUT/session.log"
+  PYTHONPATH="$PWD/reports${PYTHONPATH:+:$PYTHONPATH}" timeout "$(tmo 120)" python3 -m nodebench_reports timeline \
+    "$RAW/quick_monitor.json" --out "$RAW/quick_monitor_timeline.png" 2>&1 | tee -a "$OUT/session.log" || rc=1
+  keep quick_monitor.json; keep quick_monitor_timeline.png
   return $rc
 }
 
