@@ -96,7 +96,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     m["images_per_s"] = double(batch) / med;
     m["peak_memory_bytes"] = double(st.peak_bytes());
     m["device_used_bytes"] = device_used;
-    m["memory_fraction"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
+    m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
     m["workspace_bytes"] = double(st.workspace_bytes());
     double sum = 0;
     for (int k = 0; k < train::kKinds; ++k) {

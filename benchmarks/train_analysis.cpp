@@ -38,8 +38,8 @@ json train_recommendation(const json& records, double memory_fraction, int globa
     const int64_t b = prm["batch"].get<int64_t>();
     if (r["status"] == "ok") {
       const json& m = r["metrics"];
-      if (!m.contains("images_per_s") || !m.contains("memory_fraction")) continue;
-      series[key].push_back({b, m["images_per_s"].get<double>(), m["memory_fraction"].get<double>(),
+      if (!m.contains("images_per_s") || !m.contains("memory_fraction_x")) continue;
+      series[key].push_back({b, m["images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
                              m.value("peak_memory_bytes", 0.0)});
     } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
       auto& o = smallest_oom[key];

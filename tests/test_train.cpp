@@ -110,7 +110,7 @@ TEST(TrainCases, FullSweepAndQuick) {
 json rec(int64_t batch, const std::string& status, double ips, double frac, const std::string& kind = "") {
   json r = {{"family", "train"}, {"gpus", {0}}, {"status", status},
             {"params", {{"precision", "fp16"}, {"layout", "nhwc"}, {"batch", batch}}}};
-  if (status == "ok") r["metrics"] = {{"images_per_s", ips}, {"memory_fraction", frac}, {"peak_memory_bytes", frac * 1e11}};
+  if (status == "ok") r["metrics"] = {{"images_per_s", ips}, {"memory_fraction_x", frac}, {"peak_memory_bytes", frac * 1e11}};
   if (!kind.empty()) r["reason_kind"] = kind;
   return r;
 }
