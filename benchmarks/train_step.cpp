@@ -117,8 +117,9 @@ void TrainStep::setup() {
   const cudnnTensorFormat_t fmt = cfg_.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   // Parameter layout: each tensor at a 64-element boundary.
   auto aligned = [](size_t n) { return (n + 63) / 64 * 64; };
-  std::vector<size_t> bn_off(convs.size());
+  std::vector<size_t> bn_off(convs.size()), w_off(convs.size());
   for (size_t i = 0; i < convs.size(); ++i) {
+    w_off[i] = I.n_a;
     params_.push_back({convs[i].name + ".weight", false, I.n_a, size_t(convs[i].weights())});
     I.n_a += aligned(size_t(convs[i].weights()));
     bn_off[i] = I.n_b;
@@ -162,7 +163,7 @@ void TrainStep::setup() {
     L.x = x;
     L.y = P(L.d->y_elems(), "the output of " + c.name);
     L.z = keep_z ? P(L.d->y_elems(), "the batch-norm output of " + c.name) : nullptr;
-    L.w_off = params_[2 * i].offset;
+    L.w_off = w_off[i];
     L.w = static_cast<char*>(I.compute_a) + L.w_off * elem_;
     L.dw = static_cast<char*>(I.grad_a) + L.w_off * elem_;
     L.gamma = I.master_b + bn_off[i];
