@@ -8,6 +8,7 @@
 
 #include "../benchmarks/resnet50_net.hpp"
 #include "../benchmarks/train_analysis.hpp"
+#include "analysis.hpp"
 
 namespace nb {
 namespace {
@@ -160,6 +161,24 @@ TEST(TrainRecommendation, OneBatchAndNothingFits) {
   json other = json::array({rec(32, "ok", 700, 0.2)});
   other[0]["family"] = "conv";
   EXPECT_TRUE(train::train_recommendation(other, 0.9, 256, {}).empty());
+}
+
+TEST(TrainFp16Verdict, TrainingStepRowAndP40Note) {
+  auto r = [](const char* prec, int64_t b, double ips) {
+    return json{{"family", "train"}, {"gpus", {0}}, {"status", "ok"},
+                {"params", {{"precision", prec}, {"layout", "nchw"}, {"batch", b}}}, {"metrics", {{"images_per_s", ips}}}};
+  };
+  const json records = json::array({r("fp32", 32, 200), r("fp32", 64, 210), r("fp16", 32, 220), r("fp16", 64, 231)});
+  const json p40 = fp16_vs_fp32(records, {{0, "Tesla P40", 6, 1}})[0];
+  ASSERT_EQ(p40["rows"].size(), 1u);
+  EXPECT_EQ(p40["rows"][0]["kind"], "train");
+  EXPECT_NEAR(p40["rows"][0]["speedup_x"].get<double>(), 231.0 / 210.0, 1e-9);  // best batch of each
+  EXPECT_EQ(p40["verdict"], "does_not_pay");
+  EXPECT_NE(p40["reason"].get<std::string>().find("FP16 storage with FP32 arithmetic"), std::string::npos);
+  const json fast = json::array({r("fp32", 64, 1000), r("fp16", 64, 2600)});
+  const json h200 = fp16_vs_fp32(fast, {{0, "NVIDIA H200", 9, 0}})[0];
+  EXPECT_EQ(h200["verdict"], "pays");
+  EXPECT_NE(h200["reason"].get<std::string>().find("train (ResNet-50 step"), std::string::npos);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
     const double lm = st.read_loss();
     st.set_param(*p, idx, w0);
     const double fd = (lp - lm) / (2.0 * h);
-    EXPECT_NEAR(fd, g[idx], 0.1 * std::fabs(g[idx]) + 2e-4)
+    EXPECT_NEAR(fd, g[idx], 0.15 * std::fabs(g[idx]) + 2e-4)
         << name << "[" << idx << "]: backward " << g[idx] << ", finite difference " << fd;
     EXPECT_GT(std::fabs(g[idx]), 0.f) << name << ": zero gradient";
     ++checked;
