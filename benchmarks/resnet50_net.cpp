@@ -2,6 +2,7 @@
 #include "resnet50_net.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace nb::resnet50 {
 namespace {
@@ -114,6 +115,26 @@ MemoryPlan memory_plan(const Net& n, int64_t batch, int elem) {
   for (const auto& c : n.convs) bn_c += c.k;
   p.other = 4 * 4 * bn_c + batch * 4 + batch * n.classes * (4 + elem) + 4;
   return p;
+}
+
+double softmax_xent_reference(const std::vector<float>& logits, const std::vector<float>& bias,
+                              const std::vector<int32_t>& labels, int classes, double scale, std::vector<double>& dlogits) {
+  const size_t n = labels.size();
+  dlogits.assign(n * size_t(classes), 0.0);
+  double loss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double m = -INFINITY;
+    for (int j = 0; j < classes; ++j) m = std::max(m, double(logits[i * classes + j]) + bias[size_t(j)]);
+    double sum = 0;
+    for (int j = 0; j < classes; ++j) sum += std::exp(double(logits[i * classes + j]) + bias[size_t(j)] - m);
+    const int y = labels[i];
+    loss += std::log(sum) + m - (double(logits[i * classes + size_t(y)]) + bias[size_t(y)]);
+    for (int j = 0; j < classes; ++j) {
+      const double p = std::exp(double(logits[i * classes + j]) + bias[size_t(j)] - m) / sum;
+      dlogits[i * classes + j] = scale * (p - (j == y ? 1.0 : 0.0)) / double(n);
+    }
+  }
+  return loss / double(n);
 }
 
 }  // namespace nb::resnet50

@@ -70,4 +70,9 @@ struct MemoryPlan {
 };
 MemoryPlan memory_plan(const Net& n, int64_t batch, int elem);
 
+// The host reference of the step's loss (float64): mean softmax cross-entropy over n rows of
+// `classes` logits plus bias, and dlogits = scale (softmax - onehot) / n, as the GPU kernel computes.
+double softmax_xent_reference(const std::vector<float>& logits, const std::vector<float>& bias,
+                              const std::vector<int32_t>& labels, int classes, double scale, std::vector<double>& dlogits);
+
 }  // namespace nb::resnet50

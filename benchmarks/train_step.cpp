@@ -563,6 +563,22 @@ void TrainStep::set_param(const ParamRef& p, size_t i, float v) {
   }
 }
 
+TrainStep::LossView TrainStep::loss_view() {
+  Impl& I = *impl_;
+  LossView v;
+  const size_t n = size_t(cfg_.batch), c = size_t(net_.classes);
+  v.loss = read_loss();
+  v.logits.resize(n * c);
+  v.bias.resize(c);
+  v.labels.resize(n);
+  NB_CUDA(cudaMemcpy(v.logits.data(), I.logits, n * c * 4, cudaMemcpyDeviceToHost));
+  NB_CUDA(cudaMemcpy(v.bias.data(), I.master_b + I.fc_b_off, c * 4, cudaMemcpyDeviceToHost));
+  NB_CUDA(cudaMemcpy(v.labels.data(), I.labels, n * 4, cudaMemcpyDeviceToHost));
+  const auto d = read_doubles(I.dlogits, 0, n * c, half_);
+  v.dlogits.assign(d.begin(), d.end());
+  return v;
+}
+
 json TrainStep::algorithms() const {
   json a = json::array();
   for (const auto& L : impl_->layers) {

@@ -90,6 +90,15 @@ class TrainStep {
   float param(const ParamRef& p, size_t i);
   void set_param(const ParamRef& p, size_t i, float v);
 
+  // The loss's inputs and output of the last forward, for a host reference: logits (FP32), the FC
+  // bias, the labels, the loss and dlogits (unscaled to FP32 from the storage type, still scaled).
+  struct LossView {
+    std::vector<float> logits, bias, dlogits;
+    std::vector<int32_t> labels;
+    float loss = 0;
+  };
+  LossView loss_view();
+
   size_t peak_bytes() const { return arena_.peak(); }
   size_t workspace_bytes() const { return ws_bytes_; }
   nlohmann::json algorithms() const;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "../benchmarks/resnet50_net.hpp"
@@ -94,6 +95,28 @@ TEST(TrainNet, ActivationAccountingMatchesHandCount) {
   const double gib = double(resnet50::memory_plan(net(), 256, 2).total()) / (1 << 30);
   EXPECT_GT(gib, 10);
   EXPECT_LT(gib, 30);
+}
+
+TEST(TrainLoss, HostReferenceMatchesHandValues) {
+  std::vector<double> d;
+  // Equal logits: loss ln(C), gradient (1/C - onehot) / n.
+  const double l = resnet50::softmax_xent_reference(std::vector<float>(8, 0.f), std::vector<float>(4, 0.f), {1, 3}, 4,
+                                                     1.0, d);
+  EXPECT_NEAR(l, std::log(4.0), 1e-12);
+  EXPECT_NEAR(d[0], 0.25 / 2, 1e-12);
+  EXPECT_NEAR(d[1], (0.25 - 1) / 2, 1e-12);
+  EXPECT_NEAR(d[7], (0.25 - 1) / 2, 1e-12);
+  // One row, logits (1, 2) + bias (1, 0) = (2, 2): p = 1/2; label 0; scale 1024.
+  const double l2 = resnet50::softmax_xent_reference({1.f, 2.f}, {1.f, 0.f}, {0}, 2, 1024.0, d);
+  EXPECT_NEAR(l2, std::log(2.0), 1e-12);
+  EXPECT_NEAR(d[0], -512.0, 1e-9);
+  EXPECT_NEAR(d[1], 512.0, 1e-9);
+  // Large logits do not overflow (the maximum is subtracted).
+  const double l3 = resnet50::softmax_xent_reference({1000.f, 0.f}, {0.f, 0.f}, {1}, 2, 1.0, d);
+  EXPECT_NEAR(l3, 1000.0, 1e-9);
+  double sum = 0;
+  for (double v : d) sum += v;
+  EXPECT_NEAR(sum, 0.0, 1e-12);  // the gradient of each row sums to zero
 }
 
 TEST(TrainCases, FullSweepAndQuick) {

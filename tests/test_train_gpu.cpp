@@ -4,6 +4,7 @@
 // finite and falls over 20 steps on the fixed batch; the arena's peak against the memory plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -83,6 +84,16 @@ TEST(TrainStepGpu, EveryPrecisionAndLayoutVerifiesAndLearns) {
       std::string first;
       const auto v = st.verify_samples(8, failures, first);
       EXPECT_EQ(failures, 0u) << first << " " << v.dump();
+      // The loss kernel against the host reference on the same logits.
+      const auto lv = st.loss_view();
+      std::vector<double> ref_d;
+      const double ref = resnet50::softmax_xent_reference(lv.logits, lv.bias, lv.labels, resnet50::net().classes,
+                                                          cfg.loss_scale, ref_d);
+      EXPECT_NEAR(lv.loss, ref, 1e-5 * std::fabs(ref) + 1e-5);
+      double worst = 0;
+      for (size_t i = 0; i < ref_d.size(); ++i)
+        worst = std::max(worst, std::fabs(lv.dlogits[i] - ref_d[i]) / (std::fabs(ref_d[i]) * 1e-3 + cfg.loss_scale * 1e-6));
+      EXPECT_LE(worst, 1.0) << "dlogits differ from the host reference";
       std::vector<float> losses;
       for (int i = 0; i < 20; ++i) {
         st.step(s.get());
