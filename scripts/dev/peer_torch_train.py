@@ -8,7 +8,8 @@ cudnn.benchmark on, SGD with momentum 0.9 and weight decay, cross-entropy loss. 
   fp32/nchw  FP32, TF32 disallowed
 Each batch: warm-up steps (cudnn.benchmark's search happens there), then steps timed with CUDA
 events for --seconds (time-matched with nodebench's --max-time); the median step time. Memory is
-torch.cuda.max_memory_allocated over the batch's steps (reset before each batch).
+torch.cuda.max_memory_allocated over the timed steps (reset after the warm-up, so cudnn.benchmark's
+search workspaces are left out, as nodebench leaves out its own search workspace).
 
 usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 --out FILE
 Output: {"mode", "torch", "device", "results": [{"batch", "step_time_ms", "images_per_s",
@@ -28,7 +29,8 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup):
     fmt = torch.channels_last if mode.endswith("nhwc") else torch.contiguous_format
     model = torchvision.models.resnet50().cuda().to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9, weight_decay=5e-5)
-    scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    scaler = (torch.amp.GradScaler("cuda", enabled=amp) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
+              else torch.cuda.amp.GradScaler(enabled=amp))
     loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device="cuda")
@@ -41,10 +43,12 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup):
         scaler.step(opt)
         scaler.update()
 
-    torch.cuda.reset_peak_memory_stats()
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
+    # After the warm-up: cudnn.benchmark's algorithm search (and its trial workspaces) is done, as
+    # nodebench's peak leaves out its own search workspace.
+    torch.cuda.reset_peak_memory_stats()
     times = []
     end = time.monotonic() + seconds
     while time.monotonic() < end or len(times) < 5:
