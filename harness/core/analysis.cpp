@@ -128,19 +128,23 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
       rows.push_back({{"source", "peak: int8_dp4a / fp32_ffma"}, {"kind", "int8"}, {"fp32", p32}, {"int8", dp4a},
                       {"speedup_x", dp4a / p32}});
     // Convolution (when that family is in the run): the network's training throughput.
-    auto conv = [&](const char* prec) {
+    auto best_ips = [&](const char* family, const char* metric, const char* prec) {
       double best = NAN;
       for (const auto& r : records) {
-        if (r["family"] != "conv" || r.value("status", "") != "ok" || r["params"].value("precision", "") != prec) continue;
+        if (r["family"] != family || r.value("status", "") != "ok" || r["params"].value("precision", "") != prec) continue;
         if (!record_on(r, g)) continue;
-        if (r["metrics"].contains("train_images_per_s") && r["metrics"]["train_images_per_s"].is_number()) {
-          const double v = r["metrics"]["train_images_per_s"].get<double>();
+        if (r["metrics"].contains(metric) && r["metrics"][metric].is_number()) {
+          const double v = r["metrics"][metric].get<double>();
           if (!std::isfinite(best) || v > best) best = v;
         }
       }
       return best;
     };
-    add("conv (network, training images/s): fp16 / fp32", conv("fp32"), conv("fp16"), "conv");
+    add("conv (network, training images/s): fp16 / fp32", best_ips("conv", "train_images_per_s", "fp32"),
+        best_ips("conv", "train_images_per_s", "fp16"), "conv");
+    // The whole ResNet-50 training step (family train), best batch of each precision.
+    add("train (ResNet-50 step, images/s): fp16 / fp32", best_ips("train", "images_per_s", "fp32"),
+        best_ips("train", "images_per_s", "fp16"), "train");
 
     json verdict = {{"gpu", g.index}, {"name", g.name},
                     {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
@@ -158,6 +162,7 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
       return std::make_pair(best, src);
     };
     auto [s, src] = best_of("gemm");
+    if (!std::isfinite(s)) std::tie(s, src) = best_of("train");
     if (!std::isfinite(s)) std::tie(s, src) = best_of("conv");
     if (!std::isfinite(s)) std::tie(s, src) = best_of("peak");
     const auto [i8, i8src] = best_of("int8");
@@ -172,6 +177,8 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
       std::string reason = "FP16 runs only " + fmt(s) + "x as fast as FP32 (" + src + "): mixed precision does not pay";
       if (g.cc_major * 10 + g.cc_minor == 61 || g.cc_major * 10 + g.cc_minor == 62)
         reason += " (compute capability 6.1: FP16 arithmetic at 1/64 of FP32, no tensor cores)";
+      if (g.cc_major < 7 && std::isfinite(best_of("train").first))
+        reason += "; the training step here runs FP16 storage with FP32 arithmetic";
       verdict["reason"] = reason;
       if (std::isfinite(i8) && i8 >= 2.0)
         verdict["recommendation"] = "train in FP32; for inference use INT8 (DP4A): " + fmt(i8) + "x FP32 (" + i8src + ")";

@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import derive
+from . import derive, derive_train
 from .load import ReportData, is_number
 from .util import fmt_bytes, fmt_num, fmt_pct
 
@@ -432,8 +432,59 @@ def check_clocks(data: ReportData) -> Item:
 # memory at the recommended batch
 
 
+def check_train_memory(data: ReportData, title: str) -> Item | None:
+    """The guide's "raise the batch until about 90% of memory is used", judged from the measured
+    training step: the largest batch within the limit, and the memory at the recommended batch."""
+    recs = derive_train.train_recommendations(data)
+    if not recs:
+        return None
+    statuses, ev, top = [], [], []
+    for r in recs:
+        if r.memory_batch is None or r.memory_batch_fraction is None:
+            statuses.append(WARN if r.batch is None else PASS)
+            ev.append(f"{r.label}: {r.reason}")
+            continue
+        frac = r.memory_fraction if r.memory_fraction is not None else r.memory_batch_fraction
+        st = PASS if frac <= r.limit else WARN if frac <= r.limit + (MEMORY_WARN - MEMORY_PASS) else FAIL
+        statuses.append(st)
+        top.append(r.memory_batch_fraction)
+        ev.append(f"{r.label}: batch {r.memory_batch} is the largest within {fmt_pct(r.limit, 0)} of GPU memory "
+                  f"({fmt_pct(r.memory_batch_fraction, 0)} measured); recommended batch {r.batch} "
+                  f"({fmt_pct(frac, 0)}; {st}): {r.reason}" + (f"; {r.accumulation}" if r.accumulation else "")
+                  + (f"; {r.note}" if r.note else ""))
+    for p in derive_train.train_points(data):
+        if p.oom:
+            ev.append(f"{derive.gpu_label(p.where)} {p.precision} {p.layout}: batch {p.batch} out of memory")
+    ev.append("source: analysis.train_recommendation (measured ResNet-50 training step)")
+    status = worst(statuses)
+    if not top:
+        return Item("memory", title, status, "no training batch within the memory limit measured", ev)
+    summary = (f"the largest training batch within the limit uses {fmt_pct(max(top), 0)} of GPU memory "
+               f"(the guide's \"about 90%\": the next doubling does not stay within it)")
+    return Item("memory", title, status, summary, ev)
+
+
+def check_fusion(data: ReportData) -> Item:
+    """The guide's "enable XLA compilation" (and torch.compile): the measured memory-bound share of
+    the training step (batch norm, ReLU, add, pooling) is what fusing can save at most."""
+    title = "XLA / torch.compile: what kernel fusion can save at most"
+    b = derive_train.elementwise_bound(data)
+    if b is None:
+        return Item("fusion", title, NOT_MEASURED, "no train record: run the train family")
+    share, p = b
+    ev = [f"{derive.gpu_label(q.where)} {q.precision} {q.layout} batch {q.batch}: memory-bound share "
+          f"{fmt_pct(q.elementwise_share, 0)}" for q in derive_train.train_points(data)
+          if q.status == "ok" and q.elementwise_share is not None][-8:]
+    summary = (f"at most {fmt_pct(share, 0)} of the step ({derive.gpu_label(p.where)} {p.precision} {p.layout} "
+               f"batch {p.batch}: batch norm, ReLU, add and pooling); the convolutions are not fused away")
+    return Item("fusion", title, PASS, summary, ev)
+
+
 def check_memory(data: ReportData) -> Item:
     title = "Memory use at the recommended batch size"
+    trained = check_train_memory(data, title)
+    if trained is not None:
+        return trained
     recs = derive.batch_recommendations(data)
     if not recs:
         return Item("memory", title, NOT_MEASURED, "no batch recommendation (no network conv results)")
@@ -532,5 +583,6 @@ def build_checklist(data: ReportData) -> list[Item]:
         check_mixed_precision(data),
         check_clocks(data),
         check_memory(data),
+        check_fusion(data),
         check_run(data),
     ]

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
-from . import derive  # noqa: E402
+from . import derive, derive_train  # noqa: E402
 from .load import ReportData, is_number  # noqa: E402
 from .util import fmt_bytes, fmt_bytes_short  # noqa: E402
 
@@ -448,7 +448,64 @@ def plot_speedup(data: ReportData) -> Plot:
     return plot
 
 
-PLOTS = (plot_gemm, plot_conv, plot_hostlink, plot_p2p, plot_allreduce, plot_scaling, plot_speedup)
+def plot_train(data: ReportData) -> Plot:
+    plot = Plot("train", "ResNet-50 training step: throughput and memory against batch size",
+                "Left: images/s of the measured training step per precision and layout. Right: measured device "
+                "memory in use (fraction of the GPU) with the memory limit (dashed) and the recommended batch "
+                "(star); black crosses: batches that ran out of memory.")
+    points = derive_train.train_points(data)
+    if not points:
+        plot.missing = _absent(data, "train", "a batch sweep")
+        return plot
+    recs = {(r.gpu, r.precision, r.layout): r for r in derive_train.train_recommendations(data)}
+    groups = sorted({p.where for p in points})[:MAX_PANELS // 2]
+    series = sorted({(p.precision, p.layout) for p in points}, key=lambda s: (_prec_key(s[0]), s[1]))
+    colors = {s: _color(i) for i, s in enumerate(series)}
+    with plt.rc_context(_STYLE):
+        fig, axes = _grid(2 * len(groups))
+        for gi, g in enumerate(groups):
+            ax_t, ax_m = axes[2 * gi], axes[2 * gi + 1]
+            limit = 0.9
+            for s in series:
+                ok = [p for p in points if p.where == g and (p.precision, p.layout) == s and p.status == "ok"]
+                label = f"{s[0]} {s[1]}"
+                if any(p.images_per_s for p in ok):
+                    ax_t.plot(*zip(*[(p.batch, p.images_per_s) for p in ok if p.images_per_s]), "o-",
+                              color=colors[s], label=label, ms=4)
+                if any(p.memory_fraction is not None for p in ok):
+                    ax_m.plot(*zip(*[(p.batch, p.memory_fraction) for p in ok if p.memory_fraction is not None]),
+                              "o-", color=colors[s], label=label, ms=4)
+                r = recs.get((g.first_gpu, s[0], s[1]))
+                if r is not None:
+                    limit = r.limit
+                    hit = [p for p in ok if p.batch == r.batch]
+                    if hit and hit[0].images_per_s:
+                        ax_t.plot([r.batch], [hit[0].images_per_s], "*", ms=14, color=colors[s], mec="black",
+                                  label=f"recommended {label}: {r.batch}")
+                    if hit and hit[0].memory_fraction is not None:
+                        ax_m.plot([r.batch], [hit[0].memory_fraction], "*", ms=14, color=colors[s], mec="black")
+            ooms = [p for p in points if p.where == g and p.oom]
+            for ax in (ax_t, ax_m):
+                if ooms:
+                    ax.scatter([p.batch for p in ooms], [0] * len(ooms), marker="X", s=90, color=_OOM_COLOR,
+                               zorder=5, label="out of memory", clip_on=False)
+                _pow2_axis(ax)
+                ax.set_ylim(bottom=0)
+                ax.set_xlabel("batch size")
+            ax_m.axhline(limit, ls="--", color="gray", label=f"{limit:.0%} of memory")
+            ax_m.set_ylim(0, 1.05)
+            ax_t.set_ylabel("images/s")
+            ax_m.set_ylabel("device memory used (fraction)")
+            name = f"{derive.gpu_label(g)}: {derive.model_of(data, g)}"
+            ax_t.set_title(f"{name}: throughput")
+            ax_m.set_title(f"{name}: memory")
+            _legend(ax_t)
+            _legend(ax_m)
+        plot.png = _png(fig)
+    return plot
+
+
+PLOTS = (plot_gemm, plot_conv, plot_train, plot_hostlink, plot_p2p, plot_allreduce, plot_scaling, plot_speedup)
 
 
 def render_all(data: ReportData) -> list[Plot]:

@@ -29,7 +29,8 @@ CONV_BATCHES = (64, 128, 256, 512, 1024, 2048)
 HOSTLINK_SIZES = tuple(4 ** k * 4096 for k in range(0, 8))        # 4 KiB .. 64 MiB
 NCCL_SIZES = tuple(4 ** k * (1 << 20) for k in range(0, 6))        # 1 MiB .. 1 GiB
 GPU_MEMORY = 150_754_820_096
-ALL_FAMILIES = ("gemm", "conv", "hostlink", "p2p", "nccl")
+ALL_FAMILIES = ("gemm", "conv", "hostlink", "p2p", "nccl", "train")
+TRAIN_BATCHES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 def _ts(t: dt.datetime) -> str:
@@ -233,6 +234,58 @@ class Builder:
                              "time_us": med * 1e6, "algbw_gbps": s / med / 1e9,
                              "busbw_gbps": s / med / 1e9 * 2 * (n - 1) / n})
 
+    def train(self, gpus=(0,)):
+        """The train family's sweep: FP16 NHWC and TF32 NCHW, memory growing with the batch until
+        a batch does not fit; throughput rising to a plateau."""
+        ips = {"fp16": 3000.0, "tf32": 1300.0}
+        mem_per_img = {"fp16": 0.1e9, "tf32": 0.19e9}
+        for g in gpus:
+            for prec, layout in (("fp16", "nhwc"), ("tf32", "nchw")):
+                for b in TRAIN_BATCHES:
+                    params = {"precision": prec, "layout": layout, "batch": b}
+                    case = f"resnet50/{prec}/{layout}/b{b}"
+                    used = 3e9 + mem_per_img[prec] * b
+                    if used > GPU_MEMORY:
+                        rec = self.add("train", case, params, [g], status="skipped",
+                                       reason=f"out of memory: does not fit: asked for {used:.0f} bytes")
+                        rec["reason_kind"] = "oom"
+                        continue
+                    rate = ips[prec] * (1 - 0.6 * math.exp(-b / 40.0))
+
+                    def metrics(med, b=b, used=used):
+                        kinds = {"conv": 0.62, "bn": 0.18, "elementwise": 0.1, "pool": 0.03, "fc": 0.02, "loss": 0.01,
+                                 "update": 0.04}
+                        m = {"step_time_ms": med * 1e3, "images_per_s": b / med, "peak_memory_bytes": used - 1.5e9,
+                             "device_used_bytes": used, "memory_fraction_x": used / GPU_MEMORY,
+                             "elementwise_share": 0.31}
+                        m.update({f"time_{k}_ms": v * med * 1e3 for k, v in kinds.items()})
+                        return m
+                    self.add("train", case, params, [g], time_s=b / rate, metrics_fn=metrics)
+
+    def train_analysis(self) -> list:
+        series: dict = {}
+        for r in self.records:
+            if r["family"] == "train":
+                p = r["params"]
+                series.setdefault((r["gpus"][0], p["precision"], p["layout"]), []).append(r)
+        out = []
+        for (g, prec, layout), recs in sorted(series.items()):
+            ok = sorted((r for r in recs if r["status"] == "ok"), key=lambda r: r["params"]["batch"])
+            plateau = max(r["metrics"]["images_per_s"] for r in ok)
+            fast = next(r for r in ok if r["metrics"]["images_per_s"] >= 0.95 * plateau)
+            big = [r for r in ok if r["metrics"]["memory_fraction_x"] <= 0.9][-1]
+            pick = fast if fast["params"]["batch"] <= big["params"]["batch"] else big
+            steps = -(-256 // big["params"]["batch"])
+            out.append({"gpu": g, "precision": prec, "layout": layout, "batch": pick["params"]["batch"],
+                        "reason": "smallest batch at >= 95% of the plateau, within 90% of device memory",
+                        "memory_batch": big["params"]["batch"],
+                        "memory_batch_fraction": big["metrics"]["memory_fraction_x"],
+                        "memory_fraction": pick["metrics"]["memory_fraction_x"], "memory_fraction_limit": 0.9,
+                        "images_per_s": pick["metrics"]["images_per_s"], "global_batch": 256,
+                        "accumulation_steps": steps, "micro_batch": -(-256 // steps),
+                        "accumulation_reason": f"{steps} accumulation steps reach global batch 256"})
+        return out
+
     def link_gbps(self) -> float:
         per_lane = {3: 0.985, 4: 1.969, 5: 3.938}[self.pcie_gen]
         return per_lane * self.pcie_width
@@ -240,6 +293,8 @@ class Builder:
     # ------------------------------------------------------------------------------------------
     def analysis(self) -> dict:
         out: dict = {}
+        if any(r["family"] == "train" for r in self.records):
+            out["train_recommendation"] = self.train_analysis()
         convs = [r for r in self.records if r["family"] == "conv" and r["status"] == "ok"
                  and r["params"].get("layer") == "resnet50_total"]
         if not convs:
@@ -313,6 +368,8 @@ class Builder:
             self.p2p()
         if "nccl" in families:
             self.nccl()
+        if "train" in families:
+            self.train()
         counts = {s: sum(1 for r in self.records if r["status"] == s) for s in ("ok", "skipped", "failed", "wrong")}
         doc = {
             "schema": "nodebench.result", "schema_version": 1, "run_id": self.run_id,

@@ -1,0 +1,200 @@
+// Family train: a framework-free ResNet-50 v1.5 training step (train_step.cpp) per precision
+// (fp32, tf32, fp16 = mixed precision), layout (nchw, nhwc) and batch. The step is verified
+// (sampled points of the first convolution and the FC; the loss finite and falling over 20 steps
+// on the fixed batch), timed whole, then profiled by layer kind; its memory is the arena's
+// high-water mark and cudaMemGetInfo's total - free. The full suite sweeps batch 1, 2, 4, ...
+// until a batch does not fit (recorded as skipped, reason_kind oom; larger ones smaller_oom).
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "analysis.hpp"
+#include "benchmark.hpp"
+#include "stats.hpp"
+#include "text.hpp"
+#include "train_analysis.hpp"
+#include "train_step.hpp"
+
+namespace nb {
+namespace {
+
+using nlohmann::json;
+using namespace cudnn;
+using train::Kind;
+
+// The smallest batch that did not fit, per (GPU, precision, layout); GPUs run at once, one
+// thread each, so it is guarded.
+std::mutex& oom_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, int64_t>& oom_batches() {
+  static std::map<std::string, int64_t> m;
+  return m;
+}
+
+constexpr int kLossSteps = 20;
+
+void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
+  const GpuInfo& g = ctx.gpu();
+  const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
+  {
+    std::unique_lock<std::mutex> lock(oom_mutex());
+    auto it = oom_batches().find(series);
+    if (it != oom_batches().end() && batch > it->second) {
+      const std::string why = "does not fit: a smaller batch (" + std::to_string(it->second) + ") of this series did not fit";
+      lock.unlock();
+      ctx.skip(why, ReasonKind::smaller_oom);
+    }
+  }
+  auto record_oom = [&] {
+    std::lock_guard<std::mutex> lock(oom_mutex());
+    auto& o = oom_batches()[series];
+    if (o == 0 || batch < o) o = batch;
+  };
+  train::StepConfig cfg;
+  cfg.prec = &P;
+  cfg.nhwc = nhwc;
+  cfg.batch = batch;
+  cfg.loss_scale = train::default_loss_scale(P);
+  try {
+    train::TrainStep st(cfg, g.index, g.name, ctx.stream());
+    st.setup();
+    cudaStream_t s = ctx.stream();
+    // Verification: sampled points of the first forward, then the loss over 20 steps.
+    st.forward(s);
+    size_t failures = 0;
+    std::string first;
+    json v = st.verify_samples(8, failures, first);
+    std::vector<double> losses;
+    for (int i = 0; i < kLossSteps; ++i) {
+      st.step(s);
+      losses.push_back(st.read_loss());
+    }
+    bool finite = true;
+    for (double l : losses) finite = finite && std::isfinite(l);
+    const bool falling = finite && losses.back() < losses.front();
+    v["losses"] = losses;
+    v["loss_falling"] = falling;
+    ctx.details()["verification"] = v;
+    if (failures) ctx.wrong(std::to_string(failures) + " sampled layer outputs outside the bound; first: " + first);
+    else if (!finite) ctx.wrong("the loss is not finite over " + std::to_string(kLossSteps) + " steps on the fixed batch");
+    else if (!falling)
+      ctx.wrong("the loss does not fall over " + std::to_string(kLossSteps) + " steps on the fixed batch (" +
+                fmt(losses.front(), 4) + " -> " + fmt(losses.back(), 4) + ")");
+    size_t free_b = 0, total_b = 0;
+    NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    const double device_used = double(total_b) - double(free_b);
+
+    ctx.measure([&](cudaStream_t st_s) { st.step(st_s); });
+    const auto kinds = st.profile(5);
+    const double med = compute_stats(ctx.output().measurement->samples_s).median;
+    ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
+    ctx.set_primary_metric("images_per_s", true);
+    auto& m = ctx.metrics();
+    m["step_time_ms"] = med * 1e3;
+    m["images_per_s"] = double(batch) / med;
+    m["peak_memory_bytes"] = double(st.peak_bytes());
+    m["device_used_bytes"] = device_used;
+    m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
+    m["workspace_bytes"] = double(st.workspace_bytes());
+    double sum = 0;
+    for (int k = 0; k < train::kKinds; ++k) {
+      m[std::string("time_") + train::kind_name(Kind(k)) + "_ms"] = kinds[size_t(k)];
+      sum += kinds[size_t(k)];
+    }
+    const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
+    m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
+    ctx.details()["algorithms"] = st.algorithms();
+    ctx.details()["loss_scale"] = cfg.loss_scale;
+    ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
+    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
+    ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
+                                          {"parameters", plan.parameters}, {"other", plan.other},
+                                          {"workspace", st.workspace_bytes()}};
+    ctx.details()["profile_note"] =
+        "time per layer kind: the median over 5 steps with events between the operations; elementwise_share = "
+        "(bn + elementwise + pool) / the sum of the kinds";
+    if (P.data == CUDNN_DATA_HALF && g.cc() < 70)
+      ctx.details()["note"] = "compute capability " + g.cc_string() +
+                              " (below 7.0): mixed precision runs FP16 storage with FP32 arithmetic (no FP16 tensor cores)";
+  } catch (const train::OutOfMemory& e) {
+    record_oom();
+    ctx.skip(e.message(), ReasonKind::oom);
+  } catch (const CudaError& e) {
+    if (e.out_of_memory()) record_oom();
+    throw;
+  }
+}
+
+Availability train_available(const Prec& P, const GpuInfo& g) { return prec_available(P, g); }
+
+std::vector<Case> make_cases(Suite suite) {
+  std::vector<Case> out;
+  auto fill = [](const AxisPoint& p, Case& c) {
+    c.name = "resnet50/" + p.name;
+    const Prec* pp = &prec_by_name(p.str("precision"));
+    const bool nhwc = p.str("layout") == "nhwc";
+    const int64_t batch = p.int64("batch");
+    c.available = [pp](const GpuInfo& g) { return train_available(*pp, g); };
+    c.run = [pp, nhwc, batch](CaseContext& ctx) { run_train_case(ctx, *pp, nhwc, batch); };
+  };
+  if (suite == Suite::quick) {
+    // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.
+    for (auto& c : Axes().add_string("precision", {"fp16"}).add_string("layout", {"nhwc"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+      c.available = [](const GpuInfo& g) {
+        return g.cc() >= 70 ? Availability::yes() : Availability::no("the quick suite runs fp32/nchw on GPUs below compute capability 7.0");
+      };
+      out.push_back(std::move(c));
+    }
+    for (auto& c : Axes().add_string("precision", {"fp32"}).add_string("layout", {"nchw"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+      c.available = [](const GpuInfo& g) {
+        return g.cc() < 70 ? Availability::yes() : Availability::no("the quick suite runs fp16/nhwc on GPUs of compute capability 7.0 or newer");
+      };
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+  std::vector<int64_t> batches;
+  for (int64_t b = 1; b <= 4096; b *= 2) batches.push_back(b);
+  return Axes()
+      .add_string("precision", {"fp32", "tf32", "fp16"})
+      .add_string("layout", {"nchw", "nhwc"})
+      .add_int64("batch", batches, "b")
+      .cases("train", fill);
+}
+
+class TrainFamily : public Family {
+ public:
+  std::string name() const override { return "train"; }
+  std::string description() const override {
+    return "ResNet-50 v1.5 training step on cuDNN/cuBLAS: FP32/TF32/mixed FP16, NCHW/NHWC, batch sweep to OOM";
+  }
+  std::vector<Case> cases(Suite suite) const override { return make_cases(suite); }
+};
+
+const Registrar registrar(std::make_unique<TrainFamily>());
+
+const AnalysisRegistrar train_analysis({
+    "train_recommendation",
+    [](const json& records) {
+      for (const auto& r : records)
+        if (r.value("family", "") == "train") return true;
+      return false;
+    },
+    [](const json& records, const AnalysisContext& ctx) {
+      std::vector<train::GpuCc> gpus;
+      for (const GpuInfo* g : ctx.gpus) gpus.push_back({g->index, g->cc()});
+      return train::train_recommendation(records, ctx.memory_fraction, ctx.global_batch, gpus);
+    },
+    [](const json& a) { return train::train_recommendation_lines(a); }});
+
+}  // namespace
+
+std::vector<std::string> train::train_case_ids(bool full) {
+  std::vector<std::string> ids;
+  for (const auto& c : make_cases(full ? Suite::full : Suite::quick)) ids.push_back(c.id());
+  return ids;
+}
+
+}  // namespace nb

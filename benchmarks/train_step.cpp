@@ -1,0 +1,596 @@
+// The ResNet-50 training step (see train_step.hpp).
+#include "train_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "cublas_check.hpp"
+#include "stats.hpp"
+#include "train_kernels.cuh"
+#include "verify.hpp"
+
+namespace nb::train {
+
+using nlohmann::json;
+using namespace cudnn;
+
+const char* kind_name(Kind k) {
+  static const char* n[kKinds] = {"conv", "bn", "elementwise", "pool", "fc", "loss", "update"};
+  return n[int(k)];
+}
+
+float default_loss_scale(const Prec& p) { return p.data == CUDNN_DATA_HALF ? 1024.f : 1.f; }
+
+std::string OutOfMemory::message() const {
+  return "out of memory: does not fit: asked for " + std::to_string(bytes) + " bytes for " + what + ", " +
+         std::to_string(free_bytes) + " bytes free";
+}
+
+void* Arena::alloc(size_t bytes, const std::string& what) {
+  bytes = (bytes + 255) / 256 * 256;
+  try {
+    bufs_.emplace_back(bytes);
+  } catch (const CudaError& e) {
+    if (!e.out_of_memory()) throw;
+    (void)cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    (void)cudaMemGetInfo(&free_b, &total_b);
+    throw OutOfMemory{what, bytes, free_b};
+  }
+  current_ += bytes;
+  peak_ = std::max(peak_, current_);
+  return bufs_.back().get();
+}
+
+// One convolution with its batch norm: descriptors, algorithms, and the buffers it reads/writes.
+struct TrainStep::Layer {
+  const resnet50::ConvSpec* spec = nullptr;
+  std::unique_ptr<ConvDesc> d;
+  AlgoChoice fwd, bwd_data, bwd_filter;
+  bool data_grad = true;  // false for the first convolution
+  void* x = nullptr;      // input (kept)
+  void* y = nullptr;      // convolution output (kept: batch norm's input)
+  void* z = nullptr;      // batch norm (+ ReLU) output; null: transient (written to a scratch buffer)
+  void* w = nullptr;      // compute weights
+  void* dw = nullptr;     // weight gradient (storage type)
+  size_t w_off = 0;       // in the compute segment
+  cudnnTensorDescriptor_t bn = nullptr;
+  float *gamma = nullptr, *beta = nullptr, *dgamma = nullptr, *dbeta = nullptr;
+  float *run_mean = nullptr, *run_var = nullptr, *save_mean = nullptr, *save_inv = nullptr;
+};
+
+struct TrainStep::Impl {
+  cudnnHandle_t h = nullptr;
+  cublasHandle_t cb = nullptr;
+  std::vector<Layer> layers;
+  std::vector<void*> block_out;  // per block
+  void* image = nullptr;
+  void* pool_out = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+  cudnnTensorDescriptor_t pool_desc = nullptr;
+  void* pooled = nullptr;  // [N, 2048]
+  float* logits = nullptr;
+  void* dlogits = nullptr;
+  int32_t* labels = nullptr;
+  float* loss = nullptr;
+  std::array<void*, resnet50::kGradientBuffers> g{};
+  void* ws = nullptr;
+  // Parameters: compute segment (storage type copy when fp16, else the master itself) and FP32.
+  size_t n_a = 0, n_b = 0;
+  float *master_a = nullptr, *mom_a = nullptr, *master_b = nullptr, *mom_b = nullptr, *grad_b = nullptr;
+  void *compute_a = nullptr, *grad_a = nullptr;
+  size_t fc_w_off = 0, fc_b_off = 0;
+  cudnnBatchNormMode_t bn_mode = CUDNN_BATCHNORM_SPATIAL;
+  // Profiling.
+  bool profiling = false;
+  std::vector<Event> events;
+  std::vector<Kind> kinds;
+  size_t n_events = 0;
+};
+
+TrainStep::TrainStep(const StepConfig& cfg, int device, const std::string& gpu_model, cudaStream_t stream)
+    : cfg_(cfg), device_(device), gpu_model_(gpu_model), stream_(stream), net_(resnet50::net()),
+      impl_(std::make_unique<Impl>()) {
+  half_ = cfg_.prec->data == CUDNN_DATA_HALF;
+  elem_ = cfg_.prec->elem;
+  impl_->h = handle_for(device);
+  NB_CUBLAS(cublasCreate(&impl_->cb));
+  impl_->bn_mode = (half_ && cfg_.nhwc) ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
+}
+
+TrainStep::~TrainStep() {
+  for (auto& L : impl_->layers)
+    if (L.bn) cudnnDestroyTensorDescriptor(L.bn);
+  if (impl_->pool) cudnnDestroyPoolingDescriptor(impl_->pool);
+  if (impl_->pool_desc) cudnnDestroyTensorDescriptor(impl_->pool_desc);
+  if (impl_->cb) cublasDestroy(impl_->cb);
+}
+
+void* TrainStep::P(size_t elems, const std::string& what) { return arena_.alloc(elems * elem_, what); }
+
+void TrainStep::setup() {
+  Impl& I = *impl_;
+  const int64_t N = cfg_.batch;
+  const auto& convs = net_.convs;
+  const cudnnTensorFormat_t fmt = cfg_.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  // Parameter layout: each tensor at a 64-element boundary.
+  auto aligned = [](size_t n) { return (n + 63) / 64 * 64; };
+  std::vector<size_t> bn_off(convs.size()), w_off(convs.size());
+  for (size_t i = 0; i < convs.size(); ++i) {
+    w_off[i] = I.n_a;
+    params_.push_back({convs[i].name + ".weight", false, I.n_a, size_t(convs[i].weights())});
+    I.n_a += aligned(size_t(convs[i].weights()));
+    bn_off[i] = I.n_b;
+    params_.push_back({convs[i].name + ".bn.weight", true, I.n_b, size_t(convs[i].k)});
+    params_.push_back({convs[i].name + ".bn.bias", true, I.n_b + size_t(convs[i].k), size_t(convs[i].k)});
+    I.n_b += aligned(2 * size_t(convs[i].k));
+  }
+  I.fc_w_off = I.n_a;
+  params_.push_back({"fc.weight", false, I.n_a, size_t(net_.fc_in) * net_.classes});
+  I.n_a += aligned(size_t(net_.fc_in) * net_.classes);
+  I.fc_b_off = I.n_b;
+  params_.push_back({"fc.bias", true, I.n_b, size_t(net_.classes)});
+  I.n_b += aligned(size_t(net_.classes));
+
+  I.master_a = static_cast<float*>(arena_.alloc(I.n_a * 4, "the master weights"));
+  I.mom_a = static_cast<float*>(arena_.alloc(I.n_a * 4, "the momentum"));
+  I.grad_a = P(I.n_a, "the weight gradients");
+  I.compute_a = half_ ? P(I.n_a, "the FP16 compute weights") : I.master_a;
+  I.master_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the batch-norm and bias parameters"));
+  I.mom_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the momentum"));
+  I.grad_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the batch-norm and bias gradients"));
+
+  // Activations kept for backward, and the gradient/scratch buffers.
+  const int64_t max_act = resnet50::max_activation_elems_per_image(net_) * N;
+  for (auto& gb : I.g) gb = P(size_t(max_act), "a gradient buffer");
+  I.image = P(size_t(convs[0].in_elems() * N), "the images");
+  I.layers.resize(convs.size());
+  auto make_layer = [&](size_t i, void* x, bool keep_z) {
+    Layer& L = I.layers[i];
+    const auto& c = convs[i];
+    L.spec = &c;
+    ConvShape sh;
+    sh.n = N;
+    sh.c = c.c;
+    sh.h = sh.w = c.hw;
+    sh.k = c.k;
+    sh.r = sh.s = c.r;
+    sh.stride = c.stride;
+    sh.pad = c.pad;
+    L.d = std::make_unique<ConvDesc>(sh, *cfg_.prec, cfg_.nhwc);
+    L.x = x;
+    L.y = P(L.d->y_elems(), "the output of " + c.name);
+    L.z = keep_z ? P(L.d->y_elems(), "the batch-norm output of " + c.name) : nullptr;
+    L.w_off = w_off[i];
+    L.w = static_cast<char*>(I.compute_a) + L.w_off * elem_;
+    L.dw = static_cast<char*>(I.grad_a) + L.w_off * elem_;
+    L.gamma = I.master_b + bn_off[i];
+    L.beta = L.gamma + c.k;
+    L.dgamma = I.grad_b + bn_off[i];
+    L.dbeta = L.dgamma + c.k;
+    L.run_mean = static_cast<float*>(arena_.alloc(size_t(c.k) * 16, "the batch-norm statistics"));
+    L.run_var = L.run_mean + c.k;
+    L.save_mean = L.run_var + c.k;
+    L.save_inv = L.save_mean + c.k;
+    NB_CUDNN(cudnnCreateTensorDescriptor(&L.bn));
+    NB_CUDNN(cudnnDeriveBNTensorDescriptor(L.bn, L.d->y, I.bn_mode));
+  };
+  make_layer(0, I.image, true);
+  I.layers[0].data_grad = false;
+  const int phw = net_.pool_out_hw;
+  I.pool_out = P(size_t(N) * convs[0].k * phw * phw, "the max pool output");
+  NB_CUDNN(cudnnCreatePoolingDescriptor(&I.pool));
+  NB_CUDNN(cudnnSetPooling2dDescriptor(I.pool, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 3, 3, 1, 1, 2, 2));
+  NB_CUDNN(cudnnCreateTensorDescriptor(&I.pool_desc));
+  NB_CUDNN(cudnnSetTensor4dDescriptor(I.pool_desc, fmt, cfg_.prec->data, int(N), convs[0].k, phw, phw));
+  void* x = I.pool_out;
+  for (const auto& b : net_.blocks) {
+    make_layer(size_t(b.conv1), x, true);
+    make_layer(size_t(b.conv2), I.layers[size_t(b.conv1)].z, true);
+    make_layer(size_t(b.conv3), I.layers[size_t(b.conv2)].z, false);
+    if (b.down >= 0) make_layer(size_t(b.down), x, false);
+    x = P(size_t(convs[size_t(b.conv3)].out_elems() * N), "a block output");
+    I.block_out.push_back(x);
+  }
+  I.pooled = P(size_t(N) * net_.fc_in, "the pooled features");
+  I.logits = static_cast<float*>(arena_.alloc(size_t(N) * net_.classes * 4, "the logits"));
+  I.dlogits = P(size_t(N) * net_.classes, "the logit gradients");
+  I.labels = static_cast<int32_t*>(arena_.alloc(size_t(N) * 4, "the labels"));
+  I.loss = static_cast<float*>(arena_.alloc(4, "the loss"));
+
+  // Algorithm choice (operands are overwritten by the trials: weights are initialised after).
+  {
+    DeviceBuffer find_ws;
+    try {
+      find_ws = DeviceBuffer(find_workspace_limit());
+    } catch (const CudaError& e) {
+      if (!e.out_of_memory()) throw;
+      (void)cudaGetLastError();
+      throw OutOfMemory{"the algorithm search workspace", find_workspace_limit(), 0};
+    }
+    for (auto& L : I.layers) {
+      ConvBuffers b{L.x, L.w, L.y, I.g[0], I.g[1], L.dw};
+      L.fwd = choose_algo(I.h, *L.d, Pass::fwd, b, find_ws, stream_, gpu_model_);
+      L.bwd_filter = choose_algo(I.h, *L.d, Pass::bwd_filter, b, find_ws, stream_, gpu_model_);
+      if (L.data_grad) L.bwd_data = choose_algo(I.h, *L.d, Pass::bwd_data, b, find_ws, stream_, gpu_model_);
+      ws_bytes_ = std::max({ws_bytes_, L.fwd.workspace, L.bwd_filter.workspace, L.data_grad ? L.bwd_data.workspace : 0});
+    }
+  }
+  I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution workspace") : nullptr;
+
+  // Initial values: Kaiming-uniform convolutions, FC uniform 1/sqrt(fan_in), gamma 1, beta 0.
+  cudaStream_t s = stream_;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const auto& c = convs[i];
+    kernels::launch_init_uniform(s, I.master_a + I.layers[i].w_off, size_t(c.weights()),
+                                 std::sqrt(6.f / float(c.c * c.r * c.r)), 0x5EED0 + i);
+    kernels::launch_fill_value(s, I.layers[i].gamma, size_t(c.k), 1.f);
+    kernels::launch_fill_value(s, I.layers[i].beta, size_t(c.k), 0.f);
+    kernels::launch_fill_value(s, I.layers[i].run_mean, size_t(c.k), 0.f);
+    kernels::launch_fill_value(s, I.layers[i].run_var, size_t(c.k), 1.f);
+  }
+  kernels::launch_init_uniform(s, I.master_a + I.fc_w_off, size_t(net_.fc_in) * net_.classes,
+                               1.f / std::sqrt(float(net_.fc_in)), 0xFC);
+  kernels::launch_fill_value(s, I.master_b + I.fc_b_off, size_t(net_.classes), 0.f);
+  if (half_) kernels::launch_cast_from_float(s, I.master_a, I.compute_a, I.n_a, true);
+  NB_CUDA(cudaMemsetAsync(I.mom_a, 0, I.n_a * 4, s));
+  NB_CUDA(cudaMemsetAsync(I.mom_b, 0, I.n_b * 4, s));
+  kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E);
+  kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1);
+  NB_CUDA_LAUNCH();
+  NB_CUDA(cudaStreamSynchronize(s));
+}
+
+void TrainStep::mark(Kind k, cudaStream_t s) {
+  Impl& I = *impl_;
+  if (!I.profiling) return;
+  if (I.n_events == I.events.size()) I.events.emplace_back();
+  I.events[I.n_events++].record(s);
+  I.kinds.push_back(k);
+}
+
+void TrainStep::conv_fwd(Layer& L, cudaStream_t s) {
+  ConvBuffers b{L.x, L.w, L.y, nullptr, nullptr, nullptr};
+  run_pass(impl_->h, *L.d, Pass::fwd, L.fwd, b, impl_->ws, s);
+  mark(Kind::conv, s);
+}
+
+// Weight gradient from dy; input gradient into dx (out = conv_bwd_data + beta * out) unless it is
+// the first convolution.
+void TrainStep::conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s) {
+  ConvBuffers b{L.x, L.w, L.y, const_cast<void*>(dy), dx, L.dw};
+  run_pass(impl_->h, *L.d, Pass::bwd_filter, L.bwd_filter, b, impl_->ws, s);
+  if (L.data_grad) run_pass(impl_->h, *L.d, Pass::bwd_data, L.bwd_data, b, impl_->ws, s, 1.f, beta);
+  mark(Kind::conv, s);
+}
+
+void TrainStep::bn_fwd(Layer& L, void* out, cudaStream_t s) {
+  const float one = 1.f, zero = 0.f;
+  NB_CUDNN(cudnnSetStream(impl_->h, s));
+  NB_CUDNN(cudnnBatchNormalizationForwardTraining(impl_->h, impl_->bn_mode, &one, &zero, L.d->y, L.y, L.d->y, out,
+                                                  L.bn, L.gamma, L.beta, 0.1, L.run_mean, L.run_var, 1e-5,
+                                                  L.save_mean, L.save_inv));
+  mark(Kind::bn, s);
+}
+
+void TrainStep::bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s) {
+  const float one = 1.f, zero = 0.f;
+  NB_CUDNN(cudnnSetStream(impl_->h, s));
+  NB_CUDNN(cudnnBatchNormalizationBackward(impl_->h, impl_->bn_mode, &one, &zero, &one, &zero, L.d->y, L.y, L.d->y, dy,
+                                           L.d->y, dx, L.bn, L.gamma, L.dgamma, L.dbeta, 1e-5, L.save_mean,
+                                           L.save_inv));
+  mark(Kind::bn, s);
+}
+
+void TrainStep::forward(cudaStream_t s) {
+  Impl& I = *impl_;
+  const float one = 1.f, zero = 0.f;
+  const int N = int(cfg_.batch);
+  NB_CUDA(cudaMemsetAsync(I.loss, 0, 4, s));
+  Layer& stem = I.layers[0];
+  conv_fwd(stem, s);
+  bn_fwd(stem, stem.z, s);
+  kernels::launch_relu(s, stem.z, stem.z, stem.d->y_elems(), half_);
+  mark(Kind::elementwise, s);
+  NB_CUDNN(cudnnSetStream(I.h, s));
+  NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+  mark(Kind::pool, s);
+  void* x = I.pool_out;
+  for (size_t bi = 0; bi < net_.blocks.size(); ++bi) {
+    const auto& b = net_.blocks[bi];
+    Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
+    for (Layer* L : {&c1, &c2}) {
+      conv_fwd(*L, s);
+      bn_fwd(*L, L->z, s);
+      kernels::launch_relu(s, L->z, L->z, L->d->y_elems(), half_);
+      mark(Kind::elementwise, s);
+    }
+    conv_fwd(c3, s);
+    bn_fwd(c3, I.g[2], s);
+    const void* shortcut = x;
+    if (b.down >= 0) {
+      Layer& d = I.layers[size_t(b.down)];
+      conv_fwd(d, s);
+      bn_fwd(d, I.g[3], s);
+      shortcut = I.g[3];
+    }
+    kernels::launch_add_relu(s, I.g[2], shortcut, I.block_out[bi], c3.d->y_elems(), half_);
+    mark(Kind::elementwise, s);
+    x = I.block_out[bi];
+  }
+  const int last_hw = net_.stage_out_hw(4);
+  kernels::launch_avgpool(s, x, I.pooled, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
+  mark(Kind::pool, s);
+  // logits[N][classes] = pooled[N][fc_in] W^T (column-major: W^T op, ld fc_in), FP32 out.
+  const cudaDataType_t dt = half_ ? CUDA_R_16F : CUDA_R_32F;
+  const cublasComputeType_t ct =
+      cfg_.prec->math == CUDNN_DEFAULT_MATH && !half_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const void* fcw = static_cast<char*>(I.compute_a) + I.fc_w_off * elem_;
+  NB_CUBLAS(cublasSetStream(I.cb, s));
+  NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_T, CUBLAS_OP_N, net_.classes, N, net_.fc_in, &one, fcw, dt, net_.fc_in,
+                         I.pooled, dt, net_.fc_in, &zero, I.logits, CUDA_R_32F, net_.classes, ct, CUBLAS_GEMM_DEFAULT));
+  mark(Kind::fc, s);
+  kernels::launch_softmax_xent(s, I.logits, I.master_b + I.fc_b_off, I.labels, I.dlogits, I.loss, N, net_.classes,
+                               cfg_.loss_scale, half_);
+  mark(Kind::loss, s);
+  NB_CUDA_LAUNCH();
+}
+
+void TrainStep::backward(cudaStream_t s) {
+  Impl& I = *impl_;
+  const float one = 1.f, zero = 0.f;
+  const int N = int(cfg_.batch);
+  const cudaDataType_t dt = half_ ? CUDA_R_16F : CUDA_R_32F;
+  const cublasComputeType_t ct =
+      cfg_.prec->math == CUDNN_DEFAULT_MATH && !half_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  void* fcw = static_cast<char*>(I.compute_a) + I.fc_w_off * elem_;
+  void* fcdw = static_cast<char*>(I.grad_a) + I.fc_w_off * elem_;
+  void *gout = I.g[0], *gin = I.g[1], *A = I.g[2], *B = I.g[3];
+  // FC: bias gradient, weight gradient dW = dL^T pooled, input gradient dP = dL W (into B).
+  kernels::launch_bias_grad(s, I.dlogits, I.grad_b + I.fc_b_off, N, net_.classes, half_);
+  NB_CUBLAS(cublasSetStream(I.cb, s));
+  NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_T, net_.fc_in, net_.classes, N, &one, I.pooled, dt, net_.fc_in,
+                         I.dlogits, dt, net_.classes, &zero, fcdw, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
+  NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_N, net_.fc_in, N, net_.classes, &one, fcw, dt, net_.fc_in,
+                         I.dlogits, dt, net_.classes, &zero, B, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
+  mark(Kind::fc, s);
+  const int last_hw = net_.stage_out_hw(4);
+  kernels::launch_avgpool_backward(s, B, gout, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
+  mark(Kind::pool, s);
+  for (size_t bi = net_.blocks.size(); bi-- > 0;) {
+    const auto& b = net_.blocks[bi];
+    Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
+    kernels::launch_relu_backward(s, I.block_out[bi], gout, gout, c3.d->y_elems(), half_);
+    mark(Kind::elementwise, s);
+    bn_bwd(c3, gout, A, s);
+    conv_bwd(c3, A, B, 0.f, s);
+    for (Layer* L : {&c2, &c1}) {
+      kernels::launch_relu_backward(s, L->z, B, B, L->d->y_elems(), half_);
+      mark(Kind::elementwise, s);
+      bn_bwd(*L, B, A, s);
+      if (L == &c2) conv_bwd(*L, A, B, 0.f, s);
+    }
+    // A holds conv1's output gradient; gout the gradient at the add (the shortcut's).
+    if (b.down >= 0) {
+      Layer& d = I.layers[size_t(b.down)];
+      bn_bwd(d, gout, B, s);
+      conv_bwd(d, B, gin, 0.f, s);
+      conv_bwd(c1, A, gin, 1.f, s);
+      std::swap(gout, gin);
+    } else {
+      conv_bwd(c1, A, gout, 1.f, s);
+    }
+  }
+  Layer& stem = I.layers[0];
+  NB_CUDNN(cudnnSetStream(I.h, s));
+  NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, gout, stem.d->y, stem.z, &zero,
+                                stem.d->y, A));
+  mark(Kind::pool, s);
+  kernels::launch_relu_backward(s, stem.z, A, A, stem.d->y_elems(), half_);
+  mark(Kind::elementwise, s);
+  bn_bwd(stem, A, B, s);
+  conv_bwd(stem, B, nullptr, 0.f, s);
+  NB_CUDA_LAUNCH();
+}
+
+void TrainStep::update(cudaStream_t s) {
+  Impl& I = *impl_;
+  const float inv = 1.f / cfg_.loss_scale;
+  kernels::launch_sgd_update(s, I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a, cfg_.lr,
+                             cfg_.momentum, cfg_.weight_decay, inv);
+  kernels::launch_sgd_update(s, I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b, cfg_.lr, cfg_.momentum,
+                             cfg_.weight_decay, inv);
+  mark(Kind::update, s);
+  NB_CUDA_LAUNCH();
+}
+
+float TrainStep::read_loss() {
+  float l = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&l, impl_->loss, 4, cudaMemcpyDeviceToHost));
+  return l;
+}
+
+std::array<double, kKinds> TrainStep::profile(int steps) {
+  Impl& I = *impl_;
+  std::array<std::vector<double>, kKinds> per;
+  for (int st = 0; st < steps; ++st) {
+    I.profiling = true;
+    I.n_events = 0;
+    I.kinds.clear();
+    if (I.events.empty()) I.events.emplace_back();
+    I.events[I.n_events++].record(stream_);
+    I.kinds.push_back(Kind::conv);  // placeholder for the start event
+    step(stream_);
+    I.profiling = false;
+    NB_CUDA(cudaStreamSynchronize(stream_));
+    std::array<double, kKinds> t{};
+    for (size_t e = 1; e < I.n_events; ++e) t[size_t(I.kinds[e])] += I.events[e].seconds_since(I.events[e - 1]) * 1e3;
+    for (int k = 0; k < kKinds; ++k) per[size_t(k)].push_back(t[size_t(k)]);
+  }
+  std::array<double, kKinds> out{};
+  for (int k = 0; k < kKinds; ++k) out[size_t(k)] = compute_stats(per[size_t(k)]).median;
+  return out;
+}
+
+namespace {
+std::vector<double> read_doubles(const void* p, size_t offset, size_t n, bool half) {
+  std::vector<double> out(n);
+  if (!half) {
+    std::vector<float> h(n);
+    NB_CUDA(cudaMemcpy(h.data(), static_cast<const float*>(p) + offset, n * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; ++i) out[i] = h[i];
+  } else {
+    std::vector<uint16_t> h(n);
+    NB_CUDA(cudaMemcpy(h.data(), static_cast<const uint16_t*>(p) + offset, n * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; ++i) out[i] = half_to_double(h[i]);
+  }
+  return out;
+}
+}  // namespace
+
+json TrainStep::verify_samples(size_t samples, size_t& failures, std::string& first) {
+  Impl& I = *impl_;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  const std::string pn = cfg_.prec->name;
+  json out = json::object();
+  // The first convolution: y[n][k][p][q] = sum x[n][c][p s - pad + r][q s - pad + t] w[k][c][r][t].
+  {
+    const Layer& L = I.layers[0];
+    const auto& c = *L.spec;
+    const int oh = c.out_hw();
+    const GemmTolerance tol = gemm_tolerance("conv_" + pn);
+    const auto W = read_doubles(L.w, 0, size_t(c.weights()), half_);
+    std::map<size_t, std::vector<double>> imgs;
+    double max_ratio = 0;
+    size_t fails = 0;
+    const auto pos = sample_positions(int64_t(L.d->y_elems()), 1, samples, 0x7A1Aull);
+    for (const auto& [flat, unused] : pos) {
+      (void)unused;
+      size_t t = size_t(flat);
+      const size_t q = t % oh; t /= oh;
+      const size_t p = t % oh; t /= oh;
+      const size_t k = t % c.k;
+      const size_t n = t / c.k;
+      auto& X = imgs[n];
+      if (X.empty()) X = read_doubles(I.image, n * c.in_elems(), size_t(c.in_elems()), half_);
+      std::vector<double> a, b;
+      for (int ci = 0; ci < c.c; ++ci)
+        for (int r = 0; r < c.r; ++r)
+          for (int u = 0; u < c.r; ++u) {
+            const long h = long(p) * c.stride - c.pad + r, w = long(q) * c.stride - c.pad + u;
+            if (h < 0 || w < 0 || h >= c.hw || w >= c.hw) continue;
+            const size_t xi = cfg_.nhwc ? (size_t(h) * c.hw + size_t(w)) * c.c + ci : (size_t(ci) * c.hw + size_t(h)) * c.hw + size_t(w);
+            const size_t wi = cfg_.nhwc ? ((k * c.r + r) * c.r + u) * c.c + ci : ((k * c.c + ci) * c.r + r) * c.r + u;
+            a.push_back(X[xi]);
+            b.push_back(W[wi]);
+          }
+      const size_t yi = cfg_.nhwc ? ((n * oh + p) * oh + q) * c.k + k : ((n * c.k + k) * oh + p) * oh + q;
+      const DotCheck d = check_dot(a, b, read_doubles(L.y, yi, 1, half_)[0], tol);
+      if (!d.ok) {
+        if (!failures && !fails) {
+          std::ostringstream os;
+          os << "conv1 output element " << flat << " = " << d.got << ", float64 " << d.ref << ", bound " << d.bound;
+          first = os.str();
+        }
+        ++fails;
+      }
+      if (std::isfinite(d.ratio)) max_ratio = std::max(max_ratio, d.ratio);
+    }
+    failures += fails;
+    out["conv1"] = {{"samples", pos.size()}, {"failures", fails}, {"max_error_ratio", max_ratio}};
+  }
+  // The FC: logits[n][j] = sum_i pooled[n][i] W[j][i] (before the bias).
+  {
+    const GemmTolerance tol = gemm_tolerance(pn);
+    const int64_t N = cfg_.batch;
+    const auto pos = sample_positions(N, net_.classes, samples, 0xFCull);
+    double max_ratio = 0;
+    size_t fails = 0;
+    for (const auto& [n, j] : pos) {
+      const auto a = read_doubles(I.pooled, size_t(n) * net_.fc_in, size_t(net_.fc_in), half_);
+      const auto b = read_doubles(I.compute_a, I.fc_w_off + size_t(j) * net_.fc_in, size_t(net_.fc_in), half_);
+      float got = 0;
+      NB_CUDA(cudaMemcpy(&got, I.logits + size_t(n) * net_.classes + size_t(j), 4, cudaMemcpyDeviceToHost));
+      const DotCheck d = check_dot(a, b, got, tol);
+      if (!d.ok) {
+        if (!failures && !fails) {
+          std::ostringstream os;
+          os << "fc logit (" << n << ", " << j << ") = " << d.got << ", float64 " << d.ref << ", bound " << d.bound;
+          first = os.str();
+        }
+        ++fails;
+      }
+      if (std::isfinite(d.ratio)) max_ratio = std::max(max_ratio, d.ratio);
+    }
+    failures += fails;
+    out["fc"] = {{"samples", pos.size()}, {"failures", fails}, {"max_error_ratio", max_ratio}};
+  }
+  out["reference"] = "float64 dot products of the stored inputs on the host";
+  return out;
+}
+
+std::vector<float> TrainStep::gradients(const ParamRef& p) {
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  std::vector<float> g(p.count);
+  if (p.fp32_segment) {
+    NB_CUDA(cudaMemcpy(g.data(), impl_->grad_b + p.offset, p.count * 4, cudaMemcpyDeviceToHost));
+  } else {
+    const auto d = read_doubles(impl_->grad_a, p.offset, p.count, half_);
+    for (size_t i = 0; i < p.count; ++i) g[i] = float(d[i]);
+  }
+  for (auto& v : g) v /= cfg_.loss_scale;
+  return g;
+}
+
+float TrainStep::param(const ParamRef& p, size_t i) {
+  float v = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&v, (p.fp32_segment ? impl_->master_b : impl_->master_a) + p.offset + i, 4, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+void TrainStep::set_param(const ParamRef& p, size_t i, float v) {
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  float* m = (p.fp32_segment ? impl_->master_b : impl_->master_a) + p.offset + i;
+  NB_CUDA(cudaMemcpy(m, &v, 4, cudaMemcpyHostToDevice));
+  if (!p.fp32_segment && half_) {
+    kernels::launch_cast_from_float(stream_, m, static_cast<uint16_t*>(impl_->compute_a) + p.offset + i, 1, true);
+    NB_CUDA_LAUNCH();
+    NB_CUDA(cudaStreamSynchronize(stream_));
+  }
+}
+
+TrainStep::LossView TrainStep::loss_view() {
+  Impl& I = *impl_;
+  LossView v;
+  const size_t n = size_t(cfg_.batch), c = size_t(net_.classes);
+  v.loss = read_loss();
+  v.logits.resize(n * c);
+  v.bias.resize(c);
+  v.labels.resize(n);
+  NB_CUDA(cudaMemcpy(v.logits.data(), I.logits, n * c * 4, cudaMemcpyDeviceToHost));
+  NB_CUDA(cudaMemcpy(v.bias.data(), I.master_b + I.fc_b_off, c * 4, cudaMemcpyDeviceToHost));
+  NB_CUDA(cudaMemcpy(v.labels.data(), I.labels, n * 4, cudaMemcpyDeviceToHost));
+  const auto d = read_doubles(I.dlogits, 0, n * c, half_);
+  v.dlogits.assign(d.begin(), d.end());
+  return v;
+}
+
+json TrainStep::algorithms() const {
+  json a = json::array();
+  for (const auto& L : impl_->layers) {
+    json e = {{"layer", L.spec->name}, {"fwd_algo", L.fwd.algo}, {"fwd_source", L.fwd.source},
+              {"bwd_filter_algo", L.bwd_filter.algo}, {"bwd_filter_source", L.bwd_filter.source}};
+    if (L.data_grad) {
+      e["bwd_data_algo"] = L.bwd_data.algo;
+      e["bwd_data_source"] = L.bwd_data.source;
+    }
+    a.push_back(e);
+  }
+  return a;
+}
+
+}  // namespace nb::train

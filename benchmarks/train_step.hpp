@@ -1,0 +1,130 @@
+// One ResNet-50 v1.5 training step on cuDNN and cuBLAS (family train): forward and backward of
+// every layer (convolutions with the repeatable algorithm choice of cudnn_conv, batch norm in
+// training mode, ReLU, residual add, max pool, global average pool, the FC by cublasGemmEx,
+// softmax cross-entropy) and an SGD momentum update of every parameter on FP32 master weights.
+// Mixed precision (fp16): FP16 activations and compute weights, FP32 master weights, static loss
+// scaling. Every buffer of the step comes from one tracking arena, so its peak is measured.
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <nlohmann/json.hpp>
+
+#include "cudnn_conv.hpp"
+#include "resnet50_net.hpp"
+
+namespace nb::train {
+
+// The layer kinds the step's time is split into (metrics time_<kind>_ms).
+enum class Kind : int { conv, bn, elementwise, pool, fc, loss, update };
+constexpr int kKinds = 7;
+const char* kind_name(Kind k);  // conv, bn, elementwise, pool, fc, loss, update
+
+struct StepConfig {
+  const cudnn::Prec* prec = nullptr;
+  bool nhwc = false;
+  int64_t batch = 1;
+  float lr = 0.02f, momentum = 0.9f, weight_decay = 5e-5f;
+  float loss_scale = 1.f;  // fp16: static loss scale (default_loss_scale)
+};
+float default_loss_scale(const cudnn::Prec& p);  // 1024 for fp16, 1 otherwise
+
+// An allocation the device could not make.
+struct OutOfMemory {
+  std::string what;
+  size_t bytes = 0, free_bytes = 0;
+  std::string message() const;
+};
+
+// Tracked device allocations: the current total and its high-water mark.
+class Arena {
+ public:
+  void* alloc(size_t bytes, const std::string& what);  // throws OutOfMemory
+  size_t current() const { return current_; }
+  size_t peak() const { return peak_; }
+
+ private:
+  std::vector<DeviceBuffer> bufs_;
+  size_t current_ = 0, peak_ = 0;
+};
+
+// A parameter tensor: in the compute segment (conv and FC weights, storage type) or the FP32
+// segment (batch-norm gamma/beta, FC bias).
+struct ParamRef {
+  std::string name;
+  bool fp32_segment = false;
+  size_t offset = 0, count = 0;
+};
+
+class TrainStep {
+ public:
+  TrainStep(const StepConfig& cfg, int device, const std::string& gpu_model, cudaStream_t stream);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+
+  // Allocates every buffer (throws OutOfMemory), chooses each convolution pass's algorithm (a
+  // search workspace outside the arena, freed after), and initialises weights, images and labels.
+  void setup();
+
+  void forward(cudaStream_t s);
+  void backward(cudaStream_t s);
+  void update(cudaStream_t s);
+  void step(cudaStream_t s) { forward(s); backward(s); update(s); }
+  float read_loss();  // the loss of the last forward (synchronises)
+
+  // Runs `steps` steps with events between the operations: ms per step of each kind (median).
+  std::array<double, kKinds> profile(int steps);
+
+  // Sampled-point checks of the last forward: the first convolution and the FC against float64
+  // dot products of their stored inputs. Adds to `failures`, sets `first` to the first failure.
+  nlohmann::json verify_samples(size_t samples, size_t& failures, std::string& first);
+
+  // For the gradient check: the parameters, their (unscaled) gradients after backward and the
+  // master weights (set_param also updates the compute copy).
+  const std::vector<ParamRef>& params() const { return params_; }
+  std::vector<float> gradients(const ParamRef& p);
+  float param(const ParamRef& p, size_t i);
+  void set_param(const ParamRef& p, size_t i, float v);
+
+  // The loss's inputs and output of the last forward, for a host reference: logits (FP32), the FC
+  // bias, the labels, the loss and dlogits (unscaled to FP32 from the storage type, still scaled).
+  struct LossView {
+    std::vector<float> logits, bias, dlogits;
+    std::vector<int32_t> labels;
+    float loss = 0;
+  };
+  LossView loss_view();
+
+  size_t peak_bytes() const { return arena_.peak(); }
+  size_t workspace_bytes() const { return ws_bytes_; }
+  nlohmann::json algorithms() const;
+  const StepConfig& config() const { return cfg_; }
+
+ private:
+  struct Layer;
+  struct Impl;
+  void mark(Kind k, cudaStream_t s);
+  void bn_fwd(Layer& L, void* out, cudaStream_t s);
+  void bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s);
+  void conv_fwd(Layer& L, cudaStream_t s);
+  void conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s);
+  void* P(size_t elems, const std::string& what);  // arena allocation of elems in storage type
+
+  StepConfig cfg_;
+  int device_;
+  std::string gpu_model_;
+  cudaStream_t stream_;
+  const resnet50::Net& net_;
+  bool half_ = false;
+  size_t elem_ = 4;
+  Arena arena_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<ParamRef> params_;
+  size_t ws_bytes_ = 0;
+};
+
+}  // namespace nb::train

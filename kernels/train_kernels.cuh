@@ -1,0 +1,41 @@
+// Launch functions of the training step's own kernels (family train): ReLU and residual add,
+// global average pooling, softmax cross-entropy, the FC bias gradient, the SGD momentum update,
+// initialisation. Plain C++ header (no CUDA syntax). Storage is FP32 or FP16 (`half` true); the
+// arithmetic is FP32 in every kernel, so they run on sm_61 as on newer GPUs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime_api.h>
+
+namespace nb::kernels {
+
+// y = max(x, 0) (x and y may alias).
+void launch_relu(cudaStream_t s, const void* x, void* y, size_t n, bool half);
+// dx = y > 0 ? dy : 0, with y the ReLU's output (dy and dx may alias).
+void launch_relu_backward(cudaStream_t s, const void* y, const void* dy, void* dx, size_t n, bool half);
+// y = max(a + b, 0): the residual add and the block's ReLU.
+void launch_add_relu(cudaStream_t s, const void* a, const void* b, void* y, size_t n, bool half);
+// Global average pool of x (n images, c channels, hw spatial positions, NCHW or NHWC) into y[n][c].
+void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw, bool nhwc, bool half);
+// dx = dy[n][c] / hw at every position.
+void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half);
+// Softmax cross-entropy over rows of `classes` logits (FP32) plus bias (FP32): adds the mean loss
+// over the n rows to *loss (FP32, zero it first) and writes dlogits = scale * (softmax - onehot) / n.
+void launch_softmax_xent(cudaStream_t s, const float* logits, const float* bias, const int32_t* labels, void* dlogits,
+                         float* loss, int n, int classes, float scale, bool half);
+// db[j] = sum over rows of dlogits[i][j] (FP32 result).
+void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int classes, bool half);
+// SGD with momentum and weight decay on FP32 master weights w, momentum v, gradients g (storage
+// type, multiplied by the loss scale: inv_scale undoes it): v = mu v + (g inv_scale + wd w);
+// w -= lr v; when `copy` is set, copy = w in FP16 (the compute weights of mixed precision).
+void launch_sgd_update(cudaStream_t s, float* w, float* v, const void* g, bool g_half, void* copy, size_t n, float lr,
+                       float mu, float wd, float inv_scale);
+// w[i] = scale * u(seed, i), u uniform in [-1, 1): the initial weights.
+void launch_init_uniform(cudaStream_t s, float* w, size_t n, float scale, uint64_t seed);
+void launch_fill_value(cudaStream_t s, float* w, size_t n, float value);
+// dst (FP32 or FP16) = src (FP32).
+void launch_cast_from_float(cudaStream_t s, const float* src, void* dst, size_t n, bool half);
+// labels[i] = hash(seed, i) % classes.
+void launch_labels(cudaStream_t s, int32_t* labels, int n, int classes, uint64_t seed);
+
+}  // namespace nb::kernels

@@ -1,0 +1,87 @@
+"""Numbers derived from the train family's records (the ResNet-50 training step) and its
+``train_recommendation`` analysis, shared by the checklist and the plots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .derive import Where, is_oom, num, where
+from .load import ReportData, is_number
+
+KINDS = ("conv", "bn", "elementwise", "pool", "fc", "loss", "update")
+
+
+@dataclass
+class TrainPoint:
+    where: Where
+    precision: str
+    layout: str
+    batch: int
+    status: str
+    oom: bool
+    images_per_s: float | None
+    step_time_ms: float | None
+    peak_memory_bytes: float | None
+    device_used_bytes: float | None
+    memory_fraction: float | None
+    elementwise_share: float | None
+    note: str = ""
+
+
+def train_points(data: ReportData) -> list[TrainPoint]:
+    out = []
+    for rec in data.records:
+        if rec.get("family") != "train":
+            continue
+        p, m = rec.get("params") or {}, rec.get("metrics") or {}
+        if not is_number(p.get("batch")):
+            continue
+        note = (rec.get("details") or {}).get("note") or ""
+        out.append(TrainPoint(where(rec), str(p.get("precision", "")), str(p.get("layout", "")), int(p["batch"]),
+                              rec["status"], is_oom(rec), num(m.get("images_per_s")), num(m.get("step_time_ms")),
+                              num(m.get("peak_memory_bytes")), num(m.get("device_used_bytes")),
+                              num(m.get("memory_fraction_x")), num(m.get("elementwise_share")), str(note)))
+    return sorted(out, key=lambda t: (t.where, t.precision, t.layout, t.batch))
+
+
+@dataclass
+class TrainRec:
+    gpu: int | None
+    precision: str
+    layout: str
+    batch: int | None
+    reason: str
+    memory_batch: int | None
+    memory_fraction: float | None        # at the recommended batch
+    memory_batch_fraction: float | None  # at the largest batch within the limit
+    limit: float
+    accumulation: str
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        who = f"GPU {self.gpu}" if self.gpu is not None else "node"
+        return f"{who} {self.precision} {self.layout}".rstrip()
+
+
+def train_recommendations(data: ReportData) -> list[TrainRec]:
+    out = []
+    for e in data.analysis.get("train_recommendation") or []:
+        if not isinstance(e, dict):
+            continue
+        ib = lambda v: int(v) if is_number(v) else None  # noqa: E731
+        out.append(TrainRec(ib(e.get("gpu")), str(e.get("precision", "")), str(e.get("layout", "")), ib(e.get("batch")),
+                            str(e.get("reason") or ""), ib(e.get("memory_batch")), num(e.get("memory_fraction")),
+                            num(e.get("memory_batch_fraction")), num(e.get("memory_fraction_limit")) or 0.9,
+                            str(e.get("accumulation_reason") or ""), str(e.get("note") or "")))
+    return out
+
+
+def elementwise_bound(data: ReportData) -> tuple[float, TrainPoint] | None:
+    """The measured memory-bound share (batch norm, ReLU, add, pooling) of the step at the largest
+    ok batch of the fastest series: what a fusing compiler (XLA, torch.compile) can save at most."""
+    ok = [p for p in train_points(data) if p.status == "ok" and p.elementwise_share is not None and p.images_per_s]
+    if not ok:
+        return None
+    best = max(ok, key=lambda p: (p.images_per_s, p.batch))
+    return best.elementwise_share, best

@@ -1,0 +1,103 @@
+"""The train family in the reports: throughput and memory against batch (90% line, recommended
+batch), the checklist's memory item judged from the training step, the fusion bound item."""
+
+import nbgen
+import pytest
+
+from nodebench_reports import derive_train
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.load import Run, check_document, merge_runs
+
+
+def data_of(doc):
+    check_document(doc, "test.json")
+    return merge_runs([Run("test.json", doc)])
+
+
+def items(doc):
+    return {i.key: i for i in build_checklist(data_of(doc))}
+
+
+def train_doc(**kw):
+    return nbgen.make_result(families=("train",), n_gpus=1, **kw)
+
+
+def test_points_and_recommendations_are_read():
+    data = data_of(train_doc())
+    pts = derive_train.train_points(data)
+    assert {(p.precision, p.layout) for p in pts} == {("fp16", "nhwc"), ("tf32", "nchw")}
+    assert any(p.oom for p in pts) and all(p.images_per_s for p in pts if p.status == "ok")
+    recs = derive_train.train_recommendations(data)
+    assert len(recs) == 2 and all(r.batch and r.memory_batch for r in recs)
+
+
+def test_memory_item_judged_from_training_step():
+    doc = train_doc()
+    item = items(doc)["memory"]
+    assert item.status == PASS
+    assert "largest training batch within the limit" in item.summary
+    recs = doc["analysis"]["train_recommendation"]
+    top = max(r["memory_batch_fraction"] for r in recs)
+    assert f"{top:.0%}" in item.summary
+    assert any("out of memory" in e for e in item.evidence)
+    assert any("accumulation" in e for e in item.evidence)
+    assert any("analysis.train_recommendation" in e for e in item.evidence)
+
+
+@pytest.mark.parametrize("frac,status", [(0.85, PASS), (0.93, WARN), (0.99, FAIL)])
+def test_memory_item_status_follows_fraction_at_recommended_batch(frac, status):
+    doc = train_doc()
+    for r in doc["analysis"]["train_recommendation"]:
+        r["memory_fraction"] = frac
+    assert items(doc)["memory"].status == status
+
+
+def test_no_batch_within_limit_warns():
+    doc = train_doc()
+    for r in doc["analysis"]["train_recommendation"]:
+        r.update(batch=None, memory_batch=None, memory_batch_fraction=None,
+                 reason="no measured batch stays within 90% of device memory")
+    item = items(doc)["memory"]
+    assert item.status == WARN
+    assert any("no measured batch" in e for e in item.evidence)
+
+
+def test_fusion_item_states_measured_share():
+    doc = train_doc()
+    for r in doc["records"]:
+        if r["family"] == "train" and r["status"] == "ok":
+            r["metrics"]["elementwise_share"] = 0.27
+    item = items(doc)["fusion"]
+    assert item.status == PASS
+    assert "at most 27% of the step" in item.summary
+    assert "XLA" in item.title and "torch.compile" in item.title
+
+
+def test_fusion_item_not_measured_without_train():
+    doc = nbgen.make_result(families=("gemm",), n_gpus=1)
+    assert items(doc)["fusion"].status == NOT_MEASURED
+
+
+def test_plot_marks_limit_and_recommended_batch(monkeypatch):
+    from nodebench_reports import plots
+    figures = []
+    monkeypatch.setattr(plots, "_png", lambda fig: figures.append(fig) or b"png")
+    doc = train_doc()
+    plot = plots.plot_train(data_of(doc))
+    assert plot.png == b"png" and len(figures) == 1
+    ax_t, ax_m = [a for a in figures[0].axes if a.get_visible()][:2]
+    assert "throughput" in ax_t.get_title() and "memory" in ax_m.get_title()
+    # the memory limit line at 0.9 and a star at each recommended batch
+    assert any(list(line.get_ydata()) == [0.9, 0.9] for line in ax_m.get_lines())
+    rec_batches = sorted(r["batch"] for r in doc["analysis"]["train_recommendation"])
+    stars = sorted(int(line.get_xdata()[0]) for line in ax_t.get_lines() if line.get_marker() == "*")
+    assert stars == rec_batches
+    labels = ax_t.get_legend_handles_labels()[1]
+    assert any(lab.startswith("recommended fp16 nhwc") for lab in labels)
+    assert "out of memory" in labels
+
+
+def test_plot_missing_without_train():
+    from nodebench_reports import plots
+    plot = plots.plot_train(data_of(nbgen.make_result(families=("gemm",), n_gpus=1)))
+    assert plot.png is None and "not measured" in plot.missing

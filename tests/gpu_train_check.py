@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""GPU test of the train family: runs `nodebench run` with the given arguments into a fresh
+folder and checks the one result file: it validates against the schema, at least one train
+record is ok, and every ok train record was verified (sampled conv and FC outputs, the loss
+finite and falling over its 20 steps on the fixed batch), carries every metric of the family
+with sane values (time per layer kind adding up to about the step, memory measured), and the
+file has the train_recommendation analysis.
+
+usage: gpu_train_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
+"""
+import json
+import math
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+
+KINDS = ["conv", "bn", "elementwise", "pool", "fc", "loss", "update"]
+
+
+def check_record(r):
+    bad = []
+    m, d = r["metrics"], r["details"]
+    v = d.get("verification", {})
+    for part in ("conv1", "fc"):
+        if v.get(part, {}).get("samples", 0) < 4 or v.get(part, {}).get("failures") != 0:
+            bad.append(f"{part} not verified: {v.get(part)}")
+    losses = v.get("losses", [])
+    if len(losses) != 20 or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in losses):
+        bad.append(f"losses not 20 finite values: {losses}")
+    elif not losses[-1] < losses[0] or v.get("loss_falling") is not True:
+        bad.append(f"loss not falling: {losses[0]} -> {losses[-1]}")
+    for k in ["step_time_ms", "images_per_s", "peak_memory_bytes", "device_used_bytes", "elementwise_share"] + \
+             [f"time_{k}_ms" for k in KINDS]:
+        if not isinstance(m.get(k), (int, float)) or not math.isfinite(m[k]) or m[k] < 0:
+            bad.append(f"metric {k} missing or invalid: {m.get(k)}")
+    if bad:
+        return bad
+    total = sum(m[f"time_{k}_ms"] for k in KINDS)
+    if not 0.5 * m["step_time_ms"] <= total <= 2.0 * m["step_time_ms"]:
+        bad.append(f"kinds add up to {total:.3f} ms, the step takes {m['step_time_ms']:.3f} ms")
+    for k in ("conv", "bn", "elementwise", "pool", "fc", "loss", "update"):
+        if m[f"time_{k}_ms"] <= 0:
+            bad.append(f"time_{k}_ms is zero: that kind did not run")
+    if not 0 < m["elementwise_share"] < 1:
+        bad.append(f"elementwise_share {m['elementwise_share']}")
+    if not 0 < m["peak_memory_bytes"] <= m["device_used_bytes"]:
+        bad.append(f"peak_memory_bytes {m['peak_memory_bytes']} vs device_used_bytes {m['device_used_bytes']}")
+    plan = d.get("memory_plan_bytes", {})
+    planned = sum(plan.values()) if plan else 0
+    if planned and not 0.95 * planned <= m["peak_memory_bytes"] <= 1.10 * planned:
+        bad.append(f"arena peak {m['peak_memory_bytes']} vs plan {planned}: allocations and plan disagree")
+    if abs(m["images_per_s"] - r["params"]["batch"] / (m["step_time_ms"] / 1e3)) > 1e-6 * m["images_per_s"]:
+        bad.append("images_per_s is not batch / step time")
+    return bad
+
+
+def main() -> int:
+    exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+    shutil.rmtree(outdir, ignore_errors=True)
+    p = subprocess.run([exe, "run", "--out", str(outdir), *sys.argv[4:]], capture_output=True, text=True, timeout=540)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    if p.returncode != 0:
+        print(f"FAIL: exit {p.returncode}")
+        return 1
+    files = list(outdir.glob("*.json"))
+    if len(files) != 1:
+        print(f"FAIL: expected one result file in {outdir}, found {files}")
+        return 1
+    doc = json.loads(files[0].read_text())
+    jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))
+    bad, ok = [], 0
+    for r in doc["records"]:
+        if r["family"] != "train":
+            continue
+        if r["status"] == "skipped":
+            if not r["reason"]:
+                bad.append(f"{r['id']}: skipped without a reason")
+            continue
+        if r["status"] != "ok":
+            bad.append(f"{r['id']}: {r['status']}: {r['reason']}")
+            continue
+        ok += 1
+        bad += [f"{r['id']}: {b}" for b in check_record(r)]
+    if not ok:
+        bad.append("no ok train record")
+    if "train_recommendation" not in doc.get("analysis", {}):
+        bad.append("no train_recommendation analysis")
+    for b in bad:
+        print("FAIL:", b)
+    print(f"{ok} ok train records checked, {len(bad)} problems")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
