@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cmd_advise.hpp"
 #include "doctor.hpp"
 #include "error.hpp"
 #include "runner.hpp"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
       case nb::CommandKind::env: return nb::cmd_env(*p.command);
       case nb::CommandKind::doctor: return nb::cmd_doctor(*p.command);
       case nb::CommandKind::validate: return nb::cmd_validate(*p.command);
+      case nb::CommandKind::advise: return nb::cmd_advise(*p.command);
     }
   } catch (const std::exception& e) {
     std::cerr << "nodebench: " << e.what() << "\n";
