@@ -44,7 +44,7 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
     if (an.is_object() && an.contains("fp16_vs_fp32") && an["fp16_vs_fp32"].is_array())
       for (const json& v : an["fp16_vs_fp32"]) {
         const std::string verdict = str(v, "verdict");
-        if (verdict.empty()) continue;
+        if (verdict.empty() || verdict == "not_measured") continue;  // a file without gemm/peak says nothing
         std::string gpu = v.contains("gpu") && v["gpu"].is_number() ? "GPU " + std::to_string(v["gpu"].get<int>()) : "";
         in.fp16_verdicts.push_back(verdict + ": " + str(v, "reason") + (gpu.empty() ? "" : " (" + gpu + ")"));
       }

@@ -79,7 +79,7 @@ Setup what_if_setup(const AdviseOptions& o) {
   const double tensor = std::max(number(*p, "fp16_tensor_tflops"), number(*p, "fp16_tflops"));
   const bool fp16 = tensor > 1.5 * fp32;
   s.fp16_pays = fp16;
-  s.fp16.push_back(std::string(fp16 ? "FP16 pays" : "FP16 does not pay") + " on the " + p->name + ": FP16 " +
+  s.fp16.push_back("the " + p->name + "'s FP16 rate " +
                    fmt(tensor, 2) + " TFLOP/s against FP32 " + fmt(fp32, 2) + " TFLOP/s (profile: " + p->source +
                    "; " + kProfileLabel + ")");
   const double tflops = fp16 ? tensor : fp32;
@@ -136,7 +136,7 @@ Setup measured_setup(const Inputs& in, const AdviseOptions& o) {
                               "(convolutions only: batch norm, ReLU, pooling and the update are left out, so the step "
                               "is shorter and the predicted efficiency lower than a real training step's)");
   }
-  for (const auto& v : in.fp16_verdicts) {
+  for (const auto& v : in.fp16_verdicts) {  // pays only where no GPU's verdict says otherwise
     s.fp16.push_back("measured verdict " + v);
     if (v.rfind("pays", 0) == 0) s.fp16_pays = s.fp16_pays.value_or(true);
     else s.fp16_pays = false;
