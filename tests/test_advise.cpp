@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "advise.hpp"
 #include "advise_inputs.hpp"
@@ -241,6 +242,23 @@ TEST(AdviseBuild, PredictionBesideMeasurement) {
   }
   EXPECT_TRUE(strategy);
   EXPECT_TRUE(fp16);
+}
+
+TEST(AdviseBuild, RefusesCurvesOfDifferentNcclSettings) {
+  json doc = sample_doc();
+  json sockets = doc["records"][0];
+  sockets["details"] = {{"nccl_env", {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_VERSION", "2.28"}}}};
+  doc["records"].push_back(sockets);
+  const Inputs in = gather_inputs({doc}, "fp32");
+  EXPECT_EQ(in.nccl_settings, (std::set<std::string>{"defaults", "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"}));
+  nb::AdviseOptions o;
+  o.files = {"sample"};
+  try {
+    build_advice(in, o);
+    FAIL() << "mixed NCCL settings accepted";
+  } catch (const nb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("different NCCL settings"), std::string::npos);
+  }
 }
 
 TEST(AdviseBuild, GlobalBatchAccumulation) {

@@ -63,6 +63,13 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
         auto n = num(m, "gpu_count");
         if (!n) n = num(p, "ngpus");
         if (!bw || !bytes || !n || *n < 2 || !(*bw > 0)) continue;
+        std::string settings;
+        const json& d = r.contains("details") ? r["details"] : json();
+        if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())
+          for (const auto& [k, v] : d["nccl_env"].items())
+            if (k != "NCCL_VERSION" && !starts_with(k, "NCCL_DEBUG") && v.is_string())
+              settings += (settings.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+        in.nccl_settings.insert(settings.empty() ? "defaults" : settings);
         auto& cell = ar[str(p, "dtype")][int(*n)][*bytes];
         std::get<0>(cell) += *bw;
         std::get<1>(cell) += num(m, "time_us").value_or(0) * 1e-6;

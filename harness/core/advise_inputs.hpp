@@ -4,6 +4,7 @@
 // Pure over parsed JSON documents, so it is unit-tested without files.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct MeasuredDp {
 struct Inputs {
   std::vector<CommModel::Curve> curves;  // per GPU count, the gradient dtype's points preferred
   std::string curve_dtype;               // the NCCL dtype the curves were taken from
+  // The NCCL_* settings in force for the all-reduce records (details.nccl_env without
+  // NCCL_VERSION and NCCL_DEBUG*), each distinct set as "A=1 B=0" ("defaults" when none): a
+  // transport forced by NCCL_P2P_DISABLE / NCCL_SHM_DISABLE changes the curve, so curves of
+  // different settings must not be mixed.
+  std::set<std::string> nccl_settings;
   std::optional<double> pinned_gbps, pageable_gbps;  // h2d, the slowest GPU's largest transfer
   std::string host_source;
   std::vector<StepSource> steps;

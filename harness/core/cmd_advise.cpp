@@ -112,6 +112,12 @@ Setup what_if_setup(const AdviseOptions& o) {
 
 Setup measured_setup(const Inputs& in, const AdviseOptions& o) {
   Setup s;
+  if (in.nccl_settings.size() > 1) {
+    std::string all;
+    for (const auto& x : in.nccl_settings) all += (all.empty() ? "" : " | ") + x;
+    throw Error("the all-reduce records were measured under different NCCL settings (" + all +
+                "): give the files of one setting (one transport) at a time");
+  }
   for (const auto& c : in.curves) s.comm.curves.push_back(c);
   s.pinned = in.pinned_gbps;
   s.pageable = in.pageable_gbps;
@@ -150,7 +156,8 @@ Setup measured_setup(const Inputs& in, const AdviseOptions& o) {
                          fmt(b.step_s / a.step_s, 2) + "x; " + a.source + ", " + b.source + ")");
   if (!in.curve_dtype.empty())
     s.assumptions.push_back("all-reduce curve: nccl all_reduce " + in.curve_dtype +
-                            " records, bus bandwidth interpolated in log2(size) between measured sizes, constant "
+                            " records (NCCL settings: " + (in.nccl_settings.empty() ? std::string("not recorded") : *in.nccl_settings.begin()) +
+                            "), bus bandwidth interpolated in log2(size) between measured sizes, constant "
                             "outside them; counts beyond the measured ones keep the largest count's bus bandwidth");
   return s;
 }
