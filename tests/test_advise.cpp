@@ -322,3 +322,27 @@ TEST(AdviseBuild, InputErrorsNameTheOption) {
   EXPECT_THROW(parse_counts("0"), nb::Error);
   EXPECT_EQ(parse_counts("4,1,2,2"), (std::vector<int>{1, 2, 4}));
 }
+
+TEST(AdviseCli, ParsesTheOptions) {
+  const nb::ParseOutcome p = nb::parse_cli({"nodebench", "advise", "a.json", "b.json", "--gpus", "1,2,4", "--nodes", "2",
+                                            "--inter-node-gbps", "12.5", "--step-ms", "180", "--batch", "256",
+                                            "--global-batch", "1024", "--bucket-mib", "50", "--grad-dtype", "fp16",
+                                            "--json", "out.json"});
+  ASSERT_TRUE(p.command) << p.err;
+  EXPECT_EQ(p.command->kind, nb::CommandKind::advise);
+  const nb::AdviseOptions& a = p.command->advise;
+  EXPECT_EQ(a.files, (std::vector<std::string>{"a.json", "b.json"}));
+  EXPECT_EQ(a.gpus, "1,2,4");
+  EXPECT_EQ(a.nodes, 2);
+  EXPECT_DOUBLE_EQ(*a.inter_node_gbps, 12.5);
+  EXPECT_DOUBLE_EQ(*a.step_ms, 180.0);
+  EXPECT_EQ(*a.batch, 256);
+  EXPECT_EQ(*a.global_batch, 1024);
+  EXPECT_DOUBLE_EQ(a.bucket_mib, 50.0);
+  EXPECT_EQ(a.grad_dtype, "fp16");
+  EXPECT_EQ(a.json_file, "out.json");
+  const nb::ParseOutcome bad = nb::parse_cli({"nodebench", "advise", "a.json", "--grad-dtype", "fp8"});
+  EXPECT_FALSE(bad.command);
+  EXPECT_EQ(bad.exit_code, nb::kExitUsage);
+  EXPECT_NE(bad.err.find("--grad-dtype"), std::string::npos);
+}

@@ -314,6 +314,9 @@ def check_distribution(data: ReportData) -> Item:
             top_bw = max(sc.rows, key=lambda r: r.ngpus).busbw_gbps
             fabric = "NVLink/NVSwitch-class" if top_bw > 1.2 * max(pcie) else "PCIe/host-class"
             ev.append(f"bus bandwidth {top_bw:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect")
+    if data.advice:   # the advisor's strategy table, each statement with its figures
+        ev += [f"advise ({st.get('topic', '')}): {st.get('text', '')}" for st in data.advice.get("recommendation", [])
+               if isinstance(st, dict)]
     if eff >= SCALING_PASS:
         status = PASS
         strategy = f"data parallel (DDP: one process per GPU, NCCL all-reduce) across {n} GPUs"

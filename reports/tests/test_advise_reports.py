@@ -81,6 +81,14 @@ def test_predicted_efficiency_from_advise_where_not_measured():
     assert "not measured" in item.summary
 
 
+def test_advise_statements_are_evidence():
+    adv = advice_doc([(1, 1000.0, 1.0), (2, 1950.0, 0.975)])
+    adv["recommendation"] = [{"topic": "strategy", "text": "Synchronous all-reduce data parallel ... 97.5%"}]
+    item = distribution(data_of(nbgen.make_result(families=("nccl",), n_gpus=2), adv))
+    assert item.status == PASS
+    assert "advise (strategy): Synchronous all-reduce data parallel ... 97.5%" in item.evidence
+
+
 def test_slow_all_reduce_fails_through_the_training_estimate():
     # Judged from training efficiency: dividing the all-reduce by 30 leaves this synthetic node's ResNet-50
     # step (hundreds of ms) almost unaffected, so it still passes, honestly; dividing it by 1000 makes the
