@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "cmd_monitor.hpp"
+#include "cmd_advise.hpp"
 #include "doctor.hpp"
 #include "doctor_from.hpp"
 #include "error.hpp"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
         return p.command->validate.doctor_from.empty() ? nb::cmd_doctor(*p.command) : nb::cmd_doctor_from(*p.command);
       case nb::CommandKind::validate: return nb::cmd_validate(*p.command);
       case nb::CommandKind::monitor: return nb::cmd_monitor(*p.command);
+      case nb::CommandKind::advise: return nb::cmd_advise(*p.command);
     }
   } catch (const std::exception& e) {
     std::cerr << "nodebench: " << e.what() << "\n";

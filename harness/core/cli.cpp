@@ -223,6 +223,47 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
                       "sample (required)")
       ->type_name("FILE");
 
+  AdviseOptions& a = cmd.advise;
+  CLI::App* advise = app.add_subcommand(
+      "advise",
+      "Predict data-parallel training from result files: step time, images/s, efficiency and the bottleneck per "
+      "GPU count, batch and accumulation, and the strategy to use (docs/ADVISE.md)");
+  advise->add_option("files", a.files, "Result files (nccl all-reduce, hostlink, train or conv, train_dp records)")
+      ->type_name("RESULT.json");
+  advise->add_option("--gpus", a.gpus, "GPU counts (per node) to predict, e.g. 1,2,4,8 (default: the measured counts)")
+      ->type_name("N,...");
+  advise->add_option("--nodes", a.nodes, "Nodes, each with --gpus GPUs (above 1 needs --inter-node-gbps)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  advise->add_option("--inter-node-gbps", a.inter_node_gbps,
+                     "Network bandwidth between nodes in GB/s per node (bytes: 100 Gb/s Ethernet is 12.5)")
+      ->check(CLI::Range(1e-3, 1e6));
+  advise->add_option("--step-ms", a.step_ms, "A framework's own one-GPU step time in ms (with --batch): predict its "
+                                             "multi-GPU throughput")
+      ->check(CLI::Range(1e-3, 1e7));
+  advise->add_option("--params", a.params, "Parameter count of that model (default: ResNet-50, 25557032)")
+      ->check(CLI::Range(1.0, 1e13));
+  advise->add_option("--batch", a.batch, "Per-GPU batch of --step-ms, and of the --profile what-if (default 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  advise->add_option("--profile", a.profile,
+                     "What-if for hardware not at hand: a device profile name (e.g. \"Tesla P40\"), with --gpus and "
+                     "--link; labelled 'predicted from profile, not measured'");
+  advise->add_option("--link", a.link, "What-if link between the GPUs")
+      ->check(CLI::IsMember({"pcie-gen3", "pcie-gen4", "nvlink"}));
+  advise->add_option("--global-batch", a.global_batch, "Global batch to reach: gradient accumulation steps per count")
+      ->check(CLI::Range(1, 1 << 24));
+  advise->add_option("--bucket-mib", a.bucket_mib, "Gradient bucket size in MiB (PyTorch DDP's default is 25)")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  advise->add_option("--grad-dtype", a.grad_dtype, "Gradient type all-reduced: fp32 (4 bytes, as AMP's FP32 master "
+                                                   "weights) or fp16 (2 bytes)")
+      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->capture_default_str();
+  advise->add_option("--image-dtype", a.image_dtype, "Input image type copied from the host: uint8 (150528 B) or fp32")
+      ->check(CLI::IsMember({"uint8", "fp32"}))
+      ->capture_default_str();
+  advise->add_option("--json", a.json_file, "Also write the advice as JSON to FILE")->type_name("FILE");
+
   // An unknown command is named (CLI11 alone says only that a subcommand is required).
   auto is_command = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
@@ -271,6 +312,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   else if (doctor->parsed()) cmd.kind = CommandKind::doctor;
   else if (validate->parsed()) cmd.kind = CommandKind::validate;
   else if (monitor->parsed()) cmd.kind = CommandKind::monitor;
+  else if (advise->parsed()) cmd.kind = CommandKind::advise;
   else cmd.kind = CommandKind::env;
 
   if (cmd.kind == CommandKind::doctor && !v.doctor_archs.empty() && v.doctor_from.empty()) {

@@ -250,33 +250,73 @@ def check_pinned_pageable(data: ReportData) -> Item:
 # distribution strategy
 
 
+def _best_at_top(series, which: str):
+    """(series, point) with the largest GPU count above one and, there, the best efficiency."""
+    best = None
+    for s in series:
+        for q in getattr(s, which):
+            if q.gpus < 2 or q.efficiency is None:
+                continue
+            if best is None or (q.gpus, q.efficiency) > (best[1].gpus, best[1].efficiency):
+                best = (s, q)
+    return best
+
+
 def check_distribution(data: ReportData) -> Item:
-    title = "Distribution strategy from all-reduce scaling"
+    """Judged from training efficiency (N-GPU throughput over N x 1-GPU throughput): measured (train_dp
+    records), else predicted by `nodebench advise`, else estimated from the one-GPU step and the all-reduce
+    curve (no overlap). Bus bandwidth alone never judges a strategy: it is evidence only."""
+    title = "Distribution strategy from training efficiency"
+    series = derive.dp_series(data)
     sc = derive.scaling(data)
-    if sc is None:
-        if len(data.gpus) == 1:
-            return Item("distribution", title, NOT_MEASURED, "single GPU: no multi-GPU strategy to choose")
-        return Item("distribution", title, NOT_MEASURED, "no all-reduce (nccl) records in these results")
-    top = max(sc.rows, key=lambda r: r.ngpus)
     ev = []
-    for r in sc.rows:
-        line = (f"{r.ngpus} GPU(s): bus bandwidth {r.busbw_gbps:.1f} GB/s at {fmt_bytes(sc.common_bytes)} "
-                f"({r.busbw_efficiency * 100:.0f}% of {sc.rows[0].ngpus} GPUs); ResNet-50 FP32 gradient "
-                f"all-reduce ({fmt_bytes(derive.RESNET50_GRAD_BYTES)}) ~ {r.allreduce_s * 1e3:.2f} ms")
-        if r.train_efficiency is not None:
-            line += f", data-parallel efficiency ~ {r.train_efficiency * 100:.1f}% (no overlap)"
-        ev.append(line)
-    if sc.step_s is not None:
+    measured = _best_at_top(series, "measured")
+    predicted = _best_at_top(series, "predicted")
+    if measured:
+        s, q = measured
+        eff, n, basis = q.efficiency, q.gpus, "measured data-parallel training efficiency"
+        ev.append(f"{s.label}: {q.images_per_s:.0f} images/s on {n} GPUs, efficiency {eff * 100:.1f}% "
+                  f"(train_dp, N-GPU over N x 1-GPU throughput)")
+        for ps, pq in [(ps, pq) for ps in series if ps.key == s.key for pq in ps.predicted if pq.gpus == n]:
+            ev.append(f"predicted for the same configuration: {pq.images_per_s:.0f} images/s "
+                      f"({(pq.images_per_s - q.images_per_s) / q.images_per_s * 100:+.1f}%)")
+    elif predicted:
+        s, q = predicted
+        eff, n = q.efficiency, q.gpus
+        basis = f"predicted data-parallel training efficiency ({s.predicted_label}, nodebench advise)"
+        ev.append(f"{s.label}: {q.images_per_s:.0f} images/s predicted on {n} GPUs, efficiency {eff * 100:.1f}%")
+    elif sc is not None and sc.step_s is not None and any(r.ngpus >= 2 for r in sc.rows):
+        top = max(sc.rows, key=lambda r: r.ngpus)
+        eff, n = top.train_efficiency, top.ngpus
+        basis = "predicted data-parallel training efficiency (one-GPU step + all-reduce, no overlap)"
         ev.append(f"step time used: {sc.step_s * 1e3:.1f} ms ({sc.step_label}, per GPU)")
-        eff, basis = top.train_efficiency, "estimated data-parallel training efficiency"
     else:
-        eff, basis = top.busbw_efficiency, "all-reduce bus-bandwidth efficiency"
-    pcie = [derive.max_link_gbps(g) for g in data.gpus]  # the maximum link: idle GPUs train down
-    pcie = [p for p in pcie if is_number(p)]
-    if pcie:
-        fabric = "NVLink/NVSwitch-class" if top.busbw_gbps > 1.2 * max(pcie) else "PCIe/host-class"
-        ev.append(f"bus bandwidth {top.busbw_gbps:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect")
-    n = top.ngpus
+        if len(data.gpus) == 1 and sc is None:
+            return Item("distribution", title, NOT_MEASURED, "single GPU: no multi-GPU strategy to choose")
+        why = ("no all-reduce (nccl) records in these results" if sc is None else
+               "no training step time (train, train_dp or conv records, or an advise document): "
+               "bus bandwidth alone does not judge a strategy")
+        for r in (sc.rows if sc else []):
+            ev.append(f"{r.ngpus} GPU(s): all-reduce bus bandwidth {r.busbw_gbps:.1f} GB/s at "
+                      f"{fmt_bytes(sc.common_bytes)}")
+        return Item("distribution", title, NOT_MEASURED, why, ev)
+    if sc is not None:
+        for r in sc.rows:
+            line = (f"{r.ngpus} GPU(s): all-reduce bus bandwidth {r.busbw_gbps:.1f} GB/s at "
+                    f"{fmt_bytes(sc.common_bytes)}; ResNet-50 FP32 gradient all-reduce "
+                    f"({fmt_bytes(derive.RESNET50_GRAD_BYTES)}) ~ {r.allreduce_s * 1e3:.2f} ms")
+            if r.train_efficiency is not None:
+                line += f", no-overlap training efficiency ~ {r.train_efficiency * 100:.1f}%"
+            ev.append(line)
+        pcie = [derive.max_link_gbps(g) for g in data.gpus]  # the maximum link: idle GPUs train down
+        pcie = [p for p in pcie if is_number(p)]
+        if pcie and sc.rows:
+            top_bw = max(sc.rows, key=lambda r: r.ngpus).busbw_gbps
+            fabric = "NVLink/NVSwitch-class" if top_bw > 1.2 * max(pcie) else "PCIe/host-class"
+            ev.append(f"bus bandwidth {top_bw:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect")
+    if data.advice:   # the advisor's strategy table, each statement with its figures
+        ev += [f"advise ({st.get('topic', '')}): {st.get('text', '')}" for st in data.advice.get("recommendation", [])
+               if isinstance(st, dict)]
     if eff >= SCALING_PASS:
         status = PASS
         strategy = f"data parallel (DDP: one process per GPU, NCCL all-reduce) across {n} GPUs"

@@ -74,12 +74,14 @@ def _write(path: str, text: str) -> None:
 
 def cmd_html(args) -> int:
     from .htmlpage import write_report
-    from .load import check_same_node, load_runs, merge_runs
+    from .load import check_same_node, load_runs, merge_runs, read_advice
 
     runs = load_runs(args.results)
     if not args.allow_mismatch:
         check_same_node(runs)
     data = merge_runs(runs)
+    if args.advise:
+        data.advice = read_advice(args.advise)
     html_path, md_path, checklist, plots = write_report(data, args.output, args.title)
     shown = sum(1 for p in plots if p.png)
     print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
@@ -231,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="page title (default: node and GPUs)")
     p.add_argument("--allow-mismatch", action="store_true",
                    help="merge files of different hosts or GPU models (refused by default)")
+    p.add_argument("--advise", metavar="FILE",
+                   help="a `nodebench advise --json` document: predicted lines in the scaling plot, and the "
+                        "checklist's strategy item judged from its predicted efficiency where none was measured")
     p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",

@@ -370,6 +370,74 @@ def scaling(data: ReportData) -> Scaling | None:
 
 
 # ----------------------------------------------------------------------------------------------
+# data-parallel training: measured (train_dp records) and predicted (nodebench advise)
+
+
+@dataclass
+class DpPoint:
+    gpus: int
+    images_per_s: float
+    efficiency: float | None
+
+
+@dataclass
+class DpSeries:
+    """One configuration (precision, layout, per-GPU batch, accumulation) against GPU count."""
+    key: tuple[str, str, int, int]
+    measured: list[DpPoint]
+    predicted: list[DpPoint]
+    one_gpu_ips: float | None      # the 1-GPU throughput the ideal line and efficiency rest on
+    predicted_label: str = ""
+
+    @property
+    def label(self) -> str:
+        p, l, b, k = self.key
+        return f"ResNet-50 {p} {l} batch {b}/GPU" + (f", {k} accumulation steps" if k > 1 else "")
+
+
+def _ok_number(v) -> float | None:
+    return float(v) if is_number(v) else None
+
+
+def dp_series(data: ReportData) -> list[DpSeries]:
+    """Measured points from train_dp records and predicted points from the advise document, per configuration.
+    Efficiency: the record's scaling_efficiency (N-GPU over N x 1-GPU throughput), else derived from the
+    1-GPU point of the same configuration."""
+    series: dict[tuple, DpSeries] = {}
+
+    def get(key):
+        return series.setdefault(key, DpSeries(key, [], [], None))
+
+    for rec in data.family("train_dp"):
+        p, m = rec["params"], rec["metrics"]
+        n, b, ips = p.get("gpus"), p.get("batch"), _ok_number(m.get("images_per_s"))
+        if not isinstance(n, int) or not isinstance(b, int) or ips is None:
+            continue
+        key = (str(p.get("precision", "")), str(p.get("layout", "")), b, int(p.get("accumulation", 1) or 1))
+        eff = _ok_number(m.get("scaling_efficiency"))
+        if eff is not None and eff > 1.5:   # given in percent
+            eff /= 100.0
+        get(key).measured.append(DpPoint(n, ips, eff))
+    if data.advice:
+        for r in data.advice.get("rows", []):
+            key = (str(r.get("precision", "")), str(r.get("layout", "")), int(r["batch"]), int(r["accumulation"]))
+            s = get(key)
+            s.predicted.append(DpPoint(int(r["gpus"]), float(r["images_per_s"]), float(r["efficiency"])))
+            s.predicted_label = str(data.advice.get("label", "predicted"))
+    out = []
+    for s in series.values():
+        s.measured.sort(key=lambda q: q.gpus)
+        s.predicted.sort(key=lambda q: q.gpus)
+        ones = [q.images_per_s for q in s.measured if q.gpus == 1] or [q.images_per_s for q in s.predicted if q.gpus == 1]
+        s.one_gpu_ips = ones[0] if ones else None
+        for q in s.measured:
+            if q.efficiency is None and s.one_gpu_ips:
+                q.efficiency = q.images_per_s / (q.gpus * s.one_gpu_ips)
+        out.append(s)
+    return sorted(out, key=lambda s: s.key)
+
+
+# ----------------------------------------------------------------------------------------------
 # FP16 vs FP32
 
 

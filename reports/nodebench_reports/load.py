@@ -282,6 +282,23 @@ def read_json(path: str) -> Any:
         raise ReportError(f"{path}: malformed JSON: nested too deeply") from None
 
 
+def read_advice(path: str) -> dict:
+    """A `nodebench advise --json` document (schema nodebench.advise, version 1); ReportError otherwise."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("schema") != "nodebench.advise":
+        raise ReportError(f"{path}: not a nodebench advise document (schema 'nodebench.advise')")
+    if doc.get("schema_version") != 1:
+        raise ReportError(f"{path}: advise schema_version {doc.get('schema_version')!r}, this reader knows 1")
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise ReportError(f"{path}: rows: expected a list")
+    for i, r in enumerate(rows):
+        for key in ("gpus", "batch", "accumulation", "images_per_s", "efficiency"):
+            if not isinstance(r, dict) or not is_number(r.get(key)):
+                raise ReportError(f"{path}: rows[{i}].{key}: expected a number")
+    return doc
+
+
 # ----------------------------------------------------------------------------------------------
 # The in-memory view of a run
 
@@ -427,6 +444,7 @@ class ReportData:
     records: list[dict]
     superseded: int
     latest: Run
+    advice: dict | None = None  # a `nodebench advise --json` document (read_advice), when given
 
     @property
     def environment(self) -> dict:

@@ -386,10 +386,51 @@ def plot_allreduce(data: ReportData) -> Plot:
     return plot
 
 
+def _plot_dp(plot: Plot, series: list) -> Plot:
+    """Data-parallel training against GPU count: throughput (measured points, predicted line, ideal line
+    N x 1-GPU) and efficiency (N-GPU over N x 1-GPU throughput)."""
+    plot.caption = ("Data-parallel ResNet-50 training against GPU count: throughput (points measured by the "
+                    "train_dp family, lines predicted by nodebench advise, dashed the ideal N x 1-GPU) and "
+                    "scaling efficiency (N-GPU throughput over N x 1-GPU throughput).")
+    if any(s.predicted_label.startswith("predicted from profile") for s in series):
+        plot.caption += " Predicted from profile, not measured."
+    with plt.rc_context(_STYLE):
+        fig, (ax, ax2) = _grid(2, w=5.6, h=3.8)
+        xs_all: set[int] = set()
+        for i, s in enumerate(series[:8]):
+            c = _color(i)
+            if s.measured:
+                ax.plot([q.gpus for q in s.measured], [q.images_per_s for q in s.measured], "o", color=c,
+                        label=f"{s.label} (measured)")
+                pts = [q for q in s.measured if q.efficiency is not None]
+                ax2.plot([q.gpus for q in pts], [q.efficiency * 100 for q in pts], "o", color=c)
+            if s.predicted:
+                ax.plot([q.gpus for q in s.predicted], [q.images_per_s for q in s.predicted], "-", color=c,
+                        label=f"{s.label} (predicted)")
+                ax2.plot([q.gpus for q in s.predicted], [q.efficiency * 100 for q in s.predicted], "-", color=c)
+            xs = sorted({q.gpus for q in s.measured + s.predicted})
+            xs_all.update(xs)
+            if s.one_gpu_ips:
+                ax.plot(xs, [x * s.one_gpu_ips for x in xs], "--", color=c, lw=1, alpha=0.7)
+        ax2.axhline(100, color="gray", ls="--", lw=1, label="ideal")
+        for a in (ax, ax2):
+            a.set_xticks(sorted(xs_all))
+            a.set_xlabel("GPU count")
+        ax.set_ylabel("images/s (dashed: ideal N x 1 GPU)")
+        ax2.set_ylabel("scaling efficiency (%)")
+        ax2.set_ylim(0, 110)
+        _legend(ax)
+        plot.png = _png(fig)
+    return plot
+
+
 def plot_scaling(data: ReportData) -> Plot:
     plot = Plot("scaling", "Scaling efficiency against GPU count",
                 "All-reduce bus bandwidth at the largest message relative to the smallest GPU count, and the "
                 "estimated data-parallel ResNet-50 training efficiency (FP32 gradients, no overlap).")
+    series = [s for s in derive.dp_series(data) if s.measured or s.predicted]
+    if series:
+        return _plot_dp(plot, series)
     sc = derive.scaling(data)
     if sc is None:
         plot.missing = _absent(data, "nccl", "scaling")

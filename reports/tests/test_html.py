@@ -182,8 +182,8 @@ def test_distribution_strategy():
         if r["params"]["ngpus"] == 8:
             for k in ("busbw_gbps", "algbw_gbps"):
                 r["metrics"][k] *= 0.5
-    item = checklist_of(doc)["distribution"]
-    assert item.status == FAIL and "all-reduce-bound" in item.summary
+    item = checklist_of(doc)["distribution"]    # bus bandwidth alone no longer judges a strategy
+    assert item.status == NOT_MEASURED and "bus bandwidth alone" in item.summary
 
 
 def test_mixed_precision_verdicts():
