@@ -32,6 +32,8 @@
 #include <utility>
 
 #include "benchmark.hpp"
+#include "json_fields.hpp"
+#include "validate_values.hpp"
 #include "settings.hpp"
 #include "cli.hpp"
 #include "collective_kernels.cuh"
@@ -229,6 +231,72 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
 
 #endif  // NB_HAVE_NCCL
 
+// What `nodebench validate` judges of this family (level 3): all-reduce, the largest message at
+// the most GPUs (float, out of place where the records say), by link type.
+std::vector<ValidationCheck> nccl_checks() {
+  ValidationCheck c;
+  c.id = "nccl.all_reduce";
+  c.min_level = 3;
+  c.required_level = 3;
+  c.min_gpus = 2;
+  c.fix = "All-reduce bandwidth is low: run with NCCL_DEBUG=INFO to see the transport chosen (P2P/SHM/NET), check "
+          "p2p.* above, and that nvidia-fabricmanager runs on NVSwitch systems.";
+  c.node = [](const NodeCheckInput& in) {
+    using jf::at;
+    using jf::num_or;
+    using jf::str_or;
+    const json& doc = in.doc;
+    const json* rec = nullptr;
+    double best_n = -1, best_b = -1;
+    for (const auto& r : at(doc, "records")) {
+      const json& p = at(r, "params");
+      if (str_or(r, "family") != "nccl") continue;
+      const std::string coll = str_or(p, "collective");
+      if (coll != "all_reduce" && coll != "allreduce") continue;
+      if (str_or(p, "dtype", "float") != "float" || (at(p, "in_place").is_boolean() && at(p, "in_place").get<bool>()))
+        continue;
+      const double ng = num_or(p, "ngpus", 0), b = num_or(p, "bytes", 0);
+      if (ng < 2) continue;
+      if (ng > best_n || (ng == best_n && b > best_b)) {
+        rec = &r;
+        best_n = ng;
+        best_b = b;
+      }
+    }
+    std::vector<int> members;
+    if (rec && at(*rec, "gpus").is_array())
+      for (const auto& g : at(*rec, "gpus"))
+        if (g.is_number()) members.push_back(g.get<int>());
+    if (members.size() < 2) members = in.gpus;
+    const std::string link = rec ? link_class(doc, *rec, members) : "pcie";
+    Judgement j;
+    j.id = "nccl.all_reduce." + link;
+    j.model_gpu = in.gpus.front();
+    j.record = rec;
+    j.what = "all-reduce over two or more GPUs";
+    const std::string unit = in.unit(j.id, in.gpus.front());
+    const json* env = &at(doc, "environment");
+    j.value = [env, unit, link, members](const json& r, std::string& how) -> std::optional<double> {
+      const double bus = num_or(at(r, "metrics"), "busbw_gbps", NAN);
+      if (!std::isfinite(bus)) return std::nullopt;
+      const std::string size = fmt(num_or(at(r, "params"), "bytes", 0) / double(1 << 20), 0) + " MiB over " +
+                               fmt(num_or(at(r, "params"), "ngpus", 0), 0) + " GPUs: ";
+      if (unit == "percent_of_link") {
+        std::optional<double> l;
+        for (int g : members)
+          if (auto v = max_link_gbps(*env, g)) l = l ? std::min(*l, *v) : *v;
+        if (!l) return std::nullopt;
+        how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s of " + fmt(*l, 1) + " GB/s (slowest PCIe link)";
+        return 100.0 * bus / *l;
+      }
+      how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s, link " + link;
+      return bus;
+    };
+    return std::vector<Judgement>{j};
+  };
+  return {c};
+}
+
 class NcclFamily : public Family {
  public:
   std::string name() const override { return "nccl"; }
@@ -290,6 +358,7 @@ class NcclFamily : public Family {
     add({Collective::all_reduce, DType::f32, 1 * GiB, false, false, true});
     return out;
   }
+  std::vector<ValidationCheck> validation_checks() const override { return nccl_checks(); }
 };
 
 const Registrar registrar(std::make_unique<NcclFamily>());
