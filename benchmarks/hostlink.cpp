@@ -243,11 +243,7 @@ std::vector<ValidationCheck> hostlink_checks() {
       "DMA), and the BIOS PCIe settings (link speed, max payload size).";
   std::vector<ValidationCheck> out;
   for (const std::string d : {"h2d", "d2h"}) {
-    ValidationCheck c;
-    c.id = "hostlink." + d;
-    c.what = "pinned " + d;
-    c.required_level = 2;
-    c.fix = kFix;
+    ValidationCheck c = gpu_check("hostlink." + d, "pinned " + d, kFix, 2);
     c.runs_case = [d](const Case& x) {
       return x.params.value("direction", "") == d && x.params.value("memory", "") == "pinned" &&
              x.params.value("engine", "ce") == "ce";

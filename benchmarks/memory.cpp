@@ -175,11 +175,7 @@ std::vector<ValidationCheck> memory_checks() {
       "remaps runs degraded).";
   std::vector<ValidationCheck> out;
   for (const std::string k : {"copy", "triad"}) {
-    ValidationCheck c;
-    c.id = "memory." + k;
-    c.what = "memory " + k;
-    c.required_level = 2;
-    c.fix = kFix;
+    ValidationCheck c = gpu_check("memory." + k, "memory " + k, kFix, 2);
     c.runs_case = [k](const Case& x) { return x.params.value("kernel", "") == k; };
     c.judges = [k](const json& r) { return jf::str_or(jf::at(r, "params"), "kernel") == k; };
     c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {

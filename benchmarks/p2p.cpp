@@ -187,6 +187,20 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 
 void finish_part(CasePart& part, double started) { part.duration_s = now_s() - started; }
 
+// The part of one ordered pair, and its skip where the two GPUs have no peer access.
+CasePart pair_part(int a, int b) {
+  CasePart part;
+  part.name = pair_name(a, b);
+  part.params = {{"src", a}, {"dst", b}};
+  part.gpus = {a, b};
+  return part;
+}
+void skip_no_peer(CasePart& part, int a, int b) {
+  part.status = Status::skipped;
+  part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
+                " (cudaDeviceCanAccessPeer)";
+}
+
 // The part's verification: how it was checked, and wrong when `err` says what differed.
 void record_verification(CasePart& part, const std::string& err, const char* method) {
   part.out.details["verification"] = {{"method", method}, {"ok", err.empty()}};
@@ -204,15 +218,10 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
   for (const auto& [a, b] : pairs_of(ctx, true)) {
     {
       const double t0 = now_s();
-      CasePart part;
-      part.name = pair_name(a, b);
-      part.params = {{"src", a}, {"dst", b}};
-      part.gpus = {a, b};
+      CasePart part = pair_part(a, b);
       try {
         if (spec.peer && !can_access(spec.engine == "sm" ? b : a, spec.engine == "sm" ? a : b)) {
-          part.status = Status::skipped;
-          part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
-                        " (cudaDeviceCanAccessPeer)";
+          skip_no_peer(part, a, b);
         } else {
           set_peer(a, b, spec.peer);
           GpuSide &sa = sides[a], &sb = sides[b];
@@ -268,15 +277,10 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
   for (const auto& [a, b] : pairs_of(ctx, false)) {
     {
       const double t0 = now_s();
-      CasePart part;
-      part.name = pair_name(a, b);
-      part.params = {{"src", a}, {"dst", b}};
-      part.gpus = {a, b};
+      CasePart part = pair_part(a, b);
       try {
         if (spec.peer && (!can_access(a, b) || !can_access(b, a))) {
-          part.status = Status::skipped;
-          part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
-                        " (cudaDeviceCanAccessPeer)";
+          skip_no_peer(part, a, b);
         } else {
           set_peer(a, b, spec.peer);
           GpuSide &sa = sides[a], &sb = sides[b];

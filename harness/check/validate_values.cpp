@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "json_fields.hpp"
 #include "text.hpp"
@@ -14,6 +15,15 @@ using nlohmann::json;
 using jf::at;
 using jf::num_or;
 using jf::str_or;
+
+ValidationCheck gpu_check(std::string id, std::string what, std::string fix, int required_level) {
+  ValidationCheck c;
+  c.id = std::move(id);
+  c.what = std::move(what);
+  c.fix = std::move(fix);
+  c.required_level = required_level;
+  return c;
+}
 
 bool record_on_gpu(const json& r, int g) {
   return r.contains("gpus") && r["gpus"].is_array() && r["gpus"].size() == 1 && r["gpus"][0].is_number() &&

@@ -1,4 +1,4 @@
-// What the families' validation checks read from a result document: the record of one GPU, the
+// What the families' validation checks are made of and read from a result document: the record of one GPU, the
 // percent of peak a record carries, the PCIe rate of a GPU's maximum link, and the link class
 // (nvlink, pcie, sys) a peer or collective threshold is chosen by.
 #pragma once
@@ -9,7 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "benchmark.hpp"
+
 namespace nb {
+
+// A check of each GPU (its `runs_case`, `judges` and `value` still to set), reported as "family not
+// built" from `required_level` (0: never).
+ValidationCheck gpu_check(std::string id, std::string what, std::string fix, int required_level = 0);
 
 // Whether the record ran on exactly this one GPU.
 bool record_on_gpu(const nlohmann::json& r, int gpu);
