@@ -15,6 +15,8 @@
 #include "analysis.hpp"
 #include "algo_choice.hpp"
 #include "benchmark.hpp"
+#include "json_fields.hpp"
+#include "validate_values.hpp"
 #include "cublas_check.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
@@ -366,6 +368,21 @@ void run_gemm(CaseContext& ctx, const Precision& p, const std::string& api, cons
   }
 }
 
+// What `nodebench validate` judges of this family: FP32 SGEMM at 8192 against the GPU's peak.
+std::vector<ValidationCheck> gemm_checks() {
+  static const std::string kCase = "gemm/fp32/cublas/square_8192";
+  ValidationCheck c = gpu_check(
+      "gemm.fp32", kCase,
+      "SGEMM runs below what this GPU should reach: look at gpu.throttle, gpu.thermal and gpu.processes above; "
+      "check the power limit and clocks (nvidia-smi -q -d PERFORMANCE,POWER,CLOCK; nvidia-smi -rgc resets locked "
+      "clocks); make sure the device profile matches this GPU (its peak assumes the boost clock).",
+      2);
+  c.runs_case = [](const Case& k) { return k.id() == kCase; };
+  c.judges = [](const json& r) { return jf::str_or(r, "id") == kCase; };
+  c.value = [](const json& r, const CheckInput&, std::string& how) { return percent_of_peak_value(r, how); };
+  return {c};
+}
+
 class GemmFamily : public Family {
  public:
   std::string name() const override { return "gemm"; }
@@ -417,6 +434,7 @@ class GemmFamily : public Family {
       }
     return out;
   }
+  std::vector<ValidationCheck> validation_checks() const override { return gemm_checks(); }
 };
 
 const Registrar registrar(std::make_unique<GemmFamily>());

@@ -3,10 +3,14 @@
 // kernels over mapped pinned memory; per GPU, and all GPUs at once. Each result carries the
 // link's theoretical bandwidth from its PCIe generation and width, read while the link is busy.
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "json_fields.hpp"
+#include "text.hpp"
+#include "validate_values.hpp"
 #include "host_memory.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
@@ -233,6 +237,51 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
   if (!err.empty()) ctx.wrong(err);
 }
 
+// What `nodebench validate` judges of this family: pinned copies each way through the copy engine
+// at the largest size, against the PCIe rate of the GPU's maximum link (or in GB/s).
+std::vector<ValidationCheck> hostlink_checks() {
+  static const char* const kFix =
+      "Host-device bandwidth is low: see pcie.link (a link trained at lower width or generation), run the copy "
+      "from the GPU's NUMA node (numactl --cpunodebind=N --membind=N), check p2p.iommu (a translating IOMMU slows "
+      "DMA), and the BIOS PCIe settings (link speed, max payload size).";
+  std::vector<ValidationCheck> out;
+  for (const std::string d : {"h2d", "d2h"}) {
+    ValidationCheck c = gpu_check("hostlink." + d, "pinned " + d, kFix, 2);
+    c.runs_case = [d](const Case& x) {
+      return x.params.value("direction", "") == d && x.params.value("memory", "") == "pinned" &&
+             x.params.value("engine", "ce") == "ce";
+    };
+    c.judges = [d](const json& r) {
+      const json& p = jf::at(r, "params");
+      return jf::str_or(p, "direction") == d && jf::str_or(p, "memory") == "pinned" && jf::str_or(p, "engine", "ce") == "ce";
+    };
+    c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {
+      const json& m = jf::at(r, "metrics");
+      const double gbps = jf::num_or(m, "gbps", NAN);
+      if (!std::isfinite(gbps)) return std::nullopt;
+      if (in.unit == "gbps") {
+        how = fmt(gbps, 1) + " GB/s";
+        return gbps;
+      }
+      const double bytes = jf::num_or(jf::at(r, "params"), "bytes", 0);
+      const std::string size = bytes > 0 ? fmt(bytes / double(1 << 20), 0) + " MiB, " : "";
+      const auto link_pct = jf::jnum(m, "link_pct");
+      if (auto link = max_link_gbps(in.environment, in.gpu, &r); link && *link > 0) {
+        how = size + fmt(gbps, 1) + " GB/s of " + fmt(*link, 1) + " GB/s (the PCIe rate at the GPU's maximum generation and width)";
+        if (link_pct) how += "; " + fmt(*link_pct, 1) + "% of the link as trained";
+        return 100.0 * gbps / *link;
+      }
+      if (link_pct) {
+        how = size + fmt(gbps, 1) + " GB/s, " + fmt(*link_pct, 1) + "% of the link as trained (its maximum is unknown)";
+        return *link_pct;
+      }
+      return std::nullopt;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 class HostLinkFamily : public Family {
  public:
   std::string name() const override { return "hostlink"; }
@@ -281,6 +330,7 @@ class HostLinkFamily : public Family {
     add("h2d_all_gpus", "pinned", "ce", 1 * GiB);
     return out;
   }
+  std::vector<ValidationCheck> validation_checks() const override { return hostlink_checks(); }
 };
 
 const Registrar registrar(std::make_unique<HostLinkFamily>());

@@ -5,6 +5,9 @@
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "json_fields.hpp"
+#include "text.hpp"
+#include "validate_values.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
 #include "verify.hpp"
@@ -163,6 +166,32 @@ void run_memcpy(CaseContext& ctx, const std::string& size) {
   if (!err.empty()) ctx.wrong(err);
 }
 
+// What `nodebench validate` judges of this family: copy and triad at the largest buffer, as a
+// percent of the GPU's memory bandwidth.
+std::vector<ValidationCheck> memory_checks() {
+  static const char* const kFix =
+      "Device memory bandwidth is low: check that the memory clock reaches its maximum (application clocks: "
+      "nvidia-smi -rac), that no other process uses the GPU, gpu.throttle, and ecc.retired (a GPU with pending "
+      "remaps runs degraded).";
+  std::vector<ValidationCheck> out;
+  for (const std::string k : {"copy", "triad"}) {
+    ValidationCheck c = gpu_check("memory." + k, "memory " + k, kFix, 2);
+    c.runs_case = [k](const Case& x) { return x.params.value("kernel", "") == k; };
+    c.judges = [k](const json& r) { return jf::str_or(jf::at(r, "params"), "kernel") == k; };
+    c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {
+      if (auto v = percent_of_peak_value(r, how)) return v;
+      const json* g = environment_gpu(in.environment, in.gpu);
+      const double gbps = jf::num_or(jf::at(r, "metrics"), "gbps", NAN);
+      const double peak = g ? jf::num_or(jf::at(jf::at(*g, "peaks"), "mem_gbps"), "value", NAN) : NAN;
+      if (!std::isfinite(gbps) || !std::isfinite(peak) || peak <= 0) return std::nullopt;
+      how = fmt(gbps, 1) + " GB/s of " + fmt(peak, 0) + " GB/s (mem_gbps)";
+      return 100.0 * gbps / peak;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 class MemoryFamily : public Family {
  public:
   std::string name() const override { return "memory"; }
@@ -194,6 +223,7 @@ class MemoryFamily : public Family {
     }
     return out;
   }
+  std::vector<ValidationCheck> validation_checks() const override { return memory_checks(); }
 };
 
 const Registrar registrar(std::make_unique<MemoryFamily>());

@@ -8,12 +8,18 @@
 // the result's analysis.p2p. Needs two GPUs in the process: with one, every case is skipped.
 // NODEBENCH_P2P_LOOPBACK=1 (a test hook) lets one GPU run every case with itself as the peer
 // (device-to-device copies through the same code), so the family's path is tested on one GPU.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "json_fields.hpp"
+#include "text.hpp"
+#include "validate_values.hpp"
 #include "settings.hpp"
 #include "collectives.hpp"
 #include "kernels.cuh"
@@ -181,6 +187,29 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 
 void finish_part(CasePart& part, double started) { part.duration_s = now_s() - started; }
 
+// The part of one ordered pair, and its skip where the two GPUs have no peer access.
+CasePart pair_part(int a, int b) {
+  CasePart part;
+  part.name = pair_name(a, b);
+  part.params = {{"src", a}, {"dst", b}};
+  part.gpus = {a, b};
+  return part;
+}
+void skip_no_peer(CasePart& part, int a, int b) {
+  part.status = Status::skipped;
+  part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
+                " (cudaDeviceCanAccessPeer)";
+}
+
+// The part's verification: how it was checked, and wrong when `err` says what differed.
+void record_verification(CasePart& part, const std::string& err, const char* method) {
+  part.out.details["verification"] = {{"method", method}, {"ok", err.empty()}};
+  if (!err.empty()) {
+    part.out.wrong = true;
+    part.out.wrong_reason = err;
+  }
+}
+
 void run_one_way(CaseContext& ctx, const Spec& spec) {
   const auto pos = describe(ctx);
   const size_t bytes = spec.test == "latency" ? 4 : spec.bytes;
@@ -189,15 +218,10 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
   for (const auto& [a, b] : pairs_of(ctx, true)) {
     {
       const double t0 = now_s();
-      CasePart part;
-      part.name = pair_name(a, b);
-      part.params = {{"src", a}, {"dst", b}};
-      part.gpus = {a, b};
+      CasePart part = pair_part(a, b);
       try {
         if (spec.peer && !can_access(spec.engine == "sm" ? b : a, spec.engine == "sm" ? a : b)) {
-          part.status = Status::skipped;
-          part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
-                        " (cudaDeviceCanAccessPeer)";
+          skip_no_peer(part, a, b);
         } else {
           set_peer(a, b, spec.peer);
           GpuSide &sa = sides[a], &sb = sides[b];
@@ -235,11 +259,7 @@ void run_one_way(CaseContext& ctx, const Spec& spec) {
           launch(owner.stream->get());
           owner.stream->sync();
           const std::string err = compare_words(sa.src.get(), sb.dst.get(), bytes);
-          part.out.details["verification"] = {{"method", "64 sampled 32-bit words against the source"}, {"ok", err.empty()}};
-          if (!err.empty()) {
-            part.out.wrong = true;
-            part.out.wrong_reason = err;
-          }
+          record_verification(part, err, "64 sampled 32-bit words against the source");
         }
       } catch (const std::exception& e) {
         set_outcome(part, e);
@@ -261,15 +281,10 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
   for (const auto& [a, b] : pairs_of(ctx, false)) {
     {
       const double t0 = now_s();
-      CasePart part;
-      part.name = pair_name(a, b);
-      part.params = {{"src", a}, {"dst", b}};
-      part.gpus = {a, b};
+      CasePart part = pair_part(a, b);
       try {
         if (spec.peer && (!can_access(a, b) || !can_access(b, a))) {
-          part.status = Status::skipped;
-          part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
-                        " (cudaDeviceCanAccessPeer)";
+          skip_no_peer(part, a, b);
         } else {
           set_peer(a, b, spec.peer);
           GpuSide &sa = sides[a], &sb = sides[b];
@@ -354,11 +369,7 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
           once(false);
           std::string err = compare_words(sa.src.get(), sb.dst.get(), bytes);
           if (err.empty()) err = compare_words(sb.src.get(), sa.dst.get(), bytes);
-          part.out.details["verification"] = {{"method", "64 sampled 32-bit words each way"}, {"ok", err.empty()}};
-          if (!err.empty()) {
-            part.out.wrong = true;
-            part.out.wrong_reason = err;
-          }
+          record_verification(part, err, "64 sampled 32-bit words each way");
         }
       } catch (const std::exception& e) {
         set_outcome(part, e);
@@ -368,6 +379,77 @@ void run_bidir(CaseContext& ctx, const Spec& spec) {
     }
   }
   ctx.analysis()["p2p"]["bandwidth_gbps"][case_name(spec)] = mat;
+}
+
+// What `nodebench validate` judges of this family: one-way copies with peer access on (the
+// staged, peer-off copies measure the host path), one check per ordered pair, by link type.
+std::vector<ValidationCheck> p2p_checks() {
+  ValidationCheck c;
+  c.id = "p2p.bandwidth";
+  c.required_level = 3;
+  c.min_gpus = 2;
+  c.fix = "Peer bandwidth is low: see p2p.access, p2p.topology and p2p.iommu; on NVLink systems check "
+          "nvidia-smi nvlink -s for inactive links and the fabric manager (nvidia-fabricmanager) on NVSwitch systems.";
+  c.runs_case = [](const Case& x) {
+    return x.params.value("test", "bandwidth") == "bandwidth" && x.params.value("mode", "one_way") == "one_way" &&
+           x.params.value("peer", "enabled") == "enabled" && x.params.value("engine", "ce") == "ce";
+  };
+  c.node = [](const NodeCheckInput& in) {
+    using jf::at;
+    using jf::num_or;
+    using jf::str_or;
+    const json& doc = in.doc;
+    const json& records = at(doc, "records");
+    const json* env = &at(doc, "environment");
+    auto usable = [](const json& r) {
+      const json& p = at(r, "params");
+      return str_or(r, "family") == "p2p" && at(p, "src").is_number() && at(p, "dst").is_number() &&
+             str_or(p, "test", "bandwidth") == "bandwidth" && str_or(p, "mode", "one_way") == "one_way" &&
+             str_or(p, "peer", "enabled") == "enabled" && str_or(p, "engine", "ce") == "ce";
+    };
+    std::set<std::pair<int, int>> pairs;
+    for (const auto& r : records)
+      if (usable(r)) {
+        const int a = at(at(r, "params"), "src").get<int>(), b = at(at(r, "params"), "dst").get<int>();
+        if (a != b) pairs.insert({a, b});
+      }
+    std::vector<Judgement> out;
+    if (pairs.empty()) {
+      Judgement j;
+      j.id = "p2p.bandwidth";
+      j.skip = "no one-way peer copy record in this run";
+      out.push_back(j);
+    }
+    for (const auto& [s, d] : pairs) {
+      Judgement j;
+      j.record = largest_record(records, [&, s = s, d = d](const json& r) {
+        return usable(r) && num_or(at(r, "params"), "src", -1) == s && num_or(at(r, "params"), "dst", -1) == d;
+      });
+      const std::string link = j.record ? link_class(doc, *j.record, {s, d}) : "pcie";
+      j.id = "p2p." + link;
+      j.gpu = s;
+      j.peer = d;
+      j.model_gpu = s;
+      j.what = "p2p " + std::to_string(s) + "->" + std::to_string(d);
+      const std::string unit = in.unit(j.id, s);
+      j.value = [env, unit, link, s = s, d = d](const json& r, std::string& how) -> std::optional<double> {
+        const double gbps = num_or(at(r, "metrics"), "gbps", NAN);
+        if (!std::isfinite(gbps)) return std::nullopt;
+        if (unit == "percent_of_link") {
+          const auto a = max_link_gbps(*env, s), b = max_link_gbps(*env, d);
+          if (!a || !b) return std::nullopt;
+          const double l = std::min(*a, *b);
+          how = fmt(gbps, 1) + " GB/s of " + fmt(l, 1) + " GB/s (the slower GPU's PCIe link), link " + link;
+          return 100.0 * gbps / l;
+        }
+        how = fmt(gbps, 1) + " GB/s, link " + link;
+        return gbps;
+      };
+      out.push_back(j);
+    }
+    return out;
+  };
+  return {c};
 }
 
 class P2pFamily : public Family {
@@ -409,6 +491,7 @@ class P2pFamily : public Family {
     add({"latency", "one_way", false, "ce", 4});
     return out;
   }
+  std::vector<ValidationCheck> validation_checks() const override { return p2p_checks(); }
 };
 
 const Registrar registrar(std::make_unique<P2pFamily>());

@@ -9,6 +9,7 @@
 // branches, library architecture floors, framework builds) lives in harness/profiles/compat.json
 // and frameworks.json, embedded at build time.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -139,7 +140,11 @@ std::optional<unsigned> acs_control_from_config(const std::vector<unsigned char>
 bool acs_redirects_peers(unsigned acs_control);  // P2P Request or Completion Redirect set
 
 // ---- Rules ---------------------------------------------------------------------------------
-// Each returns its checks (one for the node, or one per GPU). run_doctor_rules runs all.
+// Each returns its checks (one for the node, or one per GPU). They live by topic in
+// doctor_rules_driver.cpp (NVML, driver, architectures, libraries, frameworks), doctor_rules_gpu.cpp
+// (visibility, order, processes, MIG, ECC, persistence, throttling, temperature) and
+// doctor_rules_pcie.cpp (PCIe link, peers, IOMMU); doctor_rules() is the one table that registers
+// them, in report order, and run_doctor_rules applies it: the judgement of captured facts.
 std::vector<Check> rule_nvml(const DoctorInput& in);
 std::vector<Check> rule_driver_runtime(const DoctorInput& in, const RuleData& data);
 std::vector<Check> rule_driver_gpu_support(const DoctorInput& in, const RuleData& data);
@@ -157,6 +162,13 @@ std::vector<Check> rule_thermal(const DoctorInput& in);
 std::vector<Check> rule_p2p(const DoctorInput& in);
 std::vector<Check> rule_iommu(const DoctorInput& in);
 std::vector<Check> rule_frameworks(const DoctorInput& in, const RuleData& data);
+
+struct DoctorRule {
+  using Apply = std::function<std::vector<Check>(const DoctorInput&, const RuleData&)>;
+  std::string name;  // the check id (or id prefix) it reports
+  Apply apply;
+};
+const std::vector<DoctorRule>& doctor_rules();
 std::vector<Check> run_doctor_rules(const DoctorInput& in, const RuleData& data = RuleData::builtin());
 
 // The first check with this id (and GPU, when given), or null.

@@ -63,11 +63,13 @@ struct BenchPlan {
   std::vector<std::string> missing;    // families a level-2/3 check needs that are not built
   bool empty() const { return !run_all && case_ids.empty(); }
 };
-// Level 1: nothing. Level 2: from the quick suite, gemm/fp32/cublas/square_8192; memory copy and
-// triad (largest params.bytes of each); hostlink h2d and d2h, pinned, copy engine, largest
-// params.bytes; with two GPUs or more, the p2p one-way peer-enabled copy-engine bandwidth case.
-// Level 3: every family, full suite. `built` and `quick_cases` come from the registry
-// (parameters, so that the choice is tested without it).
+// Level 1: nothing. Level 2: from the quick suite, for each check the built families declare
+// (Family::validation_checks, in registry order) the largest case (params.bytes) its `runs_case`
+// accepts, where the level and GPU count reach the check's: today gemm/fp32/cublas/square_8192;
+// memory copy and triad; hostlink h2d and d2h, pinned, copy engine; with two GPUs or more, the
+// p2p one-way peer-enabled copy-engine bandwidth case. Level 3: every family, full suite.
+// `missing`: registered families not in `built` whose checks the level requires. `built` and
+// `quick_cases` are parameters, so that the choice is tested without the registry's cases.
 BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, const std::vector<Case>& quick_cases,
                           int gpu_count = 1);
 // "^(id1|id2)$" with the ids' regular-expression characters escaped.

@@ -90,19 +90,41 @@ std::string bytes_label(int64_t bytes);
 // its own file: at level 2 `nodebench validate` runs the quick-suite cases `runs_case` accepts
 // (the largest by params.bytes), and judges, per GPU, the largest record `judges` accepts with
 // `value` against the threshold `id` (thresholds.json) of the GPU's model: failed or wrong
-// records fail the check, skipped ones skip it.
+// records fail the check, skipped ones skip it. A check of the node as a whole (peer pairs,
+// collectives) sets `node` instead of `judges`/`value`: it names what to judge from the whole
+// document.
 struct CheckInput {
   const nlohmann::json& environment;  // the result file's environment
   int gpu;
   std::string unit;                   // the threshold's unit: percent_of_peak, percent_of_link, gbps, ...
 };
+// One judgement a node check asks for: a record against the threshold `id` of `model_gpu`'s model.
+struct Judgement {
+  std::string id;                          // threshold key, e.g. "p2p.nvlink"
+  std::optional<int> gpu, peer;            // what the check is reported for (nullopt: the node)
+  int model_gpu = 0;                       // whose model's thresholds apply
+  const nlohmann::json* record = nullptr;  // null: "no <what> record in this run"
+  std::string what;
+  std::string skip;                        // not empty: not judged, for this reason
+  std::function<std::optional<double>(const nlohmann::json& record, std::string& how)> value;
+};
+struct NodeCheckInput {
+  const nlohmann::json& doc;    // the result document
+  const std::vector<int>& gpus;  // the GPUs validated
+  std::function<std::string(const std::string& id, int gpu)> unit;  // the threshold's unit for that GPU's model
+};
 struct ValidationCheck {
-  std::string id;    // threshold key, e.g. "memory.copy"
+  std::string id;    // threshold key, e.g. "memory.copy"; for a node check, the id it is skipped under
   std::string what;  // a phrase for the evidence ("no <what> record in this run")
+  std::string fix;   // what to do when it fails below its threshold
+  int min_level = 2;       // judged from this validation level
+  int required_level = 0;  // from this level a family not built is reported (0: never)
+  int min_gpus = 1;        // fewer GPUs: skipped ("needs two GPUs"), and its case not planned
   std::function<bool(const Case&)> runs_case;
   std::function<bool(const nlohmann::json& record)> judges;
   // The value in the threshold's unit, and `how` it was read; nullopt when it cannot be judged.
   std::function<std::optional<double>(const nlohmann::json& record, const CheckInput& in, std::string& how)> value;
+  std::function<std::vector<Judgement>(const NodeCheckInput& in)> node;
 };
 
 class Family {

@@ -17,14 +17,14 @@ namespace nb {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
   std::string line;
   if (f) std::getline(f, line);
   return line;
 }
+
+namespace {
 
 std::string os_pretty_name() {
   std::ifstream f("/etc/os-release");

@@ -50,4 +50,7 @@ std::string cuda_version_string(int v);
 // CUDA_VISIBLE_DEVICES look like, and what to check.
 std::string no_gpu_diagnosis(const std::string& cuda_error);
 
+// The first line of a file (/proc, /sys), or "" when it cannot be read.
+std::string read_first_line(const std::string& path);
+
 }  // namespace nb
