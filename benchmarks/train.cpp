@@ -143,13 +143,15 @@ std::vector<Case> make_cases(Suite suite) {
     // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.
     for (auto& c : Axes().add_string("precision", {"fp16"}).add_string("layout", {"nhwc"}).add_int64("batch", {32}, "b").cases("train", fill)) {
       c.available = [](const GpuInfo& g) {
-        return g.cc() >= 70 ? Availability::yes() : Availability::no("the quick suite runs fp32/nchw on GPUs below compute capability 7.0");
+        return g.cc() >= 70 ? Availability::yes() : Availability::no("the quick suite's mixed-precision case needs FP16 tensor cores (compute capability 7.0 or "
+                                   "newer); this GPU has " + g.cc_string() + ": the quick suite runs fp32/nchw here");
       };
       out.push_back(std::move(c));
     }
     for (auto& c : Axes().add_string("precision", {"fp32"}).add_string("layout", {"nchw"}).add_int64("batch", {32}, "b").cases("train", fill)) {
       c.available = [](const GpuInfo& g) {
-        return g.cc() < 70 ? Availability::yes() : Availability::no("the quick suite runs fp16/nhwc on GPUs of compute capability 7.0 or newer");
+        return g.cc() < 70 ? Availability::yes() : Availability::no("the quick suite's fp32/nchw case needs a GPU below compute capability 7.0; this GPU "
+                                   "has " + g.cc_string() + ": the quick suite runs fp16/nhwc here");
       };
       out.push_back(std::move(c));
     }

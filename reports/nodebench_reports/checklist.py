@@ -262,6 +262,19 @@ def _best_at_top(series, which: str):
     return best
 
 
+def _fabric_evidence(data: ReportData, sc) -> list:
+    """The all-reduce bus bandwidth of the most GPUs against the fastest PCIe link (the maximum
+    link: idle GPUs train down), as evidence of the interconnect class."""
+    if sc is None or not sc.rows:
+        return []
+    pcie = [p for p in (derive.max_link_gbps(g) for g in data.gpus) if is_number(p)]
+    if not pcie:
+        return []
+    top_bw = max(sc.rows, key=lambda r: r.ngpus).busbw_gbps
+    fabric = "NVLink/NVSwitch-class" if top_bw > 1.2 * max(pcie) else "PCIe/host-class"
+    return [f"bus bandwidth {top_bw:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect"]
+
+
 def check_distribution(data: ReportData) -> Item:
     """Judged from training efficiency (N-GPU throughput over N x 1-GPU throughput): measured (train_dp
     records), else predicted by `nodebench advise`, else estimated from the one-GPU step and the all-reduce
@@ -299,6 +312,7 @@ def check_distribution(data: ReportData) -> Item:
         for r in (sc.rows if sc else []):
             ev.append(f"{r.ngpus} GPU(s): all-reduce bus bandwidth {r.busbw_gbps:.1f} GB/s at "
                       f"{fmt_bytes(sc.common_bytes)}")
+        ev += _fabric_evidence(data, sc)
         return Item("distribution", title, NOT_MEASURED, why, ev)
     if sc is not None:
         for r in sc.rows:
@@ -308,12 +322,7 @@ def check_distribution(data: ReportData) -> Item:
             if r.train_efficiency is not None:
                 line += f", no-overlap training efficiency ~ {r.train_efficiency * 100:.1f}%"
             ev.append(line)
-        pcie = [derive.max_link_gbps(g) for g in data.gpus]  # the maximum link: idle GPUs train down
-        pcie = [p for p in pcie if is_number(p)]
-        if pcie and sc.rows:
-            top_bw = max(sc.rows, key=lambda r: r.ngpus).busbw_gbps
-            fabric = "NVLink/NVSwitch-class" if top_bw > 1.2 * max(pcie) else "PCIe/host-class"
-            ev.append(f"bus bandwidth {top_bw:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect")
+        ev += _fabric_evidence(data, sc)
     if data.advice:   # the advisor's strategy table, each statement with its figures
         ev += [f"advise ({st.get('topic', '')}): {st.get('text', '')}" for st in data.advice.get("recommendation", [])
                if isinstance(st, dict)]

@@ -114,7 +114,7 @@ def test_one_rank_allreduce_is_left_out_of_scaling():
     item = {i.key: i for i in build_checklist(data_of(doc))}["distribution"]
     # no training step in these results: not judged from bus bandwidth alone; the evidence lists 2 and 4 GPUs
     assert item.status == NOT_MEASURED and "bus bandwidth alone" in item.summary
-    assert [e.split(" ")[0] for e in item.evidence] == ["2", "4"]
+    assert [e.split(" ")[0] for e in item.evidence if e[0].isdigit()] == ["2", "4"]
 
 
 def test_p2p_bidir_pairs_fill_both_cells():
