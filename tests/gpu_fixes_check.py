@@ -25,7 +25,7 @@ def main() -> int:
     shutil.rmtree(outdir, ignore_errors=True)
     env = dict(os.environ, NODEBENCH_P2P_LOOPBACK="1")
     cmd = [exe, "run", "--out", str(outdir), "--suite", "quick", "--gpus", "0", "--max-time", "0.3",
-           "--filter", r"^p2p/|^hostlink/bidir/|^peak/|^gemm/fp16/cublas/square_1024$"]
+           "--filter", r"^p2p/|^hostlink/bidir/|^peak/|^gemm/fp16/cublaslt/square_1024$"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env)
     print(p.stdout[-4000:], p.stderr[-2000:])
     files = list(outdir.glob("*.json"))
