@@ -68,13 +68,26 @@ Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<doub
   }
 }
 
-Measurer::Measurer(int device, size_t l2_bytes, const Nvml* nvml, std::optional<int> nvml_index)
-    : device_(device),
-      l2_bytes_(l2_bytes),
-      nvml_(nvml),
-      nvml_index_(nvml_index),
-      flag_(2 * sizeof(int32_t), cudaHostAllocMapped | cudaHostAllocPortable) {
+StreamHold::StreamHold() : flag_(2 * sizeof(int32_t), cudaHostAllocMapped | cudaHostAllocPortable) {
   NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag_), flag_.get(), 0));
+}
+
+void StreamHold::hold(cudaStream_t s, uint64_t timeout_ns) {
+  volatile int32_t* f = flag_.as<int32_t>();
+  f[0] = 0;
+  f[1] = 0;
+  kernels::launch_blocking(s, dev_flag_, dev_flag_ + 1, timeout_ns);
+  NB_CUDA_LAUNCH();
+}
+
+void StreamHold::release() { static_cast<volatile int32_t*>(flag_.as<int32_t>())[0] = 1; }
+
+bool StreamHold::timed_out() const {
+  return static_cast<const volatile int32_t*>(flag_.as<int32_t>())[1] != 0;
+}
+
+Measurer::Measurer(int device, size_t l2_bytes, const Nvml* nvml, std::optional<int> nvml_index)
+    : device_(device), l2_bytes_(l2_bytes), nvml_(nvml), nvml_index_(nvml_index) {
   // Twice the L2 so that what the timed work left there is gone (the L2 is not strictly LRU).
   flush_buf_ = DeviceBuffer(std::max<size_t>(2 * l2_bytes_, 1 << 20));
 }
@@ -87,7 +100,6 @@ void Measurer::flush_l2(cudaStream_t s) {
 Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cudaStream_t)>& launch,
                               const MeasureConfig& cfg) {
   Measurement m;
-  volatile int32_t* host_flag = flag_.as<int32_t>();
 
   // Warm-up: module loading, library heuristics, clocks ramping up. Also estimates one
   // launch's time, to size the batch.
@@ -124,17 +136,14 @@ Measurement Measurer::measure(cudaStream_t stream, const std::function<void(cuda
       t = std::chrono::duration<double>(Clock::now() - h0).count() / double(m.batch);
       NB_CUDA(cudaGetLastError());
     } else {
-    host_flag[0] = 0;
-    host_flag[1] = 0;
-    kernels::launch_blocking(stream, dev_flag_, dev_flag_ + 1, cfg.blocking_timeout_ns);
-    NB_CUDA_LAUNCH();
+    hold_.hold(stream, cfg.blocking_timeout_ns);
     start_.record(stream);
     for (size_t i = 0; i < m.batch; ++i) launch(stream);
     stop_.record(stream);
-    host_flag[0] = 1;  // release: everything is queued
+    hold_.release();  // everything is queued
     NB_CUDA(cudaEventSynchronize(stop_.get()));
     NB_CUDA(cudaGetLastError());
-    if (host_flag[1]) m.blocking_timeout = true;
+    if (hold_.timed_out()) m.blocking_timeout = true;
     t = stop_.seconds_since(start_) / double(m.batch);
     }
     m.samples_s.push_back(t);

@@ -69,6 +69,23 @@ struct Measurement {
 // runs the work once and returns its seconds, until should_stop() says so.
 Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<double()>& sample);
 
+// Holds a stream behind a blocking kernel while the host queues work, then releases it, so that
+// the host's enqueue cost stays out of CUDA-event timings of short work: the Measurer's method,
+// for timings made outside it (the algorithm choice times its candidates this way, as the cases
+// that use the choice are measured).
+class StreamHold {
+ public:
+  StreamHold();
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+  void hold(cudaStream_t s, uint64_t timeout_ns = 500'000'000);
+  void release();                 // everything is queued: the kernel ends
+  bool timed_out() const;         // the kernel gave up waiting before release()
+ private:
+  PinnedBuffer flag_;             // [0] release, [1] timed out; mapped into the device
+  int32_t* dev_flag_ = nullptr;
+};
+
 class Measurer {
  public:
   // `nvml_index` may be empty: clocks are then not read.
@@ -86,8 +103,7 @@ class Measurer {
   size_t l2_bytes_;
   const Nvml* nvml_;
   std::optional<int> nvml_index_;
-  PinnedBuffer flag_;  // [0] release, [1] timed out; mapped into the device
-  int32_t* dev_flag_ = nullptr;
+  StreamHold hold_;
   DeviceBuffer flush_buf_;
   uint32_t salt_ = 1;
   Event start_, stop_;

@@ -26,6 +26,8 @@
 #   conv-repeat  conv/resnet50 fp16/nchw/b32 and tf32/nhwc/b256, REPEAT_RUNS fresh processes
 #   peak-indep   an independent peak kernel (scripts/dev/peak_independent.cu), the peak family,
 #                the independent kernel again; each unit's ratio
+#   mpi-shared   two MPI ranks that see the same GPU (CUDA_VISIBLE_DEVICES=0 for both): the per-GPU
+#                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
 #                FP16 NHWC and TF32 NCHW at batches TRAIN_BATCHES (default 64,128,256),
 #                PyTorch and nodebench taken alternately, time-matched
@@ -44,7 +46,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer monitor"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer monitor mpi-shared"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -89,7 +91,7 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [monitor]=120)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [monitor]=120 [mpi-shared]=60)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -312,6 +314,27 @@ step_train_peer() {
   python3 scripts/dev/compare_train_peer.py "$RAW"/train_nodebench_*.json --peer "$RAW"/train_torch_*.json \
     --out "$RAW/train_ratio.json" | tee -a "$OUT/session.log"
   keep train_ratio.json; keep train_nodebench_fp16_nhwc.json; keep train_nodebench_tf32_nchw.json
+  return $rc
+}
+
+step_mpi_shared() {
+  local rc=0
+  if ! command -v mpirun > /dev/null || ! grep -q "MPI launch mode built" "$RAW/build.log" 2>/dev/null; then
+    note "mpi-shared: no mpirun, or the build has no MPI launch mode: not run"; return 1
+  fi
+  timeout "$(tmo 120)" mpirun --allow-run-as-root --oversubscribe -np 2 -x NCCL_NVLS_ENABLE -x CUDA_VISIBLE_DEVICES=0 \
+    build/nodebench run --suite quick --family memory,latency --out-file "$RAW/mpi_shared_gpu.json" \
+    > "$RAW/mpi_shared_gpu.log" 2>&1 || rc=1
+  python3 - "$RAW/mpi_shared_gpu.json" <<'PY' | tee -a "$OUT/session.log"
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+print("mpi-shared:", d["run_status"], d["summary"])
+kinds = collections.Counter((r["status"], r.get("reason_kind")) for r in d["records"])
+print("  (status, reason_kind) counts:", dict(kinds))
+for r in d["records"][:2]:
+    print("  e.g.", r["id"], r.get("rank"), r["status"], r.get("reason"))
+PY
+  keep mpi_shared_gpu.json
   return $rc
 }
 
