@@ -100,7 +100,8 @@ class TrainStep {
   LossView loss_view();
 
   size_t peak_bytes() const { return arena_.peak(); }
-  size_t workspace_bytes() const { return ws_bytes_; }
+  // The workspace shared by the convolutions and batch norm, plus batch norm's reserve spaces.
+  size_t workspace_bytes() const { return ws_bytes_ + bn_reserve_bytes_; }
   nlohmann::json algorithms() const;
   const StepConfig& config() const { return cfg_; }
 
@@ -124,7 +125,7 @@ class TrainStep {
   Arena arena_;
   std::unique_ptr<Impl> impl_;
   std::vector<ParamRef> params_;
-  size_t ws_bytes_ = 0;
+  size_t ws_bytes_ = 0, bn_reserve_bytes_ = 0;
 };
 
 }  // namespace nb::train
