@@ -173,6 +173,8 @@ void TrainStep::setup() {
   I.dlogits = P(size_t(N) * net_.classes, "the logit gradients");
   I.labels = static_cast<int32_t*>(arena_.alloc(size_t(N) * 4, "the labels"));
   I.loss = static_cast<float*>(arena_.alloc(4, "the loss"));
+  I.scale = static_cast<float*>(arena_.alloc(4, "the loss scale"));
+  I.ls_flags = static_cast<int*>(arena_.alloc(3 * sizeof(int), "the loss-scaling flags"));
 
   // Algorithm choice (operands are overwritten by the trials: weights are initialised after).
   {
@@ -215,6 +217,8 @@ void TrainStep::setup() {
   NB_CUDA(cudaMemsetAsync(I.mom_b, 0, I.n_b * 4, s));
   kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E);
   kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1);
+  kernels::launch_fill_value(s, I.scale, 1, cfg_.loss_scale);
+  NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, 3 * sizeof(int), s));
   NB_CUDA_LAUNCH();
   NB_CUDA(cudaStreamSynchronize(s));
 }
@@ -312,7 +316,7 @@ void TrainStep::forward(cudaStream_t s) {
                          I.pooled, dt, net_.fc_in, &zero, I.logits, CUDA_R_32F, net_.classes, ct, CUBLAS_GEMM_DEFAULT));
   mark(Kind::fc, s);
   kernels::launch_softmax_xent(s, I.logits, I.master_b + I.fc_b_off, I.labels, I.dlogits, I.loss, N, net_.classes,
-                               cfg_.loss_scale, half_);
+                               I.scale, half_);
   mark(Kind::loss, s);
   NB_CUDA_LAUNCH();
 }
@@ -376,13 +380,36 @@ void TrainStep::backward(cudaStream_t s) {
 
 void TrainStep::update(cudaStream_t s) {
   Impl& I = *impl_;
-  const float inv = 1.f / cfg_.loss_scale;
+  // Mixed precision: dynamic loss scaling as automatic mixed precision does it. A step whose
+  // gradients hold an infinity or NaN (FP16 overflow) changes nothing and halves the scale; 2000
+  // good steps in a row double it. All on the device: no synchronisation per step. FP32 keeps
+  // its scale (1) and never skips (the flag stays 0).
+  if (half_) {
+    NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, sizeof(int), s));
+    kernels::launch_find_nonfinite(s, I.grad_a, true, I.n_a, I.ls_flags);
+    kernels::launch_find_nonfinite(s, I.grad_b, false, I.n_b, I.ls_flags);
+  }
   kernels::launch_sgd_update(s, I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a, cfg_.lr,
-                             cfg_.momentum, cfg_.weight_decay, inv);
+                             cfg_.momentum, cfg_.weight_decay, I.scale, I.ls_flags);
   kernels::launch_sgd_update(s, I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b, cfg_.lr, cfg_.momentum,
-                             cfg_.weight_decay, inv);
+                             cfg_.weight_decay, I.scale, I.ls_flags);
+  if (half_) kernels::launch_update_loss_scale(s, I.scale, I.ls_flags, I.ls_flags + 1, I.ls_flags + 2, kScaleGrowthInterval);
   mark(Kind::update, s);
   NB_CUDA_LAUNCH();
+}
+
+float TrainStep::loss_scale() {
+  float v = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&v, impl_->scale, 4, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+int TrainStep::skipped_steps() {
+  int v = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&v, impl_->ls_flags + 2, sizeof(int), cudaMemcpyDeviceToHost));
+  return v;
 }
 
 float TrainStep::read_loss() {

@@ -50,6 +50,10 @@ struct TrainStep::Impl {
   void *compute_a = nullptr, *grad_a = nullptr;
   size_t fc_w_off = 0, fc_b_off = 0;
   cudnnBatchNormMode_t bn_mode = CUDNN_BATCHNORM_SPATIAL;
+  // Loss scaling state (device): the scale, and found (non-finite gradients this step), good
+  // (steps in a row without), skipped (steps skipped so far).
+  float* scale = nullptr;
+  int* ls_flags = nullptr;  // [0] found, [1] good, [2] skipped
   // Profiling.
   bool profiling = false;
   std::vector<Event> events;

@@ -120,7 +120,8 @@ std::vector<float> TrainStep::gradients(const ParamRef& p) {
     const auto d = read_doubles(impl_->grad_a, p.offset, p.count, half_);
     for (size_t i = 0; i < p.count; ++i) g[i] = float(d[i]);
   }
-  for (auto& v : g) v /= cfg_.loss_scale;
+  const float scale = loss_scale();  // the scale of the last backward (until update changes it)
+  for (auto& v : g) v /= scale;
   return g;
 }
 

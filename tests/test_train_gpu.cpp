@@ -1,6 +1,7 @@
 // GPU tests of the ResNet-50 training step (label gpu): in FP32 at batch 2, the gradients of a few
 // parameters of each kind (FC, batch norm, convolution) against central finite differences of
-// the loss at three step sizes, and two backward passes giving the same gradients; in every precision and layout at batch 4, the sampled layer checks and a loss that is
+// the loss at three step sizes, and two backward passes giving the same gradients; FP16 steps
+// with overflowing gradients skipped while the loss scale comes down; in every precision and layout at batch 4, the sampled layer checks and a loss that is
 // finite and falls over 20 steps on the fixed batch; the arena's peak against the memory plan.
 #include <gtest/gtest.h>
 
@@ -95,6 +96,40 @@ TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
     ++checked;
   }
   EXPECT_EQ(checked, 9);
+}
+
+// Dynamic loss scaling: with an initial scale of 2^24 the FP16 dlogits overflow (1/4 of 2^24 is
+// above 65504), so the first step must be skipped (weights unchanged: the next loss is the same),
+// the scale halved and the skip counted; the scale then falls until steps apply, and the loss falls.
+TEST(TrainStepGpu, Fp16OverflowIsSkippedAndTheScaleAdapts) {
+  cudaDeviceProp prop{};
+  if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  Stream s;
+  train::StepConfig cfg;
+  cfg.prec = &cudnn::prec_by_name("fp16");
+  cfg.nhwc = true;
+  cfg.batch = 4;
+  cfg.loss_scale = 16777216.f;
+  train::TrainStep st(cfg, 0, prop.name, s.get());
+  st.setup();
+  st.step(s.get());
+  const float l0 = st.read_loss();
+  ASSERT_TRUE(std::isfinite(l0));
+  EXPECT_EQ(st.skipped_steps(), 1);
+  EXPECT_EQ(st.loss_scale(), 8388608.f);
+  st.step(s.get());
+  EXPECT_NEAR(st.read_loss(), l0, 1e-5 * std::fabs(l0)) << "a skipped step changed the weights";  // atomic sum order
+  std::vector<float> losses{l0};
+  for (int i = 0; i < 40; ++i) {
+    st.step(s.get());
+    losses.push_back(st.read_loss());
+    ASSERT_TRUE(std::isfinite(losses.back())) << "step " << i;
+  }
+  const int skipped = st.skipped_steps();
+  EXPECT_GE(skipped, 2);
+  EXPECT_LE(skipped, 20) << "the scale did not come down to one that fits FP16";
+  EXPECT_EQ(st.loss_scale(), 16777216.f / float(1 << skipped));
+  EXPECT_LT(losses.back(), 0.8f * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
 TEST(TrainStepGpu, EveryPrecisionAndLayoutVerifiesAndLearns) {
