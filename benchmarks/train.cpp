@@ -74,10 +74,18 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     bool finite = true;
     for (double l : losses) finite = finite && std::isfinite(l);
     const bool falling = finite && losses.back() < losses.front();
+    // fp16: steps skipped for FP16 overflow (their update is not applied). The loss check means
+    // something only when most steps were applied.
+    const int skipped = st.skipped_steps();
     v["losses"] = losses;
     v["loss_falling"] = falling;
+    v["skipped_steps"] = skipped;
+    v["loss_scale_final"] = st.loss_scale();
     ctx.details()["verification"] = v;
     if (failures) ctx.wrong(std::to_string(failures) + " sampled layer outputs outside the bound; first: " + first);
+    else if (2 * skipped > kLossSteps)
+      ctx.wrong(std::to_string(skipped) + " of " + std::to_string(kLossSteps) +
+                " steps skipped for non-finite FP16 gradients: the loss check is not meaningful");
     else if (!finite) ctx.wrong("the loss is not finite over " + std::to_string(kLossSteps) + " steps on the fixed batch");
     else if (!falling)
       ctx.wrong("the loss does not fall over " + std::to_string(kLossSteps) + " steps on the fixed batch (" +

@@ -1,5 +1,6 @@
 // The ResNet-50 training step (see train_step.hpp).
 #include "train_step.hpp"
+#include "train_step_impl.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -44,52 +45,6 @@ void* Arena::alloc(size_t bytes, const std::string& what) {
   return bufs_.back().get();
 }
 
-// One convolution with its batch norm: descriptors, algorithms, and the buffers it reads/writes.
-struct TrainStep::Layer {
-  const resnet50::ConvSpec* spec = nullptr;
-  std::unique_ptr<ConvDesc> d;
-  AlgoChoice fwd, bwd_data, bwd_filter;
-  bool data_grad = true;  // false for the first convolution
-  void* x = nullptr;      // input (kept)
-  void* y = nullptr;      // convolution output (kept: batch norm's input)
-  void* z = nullptr;      // batch norm (+ ReLU) output; null: transient (written to a scratch buffer)
-  void* w = nullptr;      // compute weights
-  void* dw = nullptr;     // weight gradient (storage type)
-  size_t w_off = 0;       // in the compute segment
-  cudnnTensorDescriptor_t bn = nullptr;
-  float *gamma = nullptr, *beta = nullptr, *dgamma = nullptr, *dbeta = nullptr;
-  float *run_mean = nullptr, *run_var = nullptr, *save_mean = nullptr, *save_inv = nullptr;
-};
-
-struct TrainStep::Impl {
-  cudnnHandle_t h = nullptr;
-  cublasHandle_t cb = nullptr;
-  std::vector<Layer> layers;
-  std::vector<void*> block_out;  // per block
-  void* image = nullptr;
-  void* pool_out = nullptr;
-  cudnnPoolingDescriptor_t pool = nullptr;
-  cudnnTensorDescriptor_t pool_desc = nullptr;
-  void* pooled = nullptr;  // [N, 2048]
-  float* logits = nullptr;
-  void* dlogits = nullptr;
-  int32_t* labels = nullptr;
-  float* loss = nullptr;
-  std::array<void*, resnet50::kGradientBuffers> g{};
-  void* ws = nullptr;
-  // Parameters: compute segment (storage type copy when fp16, else the master itself) and FP32.
-  size_t n_a = 0, n_b = 0;
-  float *master_a = nullptr, *mom_a = nullptr, *master_b = nullptr, *mom_b = nullptr, *grad_b = nullptr;
-  void *compute_a = nullptr, *grad_a = nullptr;
-  size_t fc_w_off = 0, fc_b_off = 0;
-  cudnnBatchNormMode_t bn_mode = CUDNN_BATCHNORM_SPATIAL;
-  // Profiling.
-  bool profiling = false;
-  std::vector<Event> events;
-  std::vector<Kind> kinds;
-  size_t n_events = 0;
-};
-
 TrainStep::TrainStep(const StepConfig& cfg, int device, const std::string& gpu_model, cudaStream_t stream)
     : cfg_(cfg), device_(device), gpu_model_(gpu_model), stream_(stream), net_(resnet50::net()),
       impl_(std::make_unique<Impl>()) {
@@ -97,7 +52,10 @@ TrainStep::TrainStep(const StepConfig& cfg, int device, const std::string& gpu_m
   elem_ = cfg_.prec->elem;
   impl_->h = handle_for(device);
   NB_CUBLAS(cublasCreate(&impl_->cb));
-  impl_->bn_mode = (half_ && cfg_.nhwc) ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
+  // NHWC: the persistent mode of the *Ex calls is the one with cuDNN's fast NHWC kernels (as
+  // frameworks choose for channels-last training); the plain calls with an NHWC descriptor run a
+  // generic kernel about 40x slower. NCHW: the spatial mode (the persistent one is for NHWC).
+  impl_->bn_mode = cfg_.nhwc ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
 }
 
 TrainStep::~TrainStep() {
@@ -147,6 +105,7 @@ void TrainStep::setup() {
   for (auto& gb : I.g) gb = P(size_t(max_act), "a gradient buffer");
   I.image = P(size_t(convs[0].in_elems() * N), "the images");
   I.layers.resize(convs.size());
+  size_t bn_ws = 0, bn_reserve_total = 0;
   auto make_layer = [&](size_t i, void* x, bool keep_z) {
     Layer& L = I.layers[i];
     const auto& c = convs[i];
@@ -176,6 +135,21 @@ void TrainStep::setup() {
     L.save_inv = L.save_mean + c.k;
     NB_CUDNN(cudnnCreateTensorDescriptor(&L.bn));
     NB_CUDNN(cudnnDeriveBNTensorDescriptor(L.bn, L.d->y, I.bn_mode));
+    // Batch norm through the *Ex calls: the workspace (shared with the convolutions) and the
+    // reserve space (per layer, kept from forward to backward).
+    const cudnnTensorDescriptor_t yd = L.d->y;
+    size_t fws = 0, bws = 0;
+    NB_CUDNN(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, yd, yd,
+                                                                      yd, L.bn, nullptr, &fws));
+    NB_CUDNN(cudnnGetBatchNormalizationBackwardExWorkspaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, yd, yd, yd,
+                                                               nullptr, yd, L.bn, nullptr, &bws));
+    bn_ws = std::max({bn_ws, fws, bws});
+    NB_CUDNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, nullptr, yd,
+                                                                  &L.bn_reserve_bytes));
+    if (L.bn_reserve_bytes) {
+      L.bn_reserve = arena_.alloc(L.bn_reserve_bytes, "the batch-norm reserve space of " + c.name);
+      bn_reserve_total += (L.bn_reserve_bytes + 255) / 256 * 256;
+    }
   };
   make_layer(0, I.image, true);
   I.layers[0].data_grad = false;
@@ -199,6 +173,8 @@ void TrainStep::setup() {
   I.dlogits = P(size_t(N) * net_.classes, "the logit gradients");
   I.labels = static_cast<int32_t*>(arena_.alloc(size_t(N) * 4, "the labels"));
   I.loss = static_cast<float*>(arena_.alloc(4, "the loss"));
+  I.scale = static_cast<float*>(arena_.alloc(4, "the loss scale"));
+  I.ls_flags = static_cast<int*>(arena_.alloc(3 * sizeof(int), "the loss-scaling flags"));
 
   // Algorithm choice (operands are overwritten by the trials: weights are initialised after).
   {
@@ -218,7 +194,9 @@ void TrainStep::setup() {
       ws_bytes_ = std::max({ws_bytes_, L.fwd.workspace, L.bwd_filter.workspace, L.data_grad ? L.bwd_data.workspace : 0});
     }
   }
-  I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution workspace") : nullptr;
+  ws_bytes_ = std::max(ws_bytes_, bn_ws);
+  I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution and batch-norm workspace") : nullptr;
+  bn_reserve_bytes_ = bn_reserve_total;
 
   // Initial values: Kaiming-uniform convolutions, FC uniform 1/sqrt(fan_in), gamma 1, beta 0.
   cudaStream_t s = stream_;
@@ -239,6 +217,8 @@ void TrainStep::setup() {
   NB_CUDA(cudaMemsetAsync(I.mom_b, 0, I.n_b * 4, s));
   kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E);
   kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1);
+  kernels::launch_fill_value(s, I.scale, 1, cfg_.loss_scale);
+  NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, 3 * sizeof(int), s));
   NB_CUDA_LAUNCH();
   NB_CUDA(cudaStreamSynchronize(s));
 }
@@ -269,18 +249,21 @@ void TrainStep::conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStr
 void TrainStep::bn_fwd(Layer& L, void* out, cudaStream_t s) {
   const float one = 1.f, zero = 0.f;
   NB_CUDNN(cudnnSetStream(impl_->h, s));
-  NB_CUDNN(cudnnBatchNormalizationForwardTraining(impl_->h, impl_->bn_mode, &one, &zero, L.d->y, L.y, L.d->y, out,
-                                                  L.bn, L.gamma, L.beta, 0.1, L.run_mean, L.run_var, 1e-5,
-                                                  L.save_mean, L.save_inv));
+  NB_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
+      impl_->h, impl_->bn_mode, CUDNN_BATCHNORM_OPS_BN, &one, &zero, L.d->y, L.y, nullptr, nullptr, L.d->y, out, L.bn,
+      L.gamma, L.beta, 0.1, L.run_mean, L.run_var, 1e-5, L.save_mean, L.save_inv, nullptr, impl_->ws, ws_bytes_,
+      L.bn_reserve, L.bn_reserve_bytes));
   mark(Kind::bn, s);
 }
 
 void TrainStep::bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s) {
   const float one = 1.f, zero = 0.f;
   NB_CUDNN(cudnnSetStream(impl_->h, s));
-  NB_CUDNN(cudnnBatchNormalizationBackward(impl_->h, impl_->bn_mode, &one, &zero, &one, &zero, L.d->y, L.y, L.d->y, dy,
-                                           L.d->y, dx, L.bn, L.gamma, L.dgamma, L.dbeta, 1e-5, L.save_mean,
-                                           L.save_inv));
+  // dgamma and dbeta overwritten (betaParamDiff 0), dx overwritten (betaDataDiff 0).
+  NB_CUDNN(cudnnBatchNormalizationBackwardEx(
+      impl_->h, impl_->bn_mode, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, L.d->y, L.y, nullptr, nullptr, L.d->y,
+      dy, nullptr, nullptr, L.d->y, dx, L.bn, L.gamma, nullptr, L.dgamma, L.dbeta, 1e-5, L.save_mean, L.save_inv,
+      nullptr, impl_->ws, ws_bytes_, L.bn_reserve, L.bn_reserve_bytes));
   mark(Kind::bn, s);
 }
 
@@ -333,7 +316,7 @@ void TrainStep::forward(cudaStream_t s) {
                          I.pooled, dt, net_.fc_in, &zero, I.logits, CUDA_R_32F, net_.classes, ct, CUBLAS_GEMM_DEFAULT));
   mark(Kind::fc, s);
   kernels::launch_softmax_xent(s, I.logits, I.master_b + I.fc_b_off, I.labels, I.dlogits, I.loss, N, net_.classes,
-                               cfg_.loss_scale, half_);
+                               I.scale, half_);
   mark(Kind::loss, s);
   NB_CUDA_LAUNCH();
 }
@@ -397,13 +380,36 @@ void TrainStep::backward(cudaStream_t s) {
 
 void TrainStep::update(cudaStream_t s) {
   Impl& I = *impl_;
-  const float inv = 1.f / cfg_.loss_scale;
+  // Mixed precision: dynamic loss scaling as automatic mixed precision does it. A step whose
+  // gradients hold an infinity or NaN (FP16 overflow) changes nothing and halves the scale; 2000
+  // good steps in a row double it. All on the device: no synchronisation per step. FP32 keeps
+  // its scale (1) and never skips (the flag stays 0).
+  if (half_) {
+    NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, sizeof(int), s));
+    kernels::launch_find_nonfinite(s, I.grad_a, true, I.n_a, I.ls_flags);
+    kernels::launch_find_nonfinite(s, I.grad_b, false, I.n_b, I.ls_flags);
+  }
   kernels::launch_sgd_update(s, I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a, cfg_.lr,
-                             cfg_.momentum, cfg_.weight_decay, inv);
+                             cfg_.momentum, cfg_.weight_decay, I.scale, I.ls_flags);
   kernels::launch_sgd_update(s, I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b, cfg_.lr, cfg_.momentum,
-                             cfg_.weight_decay, inv);
+                             cfg_.weight_decay, I.scale, I.ls_flags);
+  if (half_) kernels::launch_update_loss_scale(s, I.scale, I.ls_flags, I.ls_flags + 1, I.ls_flags + 2, kScaleGrowthInterval);
   mark(Kind::update, s);
   NB_CUDA_LAUNCH();
+}
+
+float TrainStep::loss_scale() {
+  float v = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&v, impl_->scale, 4, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+int TrainStep::skipped_steps() {
+  int v = 0;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(&v, impl_->ls_flags + 2, sizeof(int), cudaMemcpyDeviceToHost));
+  return v;
 }
 
 float TrainStep::read_loss() {
@@ -433,164 +439,6 @@ std::array<double, kKinds> TrainStep::profile(int steps) {
   std::array<double, kKinds> out{};
   for (int k = 0; k < kKinds; ++k) out[size_t(k)] = compute_stats(per[size_t(k)]).median;
   return out;
-}
-
-namespace {
-std::vector<double> read_doubles(const void* p, size_t offset, size_t n, bool half) {
-  std::vector<double> out(n);
-  if (!half) {
-    std::vector<float> h(n);
-    NB_CUDA(cudaMemcpy(h.data(), static_cast<const float*>(p) + offset, n * 4, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i) out[i] = h[i];
-  } else {
-    std::vector<uint16_t> h(n);
-    NB_CUDA(cudaMemcpy(h.data(), static_cast<const uint16_t*>(p) + offset, n * 2, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i) out[i] = half_to_double(h[i]);
-  }
-  return out;
-}
-}  // namespace
-
-json TrainStep::verify_samples(size_t samples, size_t& failures, std::string& first) {
-  Impl& I = *impl_;
-  NB_CUDA(cudaStreamSynchronize(stream_));
-  const std::string pn = cfg_.prec->name;
-  json out = json::object();
-  // The first convolution: y[n][k][p][q] = sum x[n][c][p s - pad + r][q s - pad + t] w[k][c][r][t].
-  {
-    const Layer& L = I.layers[0];
-    const auto& c = *L.spec;
-    const int oh = c.out_hw();
-    const GemmTolerance tol = gemm_tolerance("conv_" + pn);
-    const auto W = read_doubles(L.w, 0, size_t(c.weights()), half_);
-    std::map<size_t, std::vector<double>> imgs;
-    double max_ratio = 0;
-    size_t fails = 0;
-    const auto pos = sample_positions(int64_t(L.d->y_elems()), 1, samples, 0x7A1Aull);
-    for (const auto& [flat, unused] : pos) {
-      (void)unused;
-      size_t t = size_t(flat);
-      const size_t q = t % oh; t /= oh;
-      const size_t p = t % oh; t /= oh;
-      const size_t k = t % c.k;
-      const size_t n = t / c.k;
-      auto& X = imgs[n];
-      if (X.empty()) X = read_doubles(I.image, n * c.in_elems(), size_t(c.in_elems()), half_);
-      std::vector<double> a, b;
-      for (int ci = 0; ci < c.c; ++ci)
-        for (int r = 0; r < c.r; ++r)
-          for (int u = 0; u < c.r; ++u) {
-            const long h = long(p) * c.stride - c.pad + r, w = long(q) * c.stride - c.pad + u;
-            if (h < 0 || w < 0 || h >= c.hw || w >= c.hw) continue;
-            const size_t xi = cfg_.nhwc ? (size_t(h) * c.hw + size_t(w)) * c.c + ci : (size_t(ci) * c.hw + size_t(h)) * c.hw + size_t(w);
-            const size_t wi = cfg_.nhwc ? ((k * c.r + r) * c.r + u) * c.c + ci : ((k * c.c + ci) * c.r + r) * c.r + u;
-            a.push_back(X[xi]);
-            b.push_back(W[wi]);
-          }
-      const size_t yi = cfg_.nhwc ? ((n * oh + p) * oh + q) * c.k + k : ((n * c.k + k) * oh + p) * oh + q;
-      const DotCheck d = check_dot(a, b, read_doubles(L.y, yi, 1, half_)[0], tol);
-      if (!d.ok) {
-        if (!failures && !fails) {
-          std::ostringstream os;
-          os << "conv1 output element " << flat << " = " << d.got << ", float64 " << d.ref << ", bound " << d.bound;
-          first = os.str();
-        }
-        ++fails;
-      }
-      if (std::isfinite(d.ratio)) max_ratio = std::max(max_ratio, d.ratio);
-    }
-    failures += fails;
-    out["conv1"] = {{"samples", pos.size()}, {"failures", fails}, {"max_error_ratio", max_ratio}};
-  }
-  // The FC: logits[n][j] = sum_i pooled[n][i] W[j][i] (before the bias).
-  {
-    const GemmTolerance tol = gemm_tolerance(pn);
-    const int64_t N = cfg_.batch;
-    const auto pos = sample_positions(N, net_.classes, samples, 0xFCull);
-    double max_ratio = 0;
-    size_t fails = 0;
-    for (const auto& [n, j] : pos) {
-      const auto a = read_doubles(I.pooled, size_t(n) * net_.fc_in, size_t(net_.fc_in), half_);
-      const auto b = read_doubles(I.compute_a, I.fc_w_off + size_t(j) * net_.fc_in, size_t(net_.fc_in), half_);
-      float got = 0;
-      NB_CUDA(cudaMemcpy(&got, I.logits + size_t(n) * net_.classes + size_t(j), 4, cudaMemcpyDeviceToHost));
-      const DotCheck d = check_dot(a, b, got, tol);
-      if (!d.ok) {
-        if (!failures && !fails) {
-          std::ostringstream os;
-          os << "fc logit (" << n << ", " << j << ") = " << d.got << ", float64 " << d.ref << ", bound " << d.bound;
-          first = os.str();
-        }
-        ++fails;
-      }
-      if (std::isfinite(d.ratio)) max_ratio = std::max(max_ratio, d.ratio);
-    }
-    failures += fails;
-    out["fc"] = {{"samples", pos.size()}, {"failures", fails}, {"max_error_ratio", max_ratio}};
-  }
-  out["reference"] = "float64 dot products of the stored inputs on the host";
-  return out;
-}
-
-std::vector<float> TrainStep::gradients(const ParamRef& p) {
-  NB_CUDA(cudaStreamSynchronize(stream_));
-  std::vector<float> g(p.count);
-  if (p.fp32_segment) {
-    NB_CUDA(cudaMemcpy(g.data(), impl_->grad_b + p.offset, p.count * 4, cudaMemcpyDeviceToHost));
-  } else {
-    const auto d = read_doubles(impl_->grad_a, p.offset, p.count, half_);
-    for (size_t i = 0; i < p.count; ++i) g[i] = float(d[i]);
-  }
-  for (auto& v : g) v /= cfg_.loss_scale;
-  return g;
-}
-
-float TrainStep::param(const ParamRef& p, size_t i) {
-  float v = 0;
-  NB_CUDA(cudaStreamSynchronize(stream_));
-  NB_CUDA(cudaMemcpy(&v, (p.fp32_segment ? impl_->master_b : impl_->master_a) + p.offset + i, 4, cudaMemcpyDeviceToHost));
-  return v;
-}
-
-void TrainStep::set_param(const ParamRef& p, size_t i, float v) {
-  NB_CUDA(cudaStreamSynchronize(stream_));
-  float* m = (p.fp32_segment ? impl_->master_b : impl_->master_a) + p.offset + i;
-  NB_CUDA(cudaMemcpy(m, &v, 4, cudaMemcpyHostToDevice));
-  if (!p.fp32_segment && half_) {
-    kernels::launch_cast_from_float(stream_, m, static_cast<uint16_t*>(impl_->compute_a) + p.offset + i, 1, true);
-    NB_CUDA_LAUNCH();
-    NB_CUDA(cudaStreamSynchronize(stream_));
-  }
-}
-
-TrainStep::LossView TrainStep::loss_view() {
-  Impl& I = *impl_;
-  LossView v;
-  const size_t n = size_t(cfg_.batch), c = size_t(net_.classes);
-  v.loss = read_loss();
-  v.logits.resize(n * c);
-  v.bias.resize(c);
-  v.labels.resize(n);
-  NB_CUDA(cudaMemcpy(v.logits.data(), I.logits, n * c * 4, cudaMemcpyDeviceToHost));
-  NB_CUDA(cudaMemcpy(v.bias.data(), I.master_b + I.fc_b_off, c * 4, cudaMemcpyDeviceToHost));
-  NB_CUDA(cudaMemcpy(v.labels.data(), I.labels, n * 4, cudaMemcpyDeviceToHost));
-  const auto d = read_doubles(I.dlogits, 0, n * c, half_);
-  v.dlogits.assign(d.begin(), d.end());
-  return v;
-}
-
-json TrainStep::algorithms() const {
-  json a = json::array();
-  for (const auto& L : impl_->layers) {
-    json e = {{"layer", L.spec->name}, {"fwd_algo", L.fwd.algo}, {"fwd_source", L.fwd.source},
-              {"bwd_filter_algo", L.bwd_filter.algo}, {"bwd_filter_source", L.bwd_filter.source}};
-    if (L.data_grad) {
-      e["bwd_data_algo"] = L.bwd_data.algo;
-      e["bwd_data_source"] = L.bwd_data.source;
-    }
-    a.push_back(e);
-  }
-  return a;
 }
 
 }  // namespace nb::train

@@ -2,8 +2,8 @@
 // every layer (convolutions with the repeatable algorithm choice of cudnn_conv, batch norm in
 // training mode, ReLU, residual add, max pool, global average pool, the FC by cublasGemmEx,
 // softmax cross-entropy) and an SGD momentum update of every parameter on FP32 master weights.
-// Mixed precision (fp16): FP16 activations and compute weights, FP32 master weights, static loss
-// scaling. Every buffer of the step comes from one tracking arena, so its peak is measured.
+// Mixed precision (fp16): FP16 activations and compute weights, FP32 master weights, dynamic loss
+// scaling (a step with non-finite gradients is skipped and halves the scale). Every buffer of the step comes from one tracking arena, so its peak is measured.
 #pragma once
 #include <array>
 #include <memory>
@@ -28,9 +28,11 @@ struct StepConfig {
   bool nhwc = false;
   int64_t batch = 1;
   float lr = 0.02f, momentum = 0.9f, weight_decay = 5e-5f;
-  float loss_scale = 1.f;  // fp16: static loss scale (default_loss_scale)
+  float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
 };
 float default_loss_scale(const cudnn::Prec& p);  // 1024 for fp16, 1 otherwise
+// fp16: good steps in a row after which the loss scale doubles (as automatic mixed precision).
+constexpr int kScaleGrowthInterval = 2000;
 
 // An allocation the device could not make.
 struct OutOfMemory {
@@ -75,6 +77,10 @@ class TrainStep {
   void update(cudaStream_t s);
   void step(cudaStream_t s) { forward(s); backward(s); update(s); }
   float read_loss();  // the loss of the last forward (synchronises)
+  // The current loss scale (the one of the last backward until update adapts it) and the steps
+  // skipped so far for non-finite gradients (fp16; synchronise).
+  float loss_scale();
+  int skipped_steps();
 
   // Runs `steps` steps with events between the operations: ms per step of each kind (median).
   std::array<double, kKinds> profile(int steps);
@@ -83,7 +89,7 @@ class TrainStep {
   // dot products of their stored inputs. Adds to `failures`, sets `first` to the first failure.
   nlohmann::json verify_samples(size_t samples, size_t& failures, std::string& first);
 
-  // For the gradient check: the parameters, their (unscaled) gradients after backward and the
+  // For the gradient check: the parameters, their (unscaled, between backward and update) gradients and the
   // master weights (set_param also updates the compute copy).
   const std::vector<ParamRef>& params() const { return params_; }
   std::vector<float> gradients(const ParamRef& p);
@@ -100,7 +106,8 @@ class TrainStep {
   LossView loss_view();
 
   size_t peak_bytes() const { return arena_.peak(); }
-  size_t workspace_bytes() const { return ws_bytes_; }
+  // The workspace shared by the convolutions and batch norm, plus batch norm's reserve spaces.
+  size_t workspace_bytes() const { return ws_bytes_ + bn_reserve_bytes_; }
   nlohmann::json algorithms() const;
   const StepConfig& config() const { return cfg_; }
 
@@ -124,7 +131,7 @@ class TrainStep {
   Arena arena_;
   std::unique_ptr<Impl> impl_;
   std::vector<ParamRef> params_;
-  size_t ws_bytes_ = 0;
+  size_t ws_bytes_ = 0, bn_reserve_bytes_ = 0;
 };
 
 }  // namespace nb::train

@@ -77,8 +77,9 @@ __device__ float block_reduce(float v, bool is_max, float* sh) {
 // One block per row.
 template <class T>
 __global__ void softmax_xent_k(const float* logits, const float* bias, const int32_t* labels, T* dl, float* loss,
-                               int classes, float scale, float inv_n) {
+                               int classes, const float* scale_p, float inv_n) {
   __shared__ float sh[kThreads];
+  const float scale = *scale_p;
   const size_t row = blockIdx.x;
   const float* z = logits + row * classes;
   float m = -INFINITY;
@@ -106,7 +107,9 @@ __global__ void bias_grad_k(const T* dl, float* db, int n, int classes) {
 
 template <class G>
 __global__ void sgd_k(float* w, float* v, const G* g, __half* copy, size_t n, float lr, float mu, float wd,
-                      float inv_scale) {
+                      const float* scale, const int* skip) {
+  if (*skip) return;
+  const float inv_scale = 1.f / *scale;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float wi = w[i];
     const float vi = mu * v[i] + (ld(g, i) * inv_scale + wd * wi);
@@ -115,6 +118,20 @@ __global__ void sgd_k(float* w, float* v, const G* g, __half* copy, size_t n, fl
     w[i] = wn;
     if (copy) copy[i] = __float2half_rn(wn);
   }
+}
+
+template <class G>
+__global__ void nonfinite_k(const G* g, size_t n, int* found) {
+  bool bad = false;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const float x = ld(g, i);
+    bad = bad || !isfinite(x);
+  }
+  if (bad) *found = 1;  // every writer writes the same value
+}
+
+__global__ void loss_scale_k(float* scale, const int* found, int* good, int* skipped, int interval) {
+  next_loss_scale(*scale, *found != 0, *good, *skipped, interval);
 }
 
 __device__ __forceinline__ uint64_t mix(uint64_t x) {
@@ -181,7 +198,7 @@ void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, in
                                                           hw, nhwc);
 }
 void launch_softmax_xent(cudaStream_t s, const float* logits, const float* bias, const int32_t* labels, void* dlogits,
-                         float* loss, int n, int classes, float scale, bool half) {
+                         float* loss, int n, int classes, const float* scale, bool half) {
   if (half)
     softmax_xent_k<<<n, kThreads, 0, s>>>(logits, bias, labels, static_cast<__half*>(dlogits), loss, classes, scale,
                                           1.f / float(n));
@@ -195,13 +212,20 @@ void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int
   else bias_grad_k<<<b, kThreads, 0, s>>>(static_cast<const float*>(dlogits), db, n, classes);
 }
 void launch_sgd_update(cudaStream_t s, float* w, float* v, const void* g, bool g_half, void* copy, size_t n, float lr,
-                       float mu, float wd, float inv_scale) {
+                       float mu, float wd, const float* scale, const int* skip) {
   if (g_half)
     sgd_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, static_cast<const __half*>(g), static_cast<__half*>(copy), n, lr, mu,
-                                              wd, inv_scale);
+                                              wd, scale, skip);
   else
     sgd_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, static_cast<const float*>(g), static_cast<__half*>(copy), n, lr, mu,
-                                              wd, inv_scale);
+                                              wd, scale, skip);
+}
+void launch_find_nonfinite(cudaStream_t s, const void* g, bool half, size_t n, int* found) {
+  if (half) nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const __half*>(g), n, found);
+  else nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const float*>(g), n, found);
+}
+void launch_update_loss_scale(cudaStream_t s, float* scale, const int* found, int* good, int* skipped, int interval) {
+  loss_scale_k<<<1, 1, 0, s>>>(scale, found, good, skipped, interval);
 }
 void launch_init_uniform(cudaStream_t s, float* w, size_t n, float scale, uint64_t seed) {
   init_uniform_k<<<blocks_for(n), kThreads, 0, s>>>(w, n, scale, seed);

@@ -7,7 +7,28 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 
+#if defined(__CUDACC__)
+#define NB_TRAIN_HD __host__ __device__
+#else
+#define NB_TRAIN_HD
+#endif
+
 namespace nb::kernels {
+
+// The dynamic loss-scaling rule (host and device; launch_update_loss_scale runs it on the device):
+// after a step with non-finite gradients the scale halves (not below 1), the good-step count
+// restarts and the skip is counted; after `interval` good steps in a row the scale doubles (up to
+// 2^24).
+NB_TRAIN_HD inline void next_loss_scale(float& scale, bool found, int& good, int& skipped, int interval) {
+  if (found) {
+    scale = scale * 0.5f < 1.f ? 1.f : scale * 0.5f;
+    good = 0;
+    skipped += 1;
+  } else if (++good >= interval) {
+    scale = scale * 2.f > 16777216.f ? 16777216.f : scale * 2.f;
+    good = 0;
+  }
+}
 
 // y = max(x, 0) (x and y may alias).
 void launch_relu(cudaStream_t s, const void* x, void* y, size_t n, bool half);
@@ -20,16 +41,23 @@ void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw
 // dx = dy[n][c] / hw at every position.
 void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half);
 // Softmax cross-entropy over rows of `classes` logits (FP32) plus bias (FP32): adds the mean loss
-// over the n rows to *loss (FP32, zero it first) and writes dlogits = scale * (softmax - onehot) / n.
+// over the n rows to *loss (FP32, zero it first) and writes dlogits = *scale * (softmax - onehot) / n
+// (scale: the loss scale, in device memory).
 void launch_softmax_xent(cudaStream_t s, const float* logits, const float* bias, const int32_t* labels, void* dlogits,
-                         float* loss, int n, int classes, float scale, bool half);
+                         float* loss, int n, int classes, const float* scale, bool half);
 // db[j] = sum over rows of dlogits[i][j] (FP32 result).
 void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int classes, bool half);
 // SGD with momentum and weight decay on FP32 master weights w, momentum v, gradients g (storage
-// type, multiplied by the loss scale: inv_scale undoes it): v = mu v + (g inv_scale + wd w);
+// type, multiplied by the loss scale *scale, device memory): v = mu v + (g / *scale + wd w);
 // w -= lr v; when `copy` is set, copy = w in FP16 (the compute weights of mixed precision).
+// Nothing changes when *skip is non-zero (the step's gradients overflowed).
 void launch_sgd_update(cudaStream_t s, float* w, float* v, const void* g, bool g_half, void* copy, size_t n, float lr,
-                       float mu, float wd, float inv_scale);
+                       float mu, float wd, const float* scale, const int* skip);
+// *found = 1 when any of the n gradients (storage type) is infinite or NaN; otherwise unchanged.
+void launch_find_nonfinite(cudaStream_t s, const void* g, bool half, size_t n, int* found);
+// Dynamic loss scaling after a step (one thread): next_loss_scale on the device state. *found is
+// left as it is.
+void launch_update_loss_scale(cudaStream_t s, float* scale, const int* found, int* good, int* skipped, int interval);
 // w[i] = scale * u(seed, i), u uniform in [-1, 1): the initial weights.
 void launch_init_uniform(cudaStream_t s, float* w, size_t n, float scale, uint64_t seed);
 void launch_fill_value(cudaStream_t s, float* w, size_t n, float value);

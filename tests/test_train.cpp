@@ -1,5 +1,5 @@
 // The train family without a GPU: ResNet-50's layer list (shapes, parameter count), the memory
-// plan, the case list and the batch recommendation.
+// plan, the case list, the batch recommendation and the dynamic loss-scaling rule.
 #ifdef NB_HAVE_CUDNN
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 
 #include "../benchmarks/resnet50_net.hpp"
 #include "../benchmarks/train_analysis.hpp"
+#include "../kernels/train_kernels.cuh"
 #include "analysis.hpp"
 
 namespace nb {
@@ -117,6 +118,35 @@ TEST(TrainLoss, HostReferenceMatchesHandValues) {
   double sum = 0;
   for (double v : d) sum += v;
   EXPECT_NEAR(sum, 0.0, 1e-12);  // the gradient of each row sums to zero
+}
+
+// The dynamic loss-scaling rule against a hand-worked sequence: overflows halve (floor 1) and
+// count, good steps double the scale at the interval (cap 2^24) and an overflow restarts the count.
+TEST(TrainLossScale, HalvesOnOverflowDoublesAfterGoodSteps) {
+  float scale = 1024.f;
+  int good = 0, skipped = 0;
+  kernels::next_loss_scale(scale, true, good, skipped, 3);
+  EXPECT_EQ(scale, 512.f);
+  EXPECT_EQ(skipped, 1);
+  kernels::next_loss_scale(scale, false, good, skipped, 3);
+  kernels::next_loss_scale(scale, false, good, skipped, 3);
+  EXPECT_EQ(scale, 512.f);
+  EXPECT_EQ(good, 2);
+  kernels::next_loss_scale(scale, true, good, skipped, 3);  // restarts the count
+  EXPECT_EQ(scale, 256.f);
+  EXPECT_EQ(good, 0);
+  for (int i = 0; i < 3; ++i) kernels::next_loss_scale(scale, false, good, skipped, 3);
+  EXPECT_EQ(scale, 512.f);
+  EXPECT_EQ(good, 0);
+  EXPECT_EQ(skipped, 2);
+  float low = 1.5f;
+  kernels::next_loss_scale(low, true, good, skipped, 3);
+  EXPECT_EQ(low, 1.f);
+  kernels::next_loss_scale(low, true, good, skipped, 3);
+  EXPECT_EQ(low, 1.f);
+  float high = 16777216.f;
+  for (int i = 0; i < 3; ++i) kernels::next_loss_scale(high, false, good, skipped, 3);
+  EXPECT_EQ(high, 16777216.f);
 }
 
 TEST(TrainCases, FullSweepAndQuick) {
