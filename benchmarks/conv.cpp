@@ -18,6 +18,7 @@
 #include "benchmark.hpp"
 #include "cli.hpp"
 #include "cudnn_conv.hpp"
+#include "oom_series.hpp"
 #include "kernels.cuh"
 #include "resources.hpp"
 #include "stats.hpp"
@@ -88,15 +89,10 @@ DeviceBuffer alloc_or_skip(CaseContext& ctx, size_t bytes, const std::string& wh
   }
 }
 
-// The smallest batch that did not fit, per (device, series); larger ones are skipped.
-// Guarded by oom_mutex(): GPUs run their cases at once, one thread each.
-std::map<std::string, int64_t>& oom_batches() {
-  static std::map<std::string, int64_t> m;
-  return m;
-}
-std::mutex& oom_mutex() {
-  static std::mutex m;
-  return m;
+// The smallest batch of each (GPU, precision, layout) series that did not fit.
+OomSeries& oom_series() {
+  static OomSeries o;
+  return o;
 }
 
 // Descriptors and buffers of one convolution of a square layer at one batch size.
@@ -308,15 +304,7 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
 void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   const GpuInfo& g = ctx.gpu();
   const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
-  {
-    std::unique_lock<std::mutex> lock(oom_mutex());
-    auto it = oom_batches().find(series);
-    if (it != oom_batches().end() && batch > it->second) {
-      const std::string why = "does not fit: a smaller batch (" + std::to_string(it->second) + ") of this series did not fit";
-      lock.unlock();
-      ctx.skip(why, ReasonKind::smaller_oom);
-    }
-  }
+  oom_series().skip_if_larger_than_failed(ctx, series, batch);
   cudnnHandle_t h = handle_for(g.index);
   size_t free0 = 0, total = 0;
   NB_CUDA(cudaMemGetInfo(&free0, &total));
@@ -406,11 +394,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
         "gradients, and the largest workspace; other layers (batch norm, ReLU, pooling) are not included";
     ctx.details()["flops_note"] = "forward + backward-data + backward-filter, each 2 N K P Q C R S, weighted by occurrence";
   } catch (const SkipCase& s) {
-    if (s.kind == ReasonKind::oom) {
-      std::lock_guard<std::mutex> lock(oom_mutex());
-      auto& o = oom_batches()[series];
-      if (o == 0 || batch < o) o = batch;
-    }
+    if (s.kind == ReasonKind::oom) oom_series().failed(series, batch);
     throw;
   }
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "oom_series.hpp"
 #include "analysis.hpp"
 #include "benchmark.hpp"
 #include "stats.hpp"
@@ -22,15 +23,10 @@ using nlohmann::json;
 using namespace cudnn;
 using train::Kind;
 
-// The smallest batch that did not fit, per (GPU, precision, layout); GPUs run at once, one
-// thread each, so it is guarded.
-std::mutex& oom_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::map<std::string, int64_t>& oom_batches() {
-  static std::map<std::string, int64_t> m;
-  return m;
+// The smallest batch of each (GPU, precision, layout) series that did not fit.
+OomSeries& oom_series() {
+  static OomSeries o;
+  return o;
 }
 
 constexpr int kLossSteps = 20;
@@ -38,20 +34,8 @@ constexpr int kLossSteps = 20;
 void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   const GpuInfo& g = ctx.gpu();
   const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
-  {
-    std::unique_lock<std::mutex> lock(oom_mutex());
-    auto it = oom_batches().find(series);
-    if (it != oom_batches().end() && batch > it->second) {
-      const std::string why = "does not fit: a smaller batch (" + std::to_string(it->second) + ") of this series did not fit";
-      lock.unlock();
-      ctx.skip(why, ReasonKind::smaller_oom);
-    }
-  }
-  auto record_oom = [&] {
-    std::lock_guard<std::mutex> lock(oom_mutex());
-    auto& o = oom_batches()[series];
-    if (o == 0 || batch < o) o = batch;
-  };
+  oom_series().skip_if_larger_than_failed(ctx, series, batch);
+  auto record_oom = [&] { oom_series().failed(series, batch); };
   train::StepConfig cfg;
   cfg.prec = &P;
   cfg.nhwc = nhwc;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "../benchmarks/oom_series.hpp"
 #include "../benchmarks/resnet50_net.hpp"
 #include "../benchmarks/train_analysis.hpp"
 #include "../kernels/train_kernels.cuh"
@@ -237,3 +238,22 @@ TEST(TrainFp16Verdict, TrainingStepRowAndP40Note) {
 }  // namespace
 }  // namespace nb
 #endif
+
+// ---- the out-of-memory series of a batch sweep (conv and train families) ----------------------
+
+TEST(OomSeries, KeepsTheSmallestFailedBatchPerSeries) {
+  nb::OomSeries o;
+  EXPECT_FALSE(o.smallest_failed("0/fp16/nhwc").has_value());
+  EXPECT_FALSE(o.larger_than_failed("0/fp16/nhwc", 4096));
+  o.failed("0/fp16/nhwc", 1024);
+  o.failed("0/fp16/nhwc", 2048);  // a larger failure does not raise the bound
+  EXPECT_EQ(o.smallest_failed("0/fp16/nhwc"), 1024);
+  o.failed("0/fp16/nhwc", 512);   // a smaller one lowers it
+  EXPECT_EQ(o.smallest_failed("0/fp16/nhwc"), 512);
+  EXPECT_TRUE(o.larger_than_failed("0/fp16/nhwc", 1024));
+  EXPECT_FALSE(o.larger_than_failed("0/fp16/nhwc", 512));  // the failed batch itself is tried again
+  EXPECT_FALSE(o.larger_than_failed("0/fp16/nhwc", 256));
+  // Series of another GPU or precision are apart.
+  EXPECT_FALSE(o.smallest_failed("1/fp16/nhwc").has_value());
+  EXPECT_FALSE(o.larger_than_failed("0/fp32/nhwc", 4096));
+}

@@ -13,6 +13,7 @@
 #include "benchmark.hpp"
 #include "cli.hpp"
 #include "doctor.hpp"
+#include "prometheus.hpp"
 
 namespace nb {
 
@@ -106,7 +107,6 @@ struct PromContext {
   int cuda_gpus = 0;
   std::optional<int> nvml_gpus;
 };
-std::string prometheus_label_escape(const std::string& s);
 std::string prometheus_text(const ValidationReport& r, const PromContext& ctx);
 
 void print_validation(const ValidationReport& r, std::ostream& os);

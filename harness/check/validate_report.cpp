@@ -1,5 +1,6 @@
 // `nodebench validate`'s reports: the verdict, the result file's analysis.validation, JUnit XML,
 // the Prometheus textfile and the printed table.
+#include "prometheus.hpp"
 #include "validate.hpp"
 
 #include <cmath>
@@ -90,16 +91,6 @@ std::string junit_xml(const ValidationReport& r, const std::string& hostname, co
   return os.str();
 }
 
-std::string prometheus_label_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
 
 std::string prometheus_text(const ValidationReport& r, const PromContext& ctx) {
   std::ostringstream os;

@@ -1,4 +1,5 @@
 #include "monitor.hpp"
+#include "prometheus.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -178,21 +179,11 @@ std::string table_text(const std::vector<GpuSample>& latest) {
   return os.str();
 }
 
-std::string prometheus_escape_label(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
 
 std::string prometheus_text(const std::vector<GpuSample>& latest, double unix_time) {
   std::ostringstream os;
   auto labels = [](const GpuSample& s) {
-    return "gpu=\"" + std::to_string(s.gpu) + "\",uuid=\"" + prometheus_escape_label(s.uuid) + "\"";
+    return "gpu=\"" + std::to_string(s.gpu) + "\",uuid=\"" + prometheus_label_escape(s.uuid) + "\"";
   };
   struct Metric {
     const char* name;
@@ -236,7 +227,7 @@ std::string prometheus_text(const std::vector<GpuSample>& latest, double unix_ti
       const auto set = throttle_reason_names(*s.throttle_mask);
       for (const auto& r : all) {
         const bool on = std::find(set.begin(), set.end(), r) != set.end();
-        os << "nodebench_gpu_throttle_reason{" << labels(s) << ",reason=\"" << prometheus_escape_label(r) << "\"} "
+        os << "nodebench_gpu_throttle_reason{" << labels(s) << ",reason=\"" << prometheus_label_escape(r) << "\"} "
            << (on ? 1 : 0) << "\n";
       }
     }

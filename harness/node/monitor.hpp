@@ -70,7 +70,6 @@ std::string table_text(const std::vector<GpuSample>& latest);
 // Prometheus text exposition for node_exporter's textfile collector: `nodebench_gpu_*` gauges
 // with `gpu` and `uuid` labels, HELP and TYPE lines once per metric.
 std::string prometheus_text(const std::vector<GpuSample>& latest, double unix_time);
-std::string prometheus_escape_label(const std::string& s);
 
 // --- timeline --------------------------------------------------------------------------------
 struct TimelineMark {
