@@ -105,8 +105,15 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
                                           {"parameters", plan.parameters}, {"other", plan.other},
                                           {"workspace", st.workspace_bytes()}};
     ctx.details()["profile_note"] =
-        "time per layer kind: the median over 5 steps with events between the operations; elementwise_share = "
-        "(bn + elementwise + pool) / the sum of the kinds";
+        "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
+        "operations; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
+    ctx.details()["profile_sum_ms"] = sum;
+    // The kinds should add up to about the step; when they do not, the split is not to be trusted.
+    if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)
+      ctx.details()["profile_warning"] = "the per-kind times add up to " + fmt(sum, 2) + " ms for a " + fmt(med * 1e3, 2) +
+                                         " ms step" + (st.profile_host_bound() ? " (the step could not be queued in full "
+                                                                                  "behind the blocking kernel)" : "") +
+                                         ": the split by layer kind is not reliable for this case";
     if (P.data == CUDNN_DATA_HALF && g.cc() < 70)
       ctx.details()["note"] = "compute capability " + g.cc_string() +
                               " (below 7.0): mixed precision runs FP16 storage with FP32 arithmetic (no FP16 tensor cores)";

@@ -84,6 +84,9 @@ class TrainStep {
 
   // Runs `steps` steps with events between the operations: ms per step of each kind (median).
   std::array<double, kKinds> profile(int steps);
+  // Whether a profiled step could not be queued in full before the blocking kernel gave up (its
+  // per-kind times then include the host's issue cost).
+  bool profile_host_bound() const { return profile_host_bound_; }
 
   // Sampled-point checks of the last forward: the first convolution and the FC against float64
   // dot products of their stored inputs. Adds to `failures`, sets `first` to the first failure.
@@ -114,6 +117,7 @@ class TrainStep {
  private:
   struct Layer;
   struct Impl;
+  bool profile_host_bound_ = false;
   void mark(Kind k, cudaStream_t s);
   void bn_fwd(Layer& L, void* out, cudaStream_t s);
   void bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s);
