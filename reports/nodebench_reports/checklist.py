@@ -508,8 +508,16 @@ def check_train_memory(data: ReportData, title: str) -> Item | None:
     status = worst(statuses)
     if not top:
         return Item("memory", title, status, "no training batch within the memory limit measured", ev)
-    summary = (f"the largest training batch within the limit uses {fmt_pct(max(top), 0)} of GPU memory "
-               f"(the guide's \"about 90%\": the next doubling does not stay within it)")
+    limit = max(r.limit for r in recs)
+    reached = any(p.oom for p in derive_train.train_points(data)) or 2 * max(top) > limit
+    if reached:
+        summary = (f"the largest training batch within the limit uses {fmt_pct(max(top), 0)} of GPU memory "
+                   f"(the guide's \"about 90%\": the next doubling does not stay within it)")
+    else:
+        summary = (f"the largest training batch measured uses {fmt_pct(max(top), 0)} of GPU memory and the sweep "
+                   f"stopped there: a doubled batch would still fit within {fmt_pct(limit, 0)}; run the full "
+                   f"train sweep (up to out of memory) for the guide's \"about 90%\"")
+        status = worst([status, WARN])
     return Item("memory", title, status, summary, ev)
 
 

@@ -52,6 +52,20 @@ def test_memory_item_status_follows_fraction_at_recommended_batch(frac, status):
     assert items(doc)["memory"].status == status
 
 
+def test_sweep_that_stopped_far_below_the_limit_is_not_called_full():
+    # Only batches up to 256 measured, at 9% of memory, no out-of-memory batch: the item must not
+    # claim that the next doubling would not fit; it asks for the full sweep and warns.
+    doc = train_doc()
+    doc["records"] = [r for r in doc["records"] if not (r["family"] == "train" and r["status"] != "ok")]
+    for r in doc["analysis"]["train_recommendation"]:
+        r["memory_batch_fraction"] = 0.09
+        r["memory_fraction"] = 0.05
+    item = items(doc)["memory"]
+    assert item.status == WARN
+    assert "next doubling does not stay" not in item.summary
+    assert "run the full train sweep" in item.summary and "9%" in item.summary
+
+
 def test_no_batch_within_limit_warns():
     doc = train_doc()
     for r in doc["analysis"]["train_recommendation"]:
