@@ -111,8 +111,9 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
 
   CLI::App app{
       "nodebench: benchmarks and checks for GPU nodes: cuBLAS GEMM in every precision, device memory,\n"
-      "host link, latencies, peak arithmetic, cuDNN convolution with a batch-size sweep, peer-to-peer\n"
-      "and NCCL collectives; timing on CUDA events, statistics per case, versioned JSON results.",
+      "host link, latencies, peak arithmetic, cuDNN convolution with a batch-size sweep, a ResNet-50\n"
+      "training step on cuDNN and cuBLAS, peer-to-peer and NCCL collectives; timing on CUDA events,\n"
+      "statistics per case, versioned JSON results; node checks, GPU monitoring and data-parallel advice.",
       "nodebench"};
   app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
   app.require_subcommand(1);
