@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "../benchmarks/train_dp_plan.hpp"
+#include "error.hpp"
+#include "settings.hpp"
 
 namespace nb::train_dp {
 namespace {
@@ -149,6 +151,30 @@ TEST(TrainDpCases, IdsFollowTheContract) {
   EXPECT_EQ(ids[0] + "/" + part_name(4), record_id(full[0], 4));
   EXPECT_EQ(case_ids(false), std::vector<std::string>{"train_dp/resnet50/fp16/nhwc/b32"});
 #endif
+}
+
+TEST(TrainDpSettings, BucketAndAccumulation) {
+  const Settings d = Settings::from_map({});
+  EXPECT_DOUBLE_EQ(d.dp_bucket_mib, 25.0);
+  EXPECT_EQ(d.dp_accumulation, 1);
+  const Settings s = Settings::from_map({{"NODEBENCH_DP_BUCKET_MIB", "2.5"}, {"NODEBENCH_DP_ACCUMULATION", "4"}});
+  EXPECT_DOUBLE_EQ(s.dp_bucket_mib, 2.5);
+  EXPECT_EQ(s.dp_accumulation, 4);
+  EXPECT_EQ(s.to_json()["dp_accumulation"], 4);
+  auto message = [](std::map<std::string, std::string> env) {
+    try {
+      (void)Settings::from_map(env);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message({{"NODEBENCH_DP_ACCUMULATION", "0"}}).find("NODEBENCH_DP_ACCUMULATION='0'"), std::string::npos);
+  EXPECT_NE(message({{"NODEBENCH_DP_ACCUMULATION", "1.5"}}).find("whole number"), std::string::npos);
+  EXPECT_NE(message({{"NODEBENCH_DP_BUCKET_MIB", "-1"}}).find("NODEBENCH_DP_BUCKET_MIB='-1'"), std::string::npos);
+  std::vector<std::string> unknown;
+  (void)Settings::from_map({{"NODEBENCH_DP_BUCKET_MIB", "1"}}, &unknown);
+  EXPECT_TRUE(unknown.empty());
 }
 
 }  // namespace
