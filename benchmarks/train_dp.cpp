@@ -8,7 +8,9 @@
 // train_dp/resnet50/<precision>/<layout>/b<batch>/g<gpus>. Each part measures the step with the
 // all-reduce, then the same GPUs with the all-reduce skipped (exposed_comm_ms = the difference);
 // the case measures the first GPU alone once (compute only), the 1-GPU figure of
-// scaling_efficiency. Verification on every part of two GPUs or more: each GPU's own gradient of
+// scaling_efficiency. Verification on every part of two GPUs or more (after the first GPU's
+// optimizer state is broadcast to the others, since compute-only steps let them drift apart):
+// each GPU's own gradient of
 // one micro-step (different images, identical initial weights), then the same micro-step with
 // the bucketed all-reduce: the sampled parameters' reduced gradients equal the mean of the own
 // ones within a bound and are bit-identical across GPUs; after the update, and again after the
@@ -102,6 +104,10 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
     eng->setup();
   } catch (const train::OutOfMemory& e) {
     ctx.skip(e.message(), ReasonKind::oom);
+  } catch (const CudaError& e) {
+    if (!e.out_of_memory()) throw;
+    (void)cudaGetLastError();
+    ctx.skip(std::string("out of memory: ") + e.what(), ReasonKind::oom);
   }
   // The 1-GPU figure: the first GPU alone, compute only.
   eng->run({0}, {}, 1);
@@ -146,14 +152,14 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
         if (comms.size() != devs.size()) throw Error("the NCCL team does not hold every GPU of " + nccl::join(devs));
         size_t failures = 0;
         std::string first;
+        // Compute-only steps (the 1-GPU figure, earlier parts) moved each GPU on its own: the
+        // first GPU's optimizer state to every GPU of the part, then the checks.
+        eng->sync_state(members, comms);
         json v = eng->verify_gradients(members, comms, failures, first);
         eng->run(members, comms, 1);  // warm-up
         const Measurement m = sample_until_stop(ctx.config(), [&] { return eng->run(members, comms, kStepsPerSample); });
-        const Measurement c = sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
-        // The compute-only steps updated each GPU from its own gradients: one reduced step
-        // brings them together again before the last check.
-        eng->run(members, comms, 1);
         v["parameters_after_timed_steps"] = eng->check_identical(members, failures, first);
+        const Measurement c = sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
         fill_part(part, pt, step.count, k, m, median_s(c), one_s, *eng, bucket_bytes);
         part.out.details["verification"] = v;
         part.out.details["members"] = team.members;

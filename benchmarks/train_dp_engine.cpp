@@ -157,6 +157,19 @@ double Engine::run(const std::vector<size_t>& members, const std::vector<ncclCom
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
 }
 
+void Engine::sync_state(const std::vector<size_t>& members, const std::vector<ncclComm_t>& comms) {
+  on_threads(*this, members, [&](Worker& w, size_t j) {
+    NB_NCCL(ncclGroupStart());
+    for (const auto& [p, bytes] : w.st->state_buffers())
+      NB_NCCL(ncclBroadcast(p, p, bytes, ncclUint8, 0, comms[j], w.s->get()));
+    NB_NCCL(ncclGroupEnd());
+    w.end->record(w.s->get());
+  });
+  std::vector<cudaEvent_t> ev;
+  for (size_t m : members) ev.push_back(w_[m]->end->get());
+  nccl::wait_events(ev, comms, "the broadcast of the optimizer state");
+}
+
 std::vector<size_t> Engine::sample_params() const {
   const size_t n = w_.front()->st->params().size();
   // conv1.weight, conv1.bn.weight, a middle convolution's weight, fc.weight, fc.bias.

@@ -52,6 +52,9 @@ class Engine {
   // (the all-reduce skipped, everything else as in the step). Waits with the NCCL watchdog;
   // returns host seconds per step.
   double run(const std::vector<size_t>& members, const std::vector<ncclComm_t>& comms, int steps);
+  // Broadcasts the optimizer state of members[0] to the others (the compute-only steps update
+  // each GPU from its own gradients: they drift apart).
+  void sync_state(const std::vector<size_t>& members, const std::vector<ncclComm_t>& comms);
   // The checks (module comment of train_dp.cpp): adds to `failures`, `first` the first one.
   nlohmann::json verify_gradients(const std::vector<size_t>& members, const std::vector<ncclComm_t>& comms,
                                   size_t& failures, std::string& first);

@@ -325,6 +325,14 @@ GradBuffers TrainStep::grad_buffers() const {
   return {impl_->grad_a, half_, impl_->n_a, impl_->grad_b, impl_->n_b};
 }
 
+std::vector<std::pair<void*, size_t>> TrainStep::state_buffers() const {
+  const Impl& I = *impl_;
+  std::vector<std::pair<void*, size_t>> out = {{I.master_a, I.n_a * 4}, {I.mom_a, I.n_a * 4}, {I.master_b, I.n_b * 4},
+                                               {I.mom_b, I.n_b * 4},    {I.scale, 4},          {I.ls_flags, 3 * sizeof(int)}};
+  if (half_) out.push_back({I.compute_a, I.n_a * elem_});
+  return out;
+}
+
 void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
   Impl& I = *impl_;
   const float one = 1.f, zero = 0.f;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -108,6 +109,9 @@ class TrainStep {
   // master weights (set_param also updates the compute copy).
   const std::vector<ParamRef>& params() const { return params_; }
   GradBuffers grad_buffers() const;
+  // The optimizer's state as (device pointer, bytes): master weights, momentum, the FP16 compute
+  // copy, the loss-scaling state. train_dp broadcasts it to make every GPU's step identical.
+  std::vector<std::pair<void*, size_t>> state_buffers() const;
   std::vector<float> gradients(const ParamRef& p);
   float param(const ParamRef& p, size_t i);
   void set_param(const ParamRef& p, size_t i, float v);
