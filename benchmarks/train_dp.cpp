@@ -80,6 +80,12 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   ctx.skip("train_dp needs NCCL 2.10 or newer (ncclAvg); this build has " + nccl::nccl_version());
 #endif
   nccl::prepare_env();
+  // The engine makes each GPU current in turn: the case's own GPU is current again at the end.
+  struct DeviceGuard {
+    int dev = 0;
+    DeviceGuard() { (void)cudaGetDevice(&dev); }
+    ~DeviceGuard() { (void)cudaSetDevice(dev); }
+  } device_guard;
   const cudnn::Prec& P = cudnn::prec_by_name(pt.precision);
   for (const GpuInfo* g : ctx.gpus()) {
     const Availability a = cudnn::prec_available(P, *g);
