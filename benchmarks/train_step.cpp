@@ -216,8 +216,8 @@ void TrainStep::setup() {
   if (half_) kernels::launch_cast_from_float(s, I.master_a, I.compute_a, I.n_a, true);
   NB_CUDA(cudaMemsetAsync(I.mom_a, 0, I.n_a * 4, s));
   NB_CUDA(cudaMemsetAsync(I.mom_b, 0, I.n_b * 4, s));
-  kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E);
-  kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1);
+  kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E + cfg_.data_seed);
+  kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1 + cfg_.data_seed);
   kernels::launch_fill_value(s, I.scale, 1, cfg_.loss_scale);
   NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, 3 * sizeof(int), s));
   NB_CUDA_LAUNCH();
@@ -322,7 +322,19 @@ void TrainStep::forward(cudaStream_t s) {
   NB_CUDA_LAUNCH();
 }
 
-void TrainStep::backward(cudaStream_t s) {
+GradBuffers TrainStep::grad_buffers() const {
+  return {impl_->grad_a, half_, impl_->n_a, impl_->grad_b, impl_->n_b};
+}
+
+std::vector<std::pair<void*, size_t>> TrainStep::state_buffers() const {
+  const Impl& I = *impl_;
+  std::vector<std::pair<void*, size_t>> out = {{I.master_a, I.n_a * 4}, {I.mom_a, I.n_a * 4}, {I.master_b, I.n_b * 4},
+                                               {I.mom_b, I.n_b * 4},    {I.scale, 4},          {I.ls_flags, 3 * sizeof(int)}};
+  if (half_) out.push_back({I.compute_a, I.n_a * elem_});
+  return out;
+}
+
+void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
   Impl& I = *impl_;
   const float one = 1.f, zero = 0.f;
   const int N = int(cfg_.batch);
@@ -340,6 +352,8 @@ void TrainStep::backward(cudaStream_t s) {
   NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_N, net_.fc_in, N, net_.classes, &one, fcw, dt, net_.fc_in,
                          I.dlogits, dt, net_.classes, &zero, B, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
   mark(Kind::fc, s);
+  const size_t n_conv = net_.convs.size();
+  if (on_grads_ready) on_grads_ready(3 * n_conv, params_.size());  // fc.weight, fc.bias
   const int last_hw = net_.stage_out_hw(4);
   kernels::launch_avgpool_backward(s, B, gout, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
   mark(Kind::pool, s);
@@ -366,6 +380,8 @@ void TrainStep::backward(cudaStream_t s) {
     } else {
       conv_bwd(c1, A, gout, 1.f, s);
     }
+    // The block's convolutions are consecutive (conv1, conv2, conv3[, downsample]): 3 params each.
+    if (on_grads_ready) on_grads_ready(3 * size_t(b.conv1), 3 * size_t(std::max(b.conv3, b.down) + 1));
   }
   Layer& stem = I.layers[0];
   NB_CUDNN(cudnnSetStream(I.h, s));
@@ -376,6 +392,7 @@ void TrainStep::backward(cudaStream_t s) {
   mark(Kind::elementwise, s);
   bn_bwd(stem, A, B, s);
   conv_bwd(stem, B, nullptr, 0.f, s);
+  if (on_grads_ready) on_grads_ready(0, 3);
   NB_CUDA_LAUNCH();
 }
 

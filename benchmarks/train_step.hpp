@@ -6,8 +6,10 @@
 // scaling (a step with non-finite gradients is skipped and halves the scale). Every buffer of the step comes from one tracking arena, so its peak is measured.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -29,6 +31,20 @@ struct StepConfig {
   int64_t batch = 1;
   float lr = 0.02f, momentum = 0.9f, weight_decay = 5e-5f;
   float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
+  uint64_t data_seed = 0;  // added to the seeds of the images and labels (each GPU of train_dp its own batch)
+};
+// Called by backward once the weight gradients of params()[first, end) are written (enqueued on
+// the stream): after the FC, after each bottleneck block, after the stem. Ranges come in
+// decreasing order and together cover every parameter once.
+using GradHook = std::function<void(size_t first, size_t end)>;
+// The gradient buffers (train_dp all-reduces them): the compute segment in the storage type
+// (FP16 under mixed precision, else FP32) and the FP32 segment, each params()' offsets apart.
+struct GradBuffers {
+  void* a = nullptr;
+  bool a_half = false;
+  size_t n_a = 0;
+  float* b = nullptr;
+  size_t n_b = 0;
 };
 float default_loss_scale(const cudnn::Prec& p);  // 1024 for fp16, 1 otherwise
 // fp16: good steps in a row after which the loss scale doubles (as automatic mixed precision).
@@ -73,7 +89,7 @@ class TrainStep {
   void setup();
 
   void forward(cudaStream_t s);
-  void backward(cudaStream_t s);
+  void backward(cudaStream_t s, const GradHook& on_grads_ready = {});
   void update(cudaStream_t s);
   void step(cudaStream_t s) { forward(s); backward(s); update(s); }
   float read_loss();  // the loss of the last forward (synchronises)
@@ -95,6 +111,10 @@ class TrainStep {
   // For the gradient check: the parameters, their (unscaled, between backward and update) gradients and the
   // master weights (set_param also updates the compute copy).
   const std::vector<ParamRef>& params() const { return params_; }
+  GradBuffers grad_buffers() const;
+  // The optimizer's state as (device pointer, bytes): master weights, momentum, the FP16 compute
+  // copy, the loss-scaling state. train_dp broadcasts it to make every GPU's step identical.
+  std::vector<std::pair<void*, size_t>> state_buffers() const;
   std::vector<float> gradients(const ParamRef& p);
   float param(const ParamRef& p, size_t i);
   void set_param(const ParamRef& p, size_t i, float v);

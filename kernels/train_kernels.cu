@@ -241,4 +241,18 @@ void launch_labels(cudaStream_t s, int32_t* labels, int n, int classes, uint64_t
   labels_k<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(labels, n, classes, seed);
 }
 
+namespace {
+template <class T>
+__global__ void accumulate_k(T* dst, const T* src, size_t n, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    st(dst, i, (ld(dst, i) + ld(src, i)) * scale);
+}
+}  // namespace
+void launch_accumulate(cudaStream_t s, void* dst, const void* src, size_t n, bool half, float scale) {
+  if (!n) return;
+  if (half)
+    accumulate_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__half*>(dst), static_cast<const __half*>(src), n, scale);
+  else accumulate_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), n, scale);
+}
+
 }  // namespace nb::kernels

@@ -65,5 +65,7 @@ void launch_fill_value(cudaStream_t s, float* w, size_t n, float value);
 void launch_cast_from_float(cudaStream_t s, const float* src, void* dst, size_t n, bool half);
 // labels[i] = hash(seed, i) % classes.
 void launch_labels(cudaStream_t s, int32_t* labels, int n, int classes, uint64_t seed);
+// Gradient accumulation (train_dp): dst[i] = (dst[i] + src[i]) * scale, both FP16 or both FP32.
+void launch_accumulate(cudaStream_t s, void* dst, const void* src, size_t n, bool half, float scale);
 
 }  // namespace nb::kernels

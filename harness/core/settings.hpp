@@ -26,6 +26,11 @@ struct Settings {
   bool nccl_graph_multi = false;
   // NODEBENCH_P2P_LOOPBACK=0|1: with one GPU, the p2p family copies a GPU to itself.
   bool p2p_loopback = false;
+  // NODEBENCH_DP_BUCKET_MIB: the gradient bucket of the data-parallel step (train_dp; default 25,
+  // PyTorch DDP's default bucket_cap_mb).
+  double dp_bucket_mib = 25;
+  // NODEBENCH_DP_ACCUMULATION: micro-steps per all-reduce and update in train_dp (default 1).
+  int dp_accumulation = 1;
   // NODEBENCH_NVML_LIBRARY: the NVML library to load (default: the driver's libnvidia-ml.so.1).
   std::string nvml_library;
   // NODEBENCH_MPI=0|1: whether this process is under an MPI launcher (default: detected).
