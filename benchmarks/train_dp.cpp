@@ -194,7 +194,10 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
 
 std::vector<Case> make_cases(Suite suite) {
   std::vector<Case> out;
-  const bool quick = suite == Suite::quick;
+  // Not in the quick suite (the main job on every node) until the data-parallel step has run on a
+  // multi-GPU machine: `run --suite full --family train_dp` runs it.
+  if (suite == Suite::quick) return out;
+  const bool quick = false;
   for (const Point& pt : train_dp::points(!quick)) {
     Case c;
     c.family = "train_dp";

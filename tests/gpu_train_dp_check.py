@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""GPU test of the train_dp family: runs `nodebench run --suite quick --family train_dp` (fp16/nhwc,
-per-GPU batch 32, every selected GPU) twice into fresh folders: with the defaults (25 MiB
+"""GPU test of the train_dp family: runs `nodebench run --suite full --family train_dp --filter
+'^train_dp/resnet50/fp16/nhwc/b32$'` (fp16/nhwc, per-GPU batch 32, 1..N GPUs) twice into fresh folders: with the defaults (25 MiB
 buckets, no accumulation) and with NODEBENCH_DP_BUCKET_MIB=4 NODEBENCH_DP_ACCUMULATION=2 (more
 buckets, the accumulation path). Each result file validates against the schema; every train_dp
 record is ok, verified (the all-reduced gradients equal the mean of the GPUs' own ones and are
 identical across GPUs; parameters identical after the update and after the timed steps), and
 carries the contract's params and metrics with consistent values. Exits 77 (skipped) with fewer
-than two GPUs: the quick case needs two.
+than two GPUs.
 
 usage: gpu_train_dp_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
 """
@@ -73,7 +73,8 @@ def check_record(r, k):
 def run(exe, schema, outdir, args, env_extra, k):
     shutil.rmtree(outdir, ignore_errors=True)
     env = dict(os.environ, **env_extra)
-    p = subprocess.run([exe, "run", "--out", str(outdir), "--suite", "quick", "--family", "train_dp", *args],
+    p = subprocess.run([exe, "run", "--out", str(outdir), "--suite", "full", "--family", "train_dp",
+                        "--filter", "^train_dp/resnet50/fp16/nhwc/b32$", *args],
                        capture_output=True, text=True, timeout=560, env=env)
     print(p.stdout[-5000:], p.stderr[-3000:])
     if p.returncode != 0:
@@ -109,7 +110,7 @@ def main() -> int:
     except (json.JSONDecodeError, AttributeError):
         gpus = 0
     if gpus < 2:
-        print(f"train_dp's quick case needs two GPUs; {gpus} visible: skipped")
+        print(f"the train_dp test needs two GPUs; {gpus} visible: skipped")
         return SKIP
     bad = []
     for name, extra, k in (("default", {}, 1), ("accum2", {"NODEBENCH_DP_BUCKET_MIB": "4", "NODEBENCH_DP_ACCUMULATION": "2"}, 2)):

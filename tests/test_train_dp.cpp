@@ -149,7 +149,8 @@ TEST(TrainDpCases, IdsFollowTheContract) {
   const auto ids = case_ids(true);
   ASSERT_EQ(ids.size(), full.size());
   EXPECT_EQ(ids[0] + "/" + part_name(4), record_id(full[0], 4));
-  EXPECT_EQ(case_ids(false), std::vector<std::string>{"train_dp/resnet50/fp16/nhwc/b32"});
+  // Not in the quick suite until it has run on a multi-GPU machine.
+  EXPECT_TRUE(case_ids(false).empty());
 #endif
 }
 
