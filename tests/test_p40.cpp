@@ -6,6 +6,8 @@
 // lacks), not from the code under test.
 #include <gtest/gtest.h>
 
+#include "fixture_util.hpp"
+
 #include <fstream>
 #include <map>
 #include <set>
@@ -31,15 +33,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string data_path(const std::string& name) { return std::string(NB_TEST_DATA_DIR) + "/" + name; }
-
-json read_json(const std::string& name) {
-  std::ifstream f(data_path(name));
-  if (!f) throw std::runtime_error("missing fixture " + name);
-  return json::parse(f);
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using nb::test::data_path;
+using nb::test::has;
+using nb::test::read_json;
 
 // A GpuInfo as capture_environment fills it, from a recorded `gpus[i]` entry.
 GpuInfo gpu_from(const json& g) {

@@ -3,6 +3,8 @@
 // and validate's P40 thresholds judging the P40 result fixture.
 #include <gtest/gtest.h>
 
+#include "fixture_util.hpp"
+
 #include <fstream>
 #include <set>
 
@@ -17,15 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string data_path(const std::string& name) { return std::string(NB_TEST_DATA_DIR) + "/" + name; }
-
-json read_json(const std::string& name) {
-  std::ifstream f(data_path(name));
-  if (!f) throw std::runtime_error("missing fixture " + name);
-  return json::parse(f);
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using nb::test::data_path;
+using nb::test::has;
+using nb::test::read_json;
 
 std::string describe(const std::vector<Check>& checks) {
   std::string s;
