@@ -6,6 +6,10 @@ each side; the step-time ratio nodebench / PyTorch (PyTorch's median over its ru
 and after nodebench's); the memory ratio nodebench peak_memory_bytes / PyTorch
 max_memory_allocated. Judged as issue 15 asks: step time within 15% of PyTorch's or faster, but
 not more than 1.3x faster (that would mean a part of the step is missing); memory within 25%.
+Where the peer file has gpu_busy_ms (peer_torch_train.py --gpu-busy: the GPU's own working time per
+PyTorch step), the table also gives nodebench / PyTorch-GPU-busy; a step more than 1.3x faster than
+PyTorch's whose time is within 15% of PyTorch's GPU-busy time is judged HOST: PyTorch's step waits
+for its host, the GPU work is the same, no part of the step is missing (it passes).
 
 usage: compare_train_peer.py NODEBENCH.json... --peer TORCH.json... [--out FILE]
 Exit status: 0 every pair within its bounds; 1 a pair outside them; 2 nothing to compare.
@@ -67,12 +71,20 @@ def main(argv):
         step_ratio = n["step_time_ms"] / p_step
         mem_ratio = (n["peak_memory_bytes"] / p_mem) if n.get("peak_memory_bytes") and p_mem else None
         step_ok = 1 / STEP_FASTER_MAX <= step_ratio <= STEP_SLOWER_MAX
+        busy = [x["gpu_busy_ms"] for x in ps if isinstance(x.get("gpu_busy_ms"), (int, float)) and x["gpu_busy_ms"] > 0]
+        busy_ms = statistics.median(busy) if busy else None
+        busy_ratio = n["step_time_ms"] / busy_ms if busy_ms else None
+        # Faster than PyTorch by more than 1.3x, yet as fast as PyTorch's GPU itself: host-bound peer.
+        host_bound = (step_ratio < 1 / STEP_FASTER_MAX and busy_ratio is not None
+                      and 1 / STEP_SLOWER_MAX <= busy_ratio <= STEP_SLOWER_MAX)
         mem_ok = mem_ratio is not None and abs(mem_ratio - 1) <= MEMORY_BOUND
-        ok = ok and step_ok and mem_ok
+        ok = ok and (step_ok or host_bound) and mem_ok
         table.append({"precision": key[0], "layout": key[1], "batch": key[2],
                       "nodebench_step_ms": n["step_time_ms"], "pytorch_step_ms": p_step,
                       "pytorch_step_ms_runs": [x["step_time_ms"] for x in ps],
                       "step_time_ratio": step_ratio, "step_ok": step_ok,
+                      "pytorch_gpu_busy_ms": busy_ms, "gpu_busy_ratio": busy_ratio,
+                      "pytorch_host_bound": host_bound,
                       "nodebench_images_per_s": n.get("images_per_s"),
                       "pytorch_images_per_s": key[2] / (p_step / 1e3),
                       "nodebench_peak_memory_bytes": n.get("peak_memory_bytes"),
@@ -81,15 +93,18 @@ def main(argv):
     if not table:
         print("compare_train_peer: no (precision, layout, batch) measured by both sides", file=sys.stderr)
         return 2
-    print(f"{'case':18s} {'nodebench ms':>12s} {'pytorch ms':>11s} {'ratio':>6s} {'nb img/s':>9s} {'pt img/s':>9s}"
-          f" {'nb GiB':>7s} {'pt GiB':>7s} {'mem':>5s}  verdict")
+    print(f"{'case':18s} {'nodebench ms':>12s} {'pytorch ms':>11s} {'ratio':>6s} {'pt busy':>8s} {'/busy':>6s}"
+          f" {'nb img/s':>9s} {'pt img/s':>9s} {'nb GiB':>7s} {'pt GiB':>7s} {'mem':>5s}  verdict")
     for t in table:
         case = f"{t['precision']}/{t['layout']}/b{t['batch']}"
         mem = f"{t['memory_ratio']:.2f}" if t["memory_ratio"] is not None else "-"
         gib = lambda b: f"{b / 2**30:.1f}" if b else "-"  # noqa: E731
-        verdict = ("ok" if t["step_ok"] and t["memory_ok"] else
-                   "STEP" if not t["step_ok"] else "MEMORY")
+        verdict = ("MEMORY" if not t["memory_ok"] else "ok" if t["step_ok"] else
+                   "HOST" if t["pytorch_host_bound"] else "STEP")
+        busy = f"{t['pytorch_gpu_busy_ms']:8.2f}" if t["pytorch_gpu_busy_ms"] else f"{'-':>8s}"
+        bratio = f"{t['gpu_busy_ratio']:6.3f}" if t["gpu_busy_ratio"] else f"{'-':>6s}"
         print(f"{case:18s} {t['nodebench_step_ms']:12.2f} {t['pytorch_step_ms']:11.2f} {t['step_time_ratio']:6.3f}"
+              f" {busy} {bratio}"
               f" {t['nodebench_images_per_s'] or 0:9.0f} {t['pytorch_images_per_s']:9.0f}"
               f" {gib(t['nodebench_peak_memory_bytes']):>7s} {gib(t['pytorch_max_memory_allocated_bytes']):>7s}"
               f" {mem:>5s}  {verdict}")

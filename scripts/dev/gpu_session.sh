@@ -30,7 +30,13 @@
 #                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
 #                FP16 NHWC and TF32 NCHW at batches TRAIN_BATCHES (default 64,128,256),
-#                PyTorch and nodebench taken alternately, time-matched
+#                PyTorch and nodebench taken alternately, time-matched; PyTorch's GPU-busy time
+#                per step is measured too (--gpu-busy)
+#   train-tests  the train GPU tests (gpu_train_quick, gpu_train_gradients, gpu_train_dp_engine), then
+#                the train_dp family's fp16/nhwc b32 case on every GPU
+#   train-sweep  the train family's batch sweep 1, 2, 4, ... to out of memory on GPU 0, per series of
+#                TRAIN_SWEEP_SERIES (default "fp16/nhwc tf32/nchw"), one algorithm cache for all,
+#                with the recommendation; a table per batch (step, images/s, memory, profile sum)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
@@ -46,7 +52,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer monitor mpi-shared"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer train-tests train-sweep monitor mpi-shared"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -84,14 +90,14 @@ if [ -d .whl ]; then
 fi
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "${NGPU:-0}" -ge 1 ] || NGPU=1
-nvidia-smi --query-gpu=index,name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
+nvidia-smi --query-gpu=index,uuid,name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
   --format=csv > "$RAW/nvidia-smi.csv" 2>&1
 nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [monitor]=120 [mpi-shared]=60)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -305,15 +311,60 @@ step_train_peer() {
   for mode in fp16/nhwc tf32/nchw; do
     filt="^train/resnet50/${mode}/b(${batches//,/|})$"
     CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
-      --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
+      --batches "$batches" --seconds 2 --gpu-busy --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
     timeout "$(tmo 300)" build/nodebench run --suite full --gpus 0 --family train --filter "$filt" --max-time 2 --quiet \
       --out-file "$RAW/train_nodebench_${mode/\//_}.json" > "$RAW/train_nodebench_${mode/\//_}.log" 2>&1 || rc=1
     CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
-      --batches "$batches" --seconds 2 --out "$RAW/train_torch_${mode/\//_}_1.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
+      --batches "$batches" --seconds 2 --gpu-busy --out "$RAW/train_torch_${mode/\//_}_1.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
   done
   python3 scripts/dev/compare_train_peer.py "$RAW"/train_nodebench_*.json --peer "$RAW"/train_torch_*.json \
     --out "$RAW/train_ratio.json" | tee -a "$OUT/session.log"
   keep train_ratio.json; keep train_nodebench_fp16_nhwc.json; keep train_nodebench_tf32_nchw.json
+  return $rc
+}
+
+step_train_tests() {
+  local rc=0
+  timeout "$(tmo 400)" ctest --test-dir build -R "gpu_train_(quick|gradients|dp_engine)" --output-on-failure \
+    > "$RAW/ctest-train.log" 2>&1 || rc=1
+  grep -E "tests passed|Passed|Failed|\*\*\*|Not Run" "$RAW/ctest-train.log" | tee -a "$OUT/session.log"
+  timeout "$(tmo 200)" build/nodebench run --suite full --family train_dp --filter '^train_dp/resnet50/fp16/nhwc/b32$' \
+    --max-time 1 --quiet --out-file "$RAW/train_dp_b32.json" > "$RAW/train_dp_b32.log" 2>&1 || rc=1
+  python3 - "$RAW/train_dp_b32.json" <<'PY' | tee -a "$OUT/session.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["records"]:
+    m = r.get("metrics", {})
+    print(f"  {r['id']:34s} gpus {r.get('params', {}).get('gpus')} {r['status']:7s} step {m.get('step_time_ms', 0):7.2f} ms"
+          f" compute {m.get('compute_step_ms', 0):7.2f} exposed {m.get('exposed_comm_ms', 0):6.2f}"
+          f" eff {m.get('scaling_efficiency', 0):.3f} {r.get('reason') or ''}")
+PY
+  keep train_dp_b32.json
+  return $rc
+}
+
+step_train_sweep() {
+  local series name rc=0
+  for series in ${TRAIN_SWEEP_SERIES:-fp16/nhwc tf32/nchw}; do
+    name=${series/\//_}
+    if [ "$(left)" -lt 90 ]; then note "train-sweep: no time left for $series"; continue; fi
+    timeout $(( $(left) - 20 )) build/nodebench run --suite full --gpus 0 --family train --filter "^train/resnet50/$series/" \
+      --max-time 1 --algo-cache "$RAW/algo_cache.json" --out-file "$RAW/train_sweep_$name.json" \
+      > "$RAW/train_sweep_$name.log" 2>&1 || rc=1
+    note "train sweep $series rc=$rc"
+    grep -iE "cases:|recommend|accumulation|90%" "$RAW/train_sweep_$name.log" | head -8 | tee -a "$OUT/session.log"
+    [ -f "$RAW/train_sweep_$name.json" ] && python3 - "$RAW/train_sweep_$name.json" <<'PY' | tee -a "$OUT/session.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"  {'case':28s} {'status':7s} {'s':>5s} {'step ms':>8s} {'img/s':>6s} {'mem %':>6s} {'kinds ms':>8s} warn")
+for r in d["records"]:
+    m, det = r.get("metrics", {}), r.get("details", {})
+    print(f"  {r['id']:28s} {r['status']:7s} {r.get('duration_s') or 0:5.0f} {m.get('step_time_ms', 0):8.2f}"
+          f" {m.get('images_per_s', 0):6.0f} {100 * m.get('memory_fraction_x', 0):6.1f} {det.get('profile_sum_ms') or 0:8.2f}"
+          f" {'W' if det.get('profile_warning') else '-'} {(r.get('reason') or '')[:60]}")
+PY
+    keep "train_sweep_$name.json"
+  done
   return $rc
 }
 

@@ -10,10 +10,14 @@ Each batch: warm-up steps (cudnn.benchmark's search happens there), then steps t
 events for --seconds (time-matched with nodebench's --max-time); the median step time. Memory is
 torch.cuda.max_memory_allocated over the timed steps (reset after the warm-up, so cudnn.benchmark's
 search workspaces are left out, as nodebench leaves out its own search workspace).
+With --gpu-busy, a few more steps run under torch.profiler (CUDA activity only): gpu_busy_ms is the
+union of the GPU's kernel and copy intervals per step, the time the GPU itself worked. A step time
+well above it means the GPU waited for the host (Python, the framework's dispatch, a
+synchronisation), which nodebench, issuing its step from C++, does not pay.
 
-usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 --out FILE
+usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 [--gpu-busy] --out FILE
 Output: {"mode", "torch", "device", "results": [{"batch", "step_time_ms", "images_per_s",
-"max_memory_allocated_bytes", "steps"} or {"batch", "error"}]}
+"max_memory_allocated_bytes", "steps"[, "gpu_busy_ms", "gpu_busy_steps"]} or {"batch", "error"}]}
 """
 import argparse
 import json
@@ -24,7 +28,38 @@ import time
 MODES = ("fp16/nhwc", "tf32/nchw", "fp32/nchw")
 
 
-def run_batch(torch, torchvision, mode, batch, seconds, warmup):
+def union_us(intervals):
+    """Total length of the union of (start, end) intervals."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def gpu_busy_ms(torch, step, steps):
+    """The GPU's own working time per step: the union of its activity intervals under torch.profiler."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    iv = [(e.time_range.start, e.time_range.end) for e in prof.events()
+          if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start]
+    if not iv:
+        raise RuntimeError("the profiler recorded no GPU activity")
+    return union_us(iv) / 1e3 / steps
+
+
+def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0):
     amp = mode == "fp16/nhwc"
     fmt = torch.channels_last if mode.endswith("nhwc") else torch.contiguous_format
     model = torchvision.models.resnet50().cuda().to(memory_format=fmt)
@@ -60,10 +95,17 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup):
         times.append(s.elapsed_time(e))
     med = statistics.median(times)
     peak = torch.cuda.max_memory_allocated()
+    out = {"batch": batch, "step_time_ms": med, "images_per_s": batch / (med / 1e3),
+           "max_memory_allocated_bytes": peak, "steps": len(times)}
+    if busy_steps:
+        try:
+            out["gpu_busy_ms"] = gpu_busy_ms(torch, step, busy_steps)
+            out["gpu_busy_steps"] = busy_steps
+        except Exception as e:  # the profiler is an extra: its failure must not lose the timing
+            out["gpu_busy_error"] = f"{type(e).__name__}: {e}"
     del model, opt, x, y
     torch.cuda.empty_cache()
-    return {"batch": batch, "step_time_ms": med, "images_per_s": batch / (med / 1e3),
-            "max_memory_allocated_bytes": peak, "steps": len(times)}
+    return out
 
 
 def main(argv):
@@ -72,6 +114,8 @@ def main(argv):
     ap.add_argument("--batches", default="64,128,256")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--gpu-busy", action="store_true",
+                    help="also measure the GPU's own working time per step (torch.profiler, 5 steps)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
@@ -95,7 +139,7 @@ def main(argv):
            "device": torch.cuda.get_device_name(0), "seconds": a.seconds, "results": []}
     for b in batches:
         try:
-            r = run_batch(torch, torchvision, a.mode, b, a.seconds, a.warmup)
+            r = run_batch(torch, torchvision, a.mode, b, a.seconds, a.warmup, 5 if a.gpu_busy else 0)
         except torch.cuda.OutOfMemoryError as e:
             r = {"batch": b, "error": f"out of memory: {str(e).splitlines()[0]}"}
             torch.cuda.empty_cache()
