@@ -14,6 +14,7 @@
 #include "stats.hpp"
 #include "text.hpp"
 #include "train_analysis.hpp"
+#include "train_kernels.cuh"
 #include "train_step.hpp"
 
 namespace nb {
@@ -41,6 +42,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   cfg.nhwc = nhwc;
   cfg.batch = batch;
   cfg.loss_scale = train::default_loss_scale(P);
+  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   try {
     train::TrainStep st(cfg, g.index, g.name, ctx.stream());
     st.setup();

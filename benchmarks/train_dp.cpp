@@ -29,6 +29,7 @@
 #include "topology.hpp"
 #include "train_dp_engine.hpp"
 #include "train_dp_plan.hpp"
+#include "train_kernels.cuh"
 #include "train_step.hpp"
 
 #if NB_HAVE_NCCL
@@ -101,6 +102,7 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   cfg.nhwc = pt.layout == "nhwc";
   cfg.batch = pt.batch;
   cfg.loss_scale = train::default_loss_scale(P);
+  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   std::vector<int> devices;
   std::vector<std::string> models;
   for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index), models.push_back(g->name);

@@ -15,6 +15,14 @@
 
 namespace nb::kernels {
 
+// The SGD learning rate of the step at a batch: the linear scaling rule (0.1 per 256 images,
+// Goyal et al. 2017), capped at 0.02. Without the scaling, small batches diverge on the fixed batch
+// the step is verified on (FP16 NHWC b32 on an H200 at 0.02: loss 7.1 -> 3.4 -> 8.9 in 20 steps).
+inline float sgd_lr_for_batch(int64_t batch) {
+  const double scaled = 0.1 * double(batch < 1 ? 1 : batch) / 256.0;
+  return float(scaled < 0.02 ? scaled : 0.02);
+}
+
 // The dynamic loss-scaling rule (host and device; launch_update_loss_scale runs it on the device):
 // after a step with non-finite gradients the scale halves (not below 1), the good-step count
 // restarts and the skip is counted; after `interval` good steps in a row the scale doubles (up to

@@ -121,6 +121,16 @@ TEST(TrainLoss, HostReferenceMatchesHandValues) {
   EXPECT_NEAR(sum, 0.0, 1e-12);  // the gradient of each row sums to zero
 }
 
+// The learning rate against the linear scaling rule worked by hand: 0.1 x batch / 256, at most 0.02.
+TEST(TrainLearningRate, LinearScalingCappedAt002) {
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(1), 0.1f / 256.f);
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(32), 0.0125f);
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(51), float(0.1 * 51 / 256));
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(52), 0.02f);  // 0.0203 capped
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(4096), 0.02f);
+  EXPECT_FLOAT_EQ(kernels::sgd_lr_for_batch(0), 0.1f / 256.f);  // never zero or negative
+}
+
 // The dynamic loss-scaling rule against a hand-worked sequence: overflows halve (floor 1) and
 // count, good steps double the scale at the interval (cap 2^24) and an overflow restarts the count.
 TEST(TrainLossScale, HalvesOnOverflowDoublesAfterGoodSteps) {

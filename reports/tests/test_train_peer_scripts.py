@@ -89,3 +89,8 @@ def test_memory_outside_bound_fails_even_when_step_is_fine(tmp_path):
     rc, t, out = _compare(tmp_path, [("fp16", "nhwc", 128, 25.0, 9.0e9)], [(128, 25.0, 6.0e9, 24.0)])
     assert t[128]["step_ok"] is True and t[128]["memory_ok"] is False
     assert rc == 1 and "MEMORY" in out
+
+
+@pytest.mark.parametrize("batch, lr", [(1, 0.1 / 256), (32, 0.0125), (51, 0.1 * 51 / 256), (52, 0.02), (4096, 0.02)])
+def test_peer_learning_rate_follows_the_linear_rule_capped(batch, lr):
+    assert _load("peer_torch_train").sgd_lr_for_batch(batch) == pytest.approx(lr)

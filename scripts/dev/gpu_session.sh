@@ -29,14 +29,15 @@
 #   mpi-shared   two MPI ranks that see the same GPU (CUDA_VISIBLE_DEVICES=0 for both): the per-GPU
 #                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
-#                FP16 NHWC and TF32 NCHW at batches TRAIN_BATCHES (default 64,128,256),
+#                TRAIN_PEER_MODES (default "fp16/nhwc tf32/nchw") at batches TRAIN_BATCHES (default 64,128,256),
 #                PyTorch and nodebench taken alternately, time-matched; PyTorch's GPU-busy time
 #                per step is measured too (--gpu-busy)
 #   train-tests  the train GPU tests (gpu_train_quick, gpu_train_gradients, gpu_train_dp_engine), then
 #                the train_dp family's fp16/nhwc b32 case on every GPU
 #   train-sweep  the train family's batch sweep 1, 2, 4, ... to out of memory on GPU 0, per series of
 #                TRAIN_SWEEP_SERIES (default "fp16/nhwc tf32/nchw"), one algorithm cache for all,
-#                with the recommendation; a table per batch (step, images/s, memory, profile sum)
+#                with the recommendation; a table per batch (step, images/s, memory, profile sum).
+#                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
@@ -308,10 +309,10 @@ PY
 
 step_train_peer() {
   local rc=0 mode batches=${TRAIN_BATCHES:-64,128,256} filt
-  for mode in fp16/nhwc tf32/nchw; do
+  for mode in ${TRAIN_PEER_MODES:-fp16/nhwc tf32/nchw}; do
     filt="^train/resnet50/${mode}/b(${batches//,/|})$"
     CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
-      --batches "$batches" --seconds 2 --gpu-busy --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
+      --batches "$batches" --seconds 2 --gpu-busy --losses 20 --out "$RAW/train_torch_${mode/\//_}_0.json" >> "$RAW/train_peer.log" 2>&1 || rc=1
     timeout "$(tmo 300)" build/nodebench run --suite full --gpus 0 --family train --filter "$filt" --max-time 2 --quiet \
       --out-file "$RAW/train_nodebench_${mode/\//_}.json" > "$RAW/train_nodebench_${mode/\//_}.log" 2>&1 || rc=1
     CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 200)" python3 scripts/dev/peer_torch_train.py --mode "$mode" \
@@ -349,7 +350,7 @@ step_train_sweep() {
     name=${series/\//_}
     if [ "$(left)" -lt 90 ]; then note "train-sweep: no time left for $series"; continue; fi
     timeout $(( $(left) - 20 )) build/nodebench run --suite full --gpus 0 --family train --filter "^train/resnet50/$series/" \
-      --max-time 1 --algo-cache "$RAW/algo_cache.json" --out-file "$RAW/train_sweep_$name.json" \
+      --max-time 1 --algo-cache "${ALGO_CACHE:-$RAW/algo_cache.json}" --out-file "$RAW/train_sweep_$name.json" \
       > "$RAW/train_sweep_$name.log" 2>&1 || rc=1
     note "train sweep $series rc=$rc"
     grep -iE "cases:|recommend|accumulation|90%" "$RAW/train_sweep_$name.log" | head -8 | tee -a "$OUT/session.log"

@@ -2,7 +2,8 @@
 """PyTorch peer of nodebench's ResNet-50 training step (family train), for compare_train_peer.py.
 
 torchvision resnet50 (v1.5, randomly initialised), synthetic images and labels made on the GPU,
-cudnn.benchmark on, SGD with momentum 0.9 and weight decay, cross-entropy loss. Modes:
+cudnn.benchmark on, SGD with momentum 0.9 and weight decay, cross-entropy loss; the learning rate
+as nodebench's step sets it (0.1 x batch / 256, at most 0.02). Modes:
   fp16/nhwc  mixed precision: autocast FP16, channels_last, GradScaler (FP32 master weights)
   tf32/nchw  FP32 storage with TF32 allowed in convolutions and matmuls
   fp32/nchw  FP32, TF32 disallowed
@@ -15,9 +16,12 @@ union of the GPU's kernel and copy intervals per step, the time the GPU itself w
 well above it means the GPU waited for the host (Python, the framework's dispatch, a
 synchronisation), which nodebench, issuing its step from C++, does not pay.
 
-usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 [--gpu-busy] --out FILE
-Output: {"mode", "torch", "device", "results": [{"batch", "step_time_ms", "images_per_s",
-"max_memory_allocated_bytes", "steps"[, "gpu_busy_ms", "gpu_busy_steps"]} or {"batch", "error"}]}
+With --losses N, the first N steps (on the fixed batch, before the warm-up) record their loss, as
+nodebench's verification does over 20 steps.
+
+usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 [--gpu-busy] [--losses N] --out FILE
+Output: {"mode", "torch", "device", "results": [{"batch", "step_time_ms", "images_per_s", "sgd_lr",
+"max_memory_allocated_bytes", "steps"[, "gpu_busy_ms", "gpu_busy_steps"][, "losses"]} or {"batch", "error"}]}
 """
 import argparse
 import json
@@ -59,11 +63,17 @@ def gpu_busy_ms(torch, step, steps):
     return union_us(iv) / 1e3 / steps
 
 
-def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0):
+def sgd_lr_for_batch(batch):
+    """nodebench's rule (kernels/train_kernels.cuh): 0.1 per 256 images, at most 0.02."""
+    return min(0.02, 0.1 * max(batch, 1) / 256)
+
+
+def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0, loss_steps=0):
     amp = mode == "fp16/nhwc"
     fmt = torch.channels_last if mode.endswith("nhwc") else torch.contiguous_format
     model = torchvision.models.resnet50().cuda().to(memory_format=fmt)
-    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9, weight_decay=5e-5)
+    lr = sgd_lr_for_batch(batch)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-5)
     scaler = (torch.amp.GradScaler("cuda", enabled=amp) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
               else torch.cuda.amp.GradScaler(enabled=amp))
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -77,7 +87,9 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0):
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
+        return loss
 
+    losses = [float(step().item()) for _ in range(loss_steps)]
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
@@ -95,8 +107,10 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0):
         times.append(s.elapsed_time(e))
     med = statistics.median(times)
     peak = torch.cuda.max_memory_allocated()
-    out = {"batch": batch, "step_time_ms": med, "images_per_s": batch / (med / 1e3),
+    out = {"batch": batch, "step_time_ms": med, "images_per_s": batch / (med / 1e3), "sgd_lr": lr,
            "max_memory_allocated_bytes": peak, "steps": len(times)}
+    if loss_steps:
+        out["losses"] = losses
     if busy_steps:
         try:
             out["gpu_busy_ms"] = gpu_busy_ms(torch, step, busy_steps)
@@ -116,6 +130,8 @@ def main(argv):
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--gpu-busy", action="store_true",
                     help="also measure the GPU's own working time per step (torch.profiler, 5 steps)")
+    ap.add_argument("--losses", type=int, default=0, metavar="N",
+                    help="record the loss of the first N steps on the fixed batch (nodebench verifies over 20)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
@@ -139,7 +155,7 @@ def main(argv):
            "device": torch.cuda.get_device_name(0), "seconds": a.seconds, "results": []}
     for b in batches:
         try:
-            r = run_batch(torch, torchvision, a.mode, b, a.seconds, a.warmup, 5 if a.gpu_busy else 0)
+            r = run_batch(torch, torchvision, a.mode, b, a.seconds, a.warmup, 5 if a.gpu_busy else 0, max(a.losses, 0))
         except torch.cuda.OutOfMemoryError as e:
             r = {"batch": b, "error": f"out of memory: {str(e).splitlines()[0]}"}
             torch.cuda.empty_cache()
