@@ -60,6 +60,7 @@ TrainStep::TrainStep(const StepConfig& cfg, int device, const std::string& gpu_m
 }
 
 TrainStep::~TrainStep() {
+  if (impl_->graph_exec) cudaGraphExecDestroy(impl_->graph_exec);
   for (auto& L : impl_->layers)
     if (L.bn) cudnnDestroyTensorDescriptor(L.bn);
   if (impl_->pool) cudnnDestroyPoolingDescriptor(impl_->pool);
@@ -198,6 +199,10 @@ void TrainStep::setup() {
   ws_bytes_ = std::max(ws_bytes_, bn_ws);
   I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution and batch-norm workspace") : nullptr;
   bn_reserve_bytes_ = bn_reserve_total;
+  // cuBLAS's workspace from the arena: counted in the peak, and no allocation by cuBLAS while the
+  // step is captured into a CUDA graph.
+  I.cublas_ws = arena_.alloc(kCublasWorkspace, "the cuBLAS workspace");
+  NB_CUBLAS(cublasSetWorkspace(I.cb, I.cublas_ws, kCublasWorkspace));
 
   // Initial values: Kaiming-uniform convolutions, FC uniform 1/sqrt(fan_in), gamma 1, beta 0.
   cudaStream_t s = stream_;

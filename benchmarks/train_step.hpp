@@ -92,6 +92,18 @@ class TrainStep {
   void backward(cudaStream_t s, const GradHook& on_grads_ready = {});
   void update(cudaStream_t s);
   void step(cudaStream_t s) { forward(s); backward(s); update(s); }
+  // Captures step() into a CUDA graph (nothing runs). False, with the reason, when the capture or
+  // the instantiation fails; the step then stays eager. Call after setup().
+  bool capture_graph(std::string& why);
+  bool has_graph() const;
+  // One step: the graph when captured (one launch, whatever the host's cost of issuing the ~1000
+  // library calls and kernels of a step), else step().
+  void run(cudaStream_t s);
+  // Host seconds to issue one eager step (queued behind a blocking kernel, so the GPU's speed
+  // does not enter), the median of `reps`; and seconds per eager step issued back to back for at
+  // least `min_s` (at least 3 steps): what a loop issuing the calls one by one sustains.
+  double host_issue_s(int reps);
+  double eager_step_s(double min_s);
   float read_loss();  // the loss of the last forward (synchronises)
   // The current loss scale (the one of the last backward until update adapts it) and the steps
   // skipped so far for non-finite gradients (fp16; synchronise).

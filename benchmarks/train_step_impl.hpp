@@ -28,6 +28,8 @@ struct TrainStep::Layer {
   size_t bn_reserve_bytes = 0;
 };
 
+constexpr size_t kCublasWorkspace = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
+
 struct TrainStep::Impl {
   cudnnHandle_t h = nullptr;
   cublasHandle_t cb = nullptr;
@@ -44,6 +46,8 @@ struct TrainStep::Impl {
   float* loss = nullptr;
   std::array<void*, resnet50::kGradientBuffers> g{};
   void* ws = nullptr;
+  void* cublas_ws = nullptr;
+  cudaGraphExec_t graph_exec = nullptr;  // the whole step, once capture_graph succeeded
   // Parameters: compute segment (storage type copy when fp16, else the master itself) and FP32.
   size_t n_a = 0, n_b = 0;
   float *master_a = nullptr, *mom_a = nullptr, *master_b = nullptr, *mom_b = nullptr, *grad_b = nullptr;

@@ -52,6 +52,15 @@ def check_record(r):
     planned = sum(plan.values()) if plan else 0
     if planned and not 0.95 * planned <= m["peak_memory_bytes"] <= 1.10 * planned:
         bad.append(f"arena peak {m['peak_memory_bytes']} vs plan {planned}: allocations and plan disagree")
+    # The step is timed as a CUDA graph; issued call by call it cannot be faster than the GPU's
+    # time (10% allowed for noise), and the host's issue cost is positive.
+    if not (r.get("details", {}).get("cuda_graph") or {}).get("used"):
+        bad.append(f"the step was not captured as a CUDA graph: {r.get('details', {}).get('cuda_graph')}")
+    for k in ("eager_step_ms", "host_issue_ms", "eager_images_per_s"):
+        if not isinstance(m.get(k), (int, float)) or not m[k] > 0:
+            bad.append(f"metric {k} missing or not positive: {m.get(k)}")
+    if isinstance(m.get("eager_step_ms"), (int, float)) and m["eager_step_ms"] < 0.9 * m["step_time_ms"]:
+        bad.append(f"eager step {m['eager_step_ms']:.3f} ms faster than the graph step {m['step_time_ms']:.3f} ms")
     if abs(m["images_per_s"] - r["params"]["batch"] / (m["step_time_ms"] / 1e3)) > 1e-6 * m["images_per_s"]:
         bad.append("images_per_s is not batch / step time")
     return bad

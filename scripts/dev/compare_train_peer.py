@@ -3,7 +3,7 @@
 
 For each (precision, layout, batch) measured by both: step time (ms), images/s and peak memory of
 each side; the step-time ratio nodebench / PyTorch (PyTorch's median over its runs, taken before
-and after nodebench's); the memory ratio nodebench peak_memory_bytes / PyTorch
+and after nodebench's; nodebench's step is its CUDA graph, its eager loop beside it); the memory ratio nodebench peak_memory_bytes / PyTorch
 max_memory_allocated. Judged as issue 15 asks: step time within 15% of PyTorch's or faster, but
 not more than 1.3x faster (that would mean a part of the step is missing); memory within 25%.
 Where the peer file has gpu_busy_ms (peer_torch_train.py --gpu-busy: the GPU's own working time per
@@ -37,6 +37,7 @@ def load_nodebench(paths):
                 continue
             key = (prm.get("precision"), prm.get("layout"), int(prm["batch"]))
             rows[key] = {"step_time_ms": m["step_time_ms"], "images_per_s": m.get("images_per_s"),
+                         "eager_step_ms": m.get("eager_step_ms"),
                          "peak_memory_bytes": m.get("peak_memory_bytes"), "file": p, "id": r.get("id")}
     return rows
 
@@ -81,6 +82,7 @@ def main(argv):
         ok = ok and (step_ok or host_bound) and mem_ok
         table.append({"precision": key[0], "layout": key[1], "batch": key[2],
                       "nodebench_step_ms": n["step_time_ms"], "pytorch_step_ms": p_step,
+                      "nodebench_eager_step_ms": n.get("eager_step_ms"),
                       "pytorch_step_ms_runs": [x["step_time_ms"] for x in ps],
                       "step_time_ratio": step_ratio, "step_ok": step_ok,
                       "pytorch_gpu_busy_ms": busy_ms, "gpu_busy_ratio": busy_ratio,
@@ -93,7 +95,7 @@ def main(argv):
     if not table:
         print("compare_train_peer: no (precision, layout, batch) measured by both sides", file=sys.stderr)
         return 2
-    print(f"{'case':18s} {'nodebench ms':>12s} {'pytorch ms':>11s} {'ratio':>6s} {'pt busy':>8s} {'/busy':>6s}"
+    print(f"{'case':18s} {'nodebench ms':>12s} {'nb eager':>8s} {'pytorch ms':>11s} {'ratio':>6s} {'pt busy':>8s} {'/busy':>6s}"
           f" {'nb img/s':>9s} {'pt img/s':>9s} {'nb GiB':>7s} {'pt GiB':>7s} {'mem':>5s}  verdict")
     for t in table:
         case = f"{t['precision']}/{t['layout']}/b{t['batch']}"
@@ -103,7 +105,8 @@ def main(argv):
                    "HOST" if t["pytorch_host_bound"] else "STEP")
         busy = f"{t['pytorch_gpu_busy_ms']:8.2f}" if t["pytorch_gpu_busy_ms"] else f"{'-':>8s}"
         bratio = f"{t['gpu_busy_ratio']:6.3f}" if t["gpu_busy_ratio"] else f"{'-':>6s}"
-        print(f"{case:18s} {t['nodebench_step_ms']:12.2f} {t['pytorch_step_ms']:11.2f} {t['step_time_ratio']:6.3f}"
+        eager = f"{t['nodebench_eager_step_ms']:8.2f}" if t["nodebench_eager_step_ms"] else f"{'-':>8s}"
+        print(f"{case:18s} {t['nodebench_step_ms']:12.2f} {eager} {t['pytorch_step_ms']:11.2f} {t['step_time_ratio']:6.3f}"
               f" {busy} {bratio}"
               f" {t['nodebench_images_per_s'] or 0:9.0f} {t['pytorch_images_per_s']:9.0f}"
               f" {gib(t['nodebench_peak_memory_bytes']):>7s} {gib(t['pytorch_max_memory_allocated_bytes']):>7s}"

@@ -104,7 +104,10 @@ R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio tabl
 step_build() {
   local targets=(nodebench nodebench_gpu_tests nodebench_unit_tests)
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" > "$RAW/build.log" 2>&1 || return 1
-  grep -q nodebench_mpi_gather_test build/build.ninja 2>/dev/null && targets+=(nodebench_mpi_gather_test)
+  local t
+  for t in nodebench_mpi_gather_test nodebench_train_gpu_tests nodebench_train_dp_gpu_tests; do
+    grep -q "$t" build/build.ninja 2>/dev/null && targets+=("$t")
+  done
   cmake --build build -j "$(nproc)" --target "${targets[@]}" >> "$RAW/build.log" 2>&1 || {
     grep -E "error" "$RAW/build.log" | head -20; return 1; }
   grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA)" "$RAW/build.log" | tee -a "$OUT/session.log"
@@ -357,12 +360,16 @@ step_train_sweep() {
     [ -f "$RAW/train_sweep_$name.json" ] && python3 - "$RAW/train_sweep_$name.json" <<'PY' | tee -a "$OUT/session.log"
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"  {'case':28s} {'status':7s} {'s':>5s} {'step ms':>8s} {'img/s':>6s} {'mem %':>6s} {'kinds ms':>8s} warn")
+print(f"  {'case':30s} {'status':7s} {'s':>4s} {'step ms':>8s} {'img/s':>6s} {'eager ms':>8s} {'issue ms':>8s}"
+      f" {'mem %':>5s} {'kinds ms':>8s} graph warn")
 for r in d["records"]:
     m, det = r.get("metrics", {}), r.get("details", {})
-    print(f"  {r['id']:28s} {r['status']:7s} {r.get('duration_s') or 0:5.0f} {m.get('step_time_ms', 0):8.2f}"
-          f" {m.get('images_per_s', 0):6.0f} {100 * m.get('memory_fraction_x', 0):6.1f} {det.get('profile_sum_ms') or 0:8.2f}"
-          f" {'W' if det.get('profile_warning') else '-'} {(r.get('reason') or '')[:60]}")
+    g = (det.get("cuda_graph") or {}).get("used")
+    print(f"  {r['id']:30s} {r['status']:7s} {r.get('duration_s') or 0:4.0f} {m.get('step_time_ms', 0):8.2f}"
+          f" {m.get('images_per_s', 0):6.0f} {m.get('eager_step_ms', 0):8.2f} {m.get('host_issue_ms', 0):8.2f}"
+          f" {100 * m.get('memory_fraction_x', 0):5.1f} {det.get('profile_sum_ms') or 0:8.2f}"
+          f" {'yes' if g else 'NO ' if g is False else '-  '}  {'W' if det.get('profile_warning') else '-'}"
+          f" {(r.get('reason') or (det.get('cuda_graph') or {}).get('reason') or '')[:70]}")
 PY
     keep "train_sweep_$name.json"
   done
