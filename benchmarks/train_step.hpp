@@ -25,6 +25,9 @@ enum class Kind : int { conv, bn, elementwise, pool, fc, loss, update };
 constexpr int kKinds = 7;
 const char* kind_name(Kind k);  // conv, bn, elementwise, pool, fc, loss, update
 
+// cuBLAS's workspace, set on the step's handle from the arena (32 MiB: cuBLAS's advice for Hopper).
+constexpr size_t kCublasWorkspace = size_t(32) << 20;
+
 struct StepConfig {
   const cudnn::Prec* prec = nullptr;
   bool nhwc = false;
@@ -141,8 +144,9 @@ class TrainStep {
   LossView loss_view();
 
   size_t peak_bytes() const { return arena_.peak(); }
-  // The workspace shared by the convolutions and batch norm, plus batch norm's reserve spaces.
-  size_t workspace_bytes() const { return ws_bytes_ + bn_reserve_bytes_; }
+  // The workspace shared by the convolutions and batch norm, batch norm's reserve spaces and
+  // cuBLAS's workspace.
+  size_t workspace_bytes() const { return ws_bytes_ + bn_reserve_bytes_ + kCublasWorkspace; }
   nlohmann::json algorithms() const;
   const StepConfig& config() const { return cfg_; }
 

@@ -28,8 +28,6 @@ struct TrainStep::Layer {
   size_t bn_reserve_bytes = 0;
 };
 
-constexpr size_t kCublasWorkspace = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
-
 struct TrainStep::Impl {
   cudnnHandle_t h = nullptr;
   cublasHandle_t cb = nullptr;
