@@ -26,6 +26,7 @@ class TrainPoint:
     memory_fraction: float | None
     elementwise_share: float | None
     note: str = ""
+    eager_images_per_s: float | None = None  # the step issued call by call (no CUDA graph)
 
 
 def train_points(data: ReportData) -> list[TrainPoint]:
@@ -40,7 +41,8 @@ def train_points(data: ReportData) -> list[TrainPoint]:
         out.append(TrainPoint(where(rec), str(p.get("precision", "")), str(p.get("layout", "")), int(p["batch"]),
                               rec["status"], is_oom(rec), num(m.get("images_per_s")), num(m.get("step_time_ms")),
                               num(m.get("peak_memory_bytes")), num(m.get("device_used_bytes")),
-                              num(m.get("memory_fraction_x")), num(m.get("elementwise_share")), str(note)))
+                              num(m.get("memory_fraction_x")), num(m.get("elementwise_share")), str(note),
+                              num(m.get("eager_images_per_s"))))
     return sorted(out, key=lambda t: (t.where, t.precision, t.layout, t.batch))
 
 

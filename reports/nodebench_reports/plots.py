@@ -491,7 +491,9 @@ def plot_speedup(data: ReportData) -> Plot:
 
 def plot_train(data: ReportData) -> Plot:
     plot = Plot("train", "ResNet-50 training step: throughput and memory against batch size",
-                "Left: images/s of the measured training step per precision and layout. Right: measured device "
+                "Left: images/s of the measured training step per precision and layout (solid: the step as one "
+                "CUDA graph; dashed: the same step issued call by call, as a loop without graphs runs it). Right: "
+                "measured device "
                 "memory in use (fraction of the GPU) with the memory limit (dashed) and the recommended batch "
                 "(star); black crosses: batches that ran out of memory.")
     points = derive_train.train_points(data)
@@ -513,6 +515,9 @@ def plot_train(data: ReportData) -> Plot:
                 if any(p.images_per_s for p in ok):
                     ax_t.plot(*zip(*[(p.batch, p.images_per_s) for p in ok if p.images_per_s]), "o-",
                               color=colors[s], label=label, ms=4)
+                eager = [(p.batch, p.eager_images_per_s) for p in ok if p.eager_images_per_s]
+                if eager:
+                    ax_t.plot(*zip(*eager), "--", color=colors[s], label=f"{label}, call by call", lw=1.2, alpha=0.8)
                 if any(p.memory_fraction is not None for p in ok):
                     ax_m.plot(*zip(*[(p.batch, p.memory_fraction) for p in ok if p.memory_fraction is not None]),
                               "o-", color=colors[s], label=label, ms=4)

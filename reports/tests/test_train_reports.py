@@ -108,6 +108,12 @@ def test_plot_marks_limit_and_recommended_batch(monkeypatch):
     assert stars == rec_batches
     labels = ax_t.get_legend_handles_labels()[1]
     assert any(lab.startswith("recommended fp16 nhwc") for lab in labels)
+    # the call-by-call step dashed beside each series, at the records' eager_images_per_s
+    dashed = {line.get_label(): list(line.get_ydata()) for line in ax_t.get_lines() if line.get_linestyle() == "--"}
+    for prec, layout in (("fp16", "nhwc"), ("tf32", "nchw")):
+        want = [r["metrics"]["eager_images_per_s"] for r in doc["records"] if r["family"] == "train"
+                and r["status"] == "ok" and r["params"]["precision"] == prec and r["params"]["layout"] == layout]
+        assert dashed[f"{prec} {layout}, call by call"] == pytest.approx(want)
     assert "out of memory" in labels
 
 
