@@ -8,7 +8,7 @@
 // train_dp/resnet50/<precision>/<layout>/b<batch>/g<gpus>. Each part measures the step with the
 // all-reduce, then the same GPUs with the all-reduce skipped (exposed_comm_ms = the difference);
 // the case measures the first GPU alone once (compute only), the 1-GPU figure of
-// scaling_efficiency. Verification on every part of two GPUs or more (after the first GPU's
+// scaling_efficiency_ratio. Verification on every part of two GPUs or more (after the first GPU's
 // optimizer state is broadcast to the others, since compute-only steps let them drift apart):
 // each GPU's own gradient of
 // one micro-step (different images, identical initial weights), then the same micro-step with
@@ -61,9 +61,9 @@ void fill_part(CasePart& part, const Point& pt, int n, int k, const Measurement&
   m["one_gpu_step_ms"] = one_s * 1e3;
   m["one_gpu_images_per_s"] = one_ips;
   const double eff = train_dp::scaling_efficiency(ips, n, one_ips);
-  if (std::isfinite(eff)) m["scaling_efficiency"] = eff;
+  if (std::isfinite(eff)) m["scaling_efficiency_ratio"] = eff;
   m["bucket_bytes"] = double(bucket_bytes);
-  m["buckets"] = double(eng.buckets().size());
+  m["bucket_count"] = double(eng.buckets().size());
   m["gradient_bytes"] = double(eng.gradient_bytes());
   part.out.measurement = step;
   part.out.primary_metric = "images_per_s";

@@ -31,7 +31,7 @@ def check_record(r, k):
             bad.append(f"param {key} missing")
     if p.get("accumulation") != k:
         bad.append(f"accumulation {p.get('accumulation')}, expected {k}")
-    for key in ("step_time_ms", "images_per_s", "exposed_comm_ms", "scaling_efficiency", "bucket_bytes", "buckets",
+    for key in ("step_time_ms", "images_per_s", "exposed_comm_ms", "scaling_efficiency_ratio", "bucket_bytes", "bucket_count",
                 "compute_step_ms", "one_gpu_step_ms"):
         if not isinstance(m.get(key), (int, float)) or not math.isfinite(m[key]):
             bad.append(f"metric {key} missing or not finite: {m.get(key)}")
@@ -44,16 +44,16 @@ def check_record(r, k):
     if abs(m["images_per_s"] - ips) > 1e-6 * ips:
         bad.append(f"images_per_s {m['images_per_s']} is not gpus x batch x k / step ({ips})")
     one = b * k / (m["one_gpu_step_ms"] / 1e3)
-    if abs(m["scaling_efficiency"] - m["images_per_s"] / (n * one)) > 1e-6:
-        bad.append("scaling_efficiency is not images/s over n x the one-GPU images/s")
-    if not 0.2 < m["scaling_efficiency"] < 1.2:
-        bad.append(f"scaling_efficiency {m['scaling_efficiency']} implausible")
+    if abs(m["scaling_efficiency_ratio"] - m["images_per_s"] / (n * one)) > 1e-6:
+        bad.append("scaling_efficiency_ratio is not images/s over n x the one-GPU images/s")
+    if not 0.2 < m["scaling_efficiency_ratio"] < 1.2:
+        bad.append(f"scaling_efficiency_ratio {m['scaling_efficiency_ratio']} implausible")
     if abs(m["exposed_comm_ms"] - (m["step_time_ms"] - m["compute_step_ms"])) > 1e-6 * m["step_time_ms"]:
         bad.append("exposed_comm_ms is not step - compute step")
     if m["exposed_comm_ms"] < -0.1 * m["step_time_ms"]:
         bad.append(f"the step with the all-reduce is much faster than without: {m['exposed_comm_ms']} ms")
-    if m["buckets"] < 1 or m["bucket_bytes"] <= 0:
-        bad.append(f"buckets {m['buckets']}, bucket_bytes {m['bucket_bytes']}")
+    if m["bucket_count"] < 1 or m["bucket_bytes"] <= 0:
+        bad.append(f"bucket_count {m['bucket_count']}, bucket_bytes {m['bucket_bytes']}")
     if not d.get("nccl_version") or not isinstance(d.get("nccl_env"), dict):
         bad.append("nccl_version / nccl_env not recorded")
     if n >= 2:

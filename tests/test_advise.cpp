@@ -189,7 +189,7 @@ json sample_doc() {
   recs.push_back(record("conv/resnet50/fp16/nhwc/b256", {{"precision", "fp16"}, {"layout", "nhwc"}, {"batch", 256}, {"pass", "train"}}, {{"time_us", 20000.0}}));
   recs.push_back(record("conv/resnet50/fp32/nhwc/b256", {{"precision", "fp32"}, {"layout", "nhwc"}, {"batch", 256}, {"pass", "train"}}, {{"time_us", 90000.0}}));
   recs.push_back(record("train_dp/resnet50/fp16/nhwc/b256/g2", {{"precision", "fp16"}, {"layout", "nhwc"}, {"batch", 256}, {"gpus", 2}, {"accumulation", 1}},
-                        {{"images_per_s", 4000.0}, {"scaling_efficiency", 0.86}}, {0, 1}));
+                        {{"images_per_s", 4000.0}, {"scaling_efficiency_ratio", 0.86}}, {0, 1}));
   return {{"records", recs},
           {"analysis", {{"fp16_vs_fp32", {{{"gpu", 0}, {"verdict", "pays"}, {"reason", "FP16 runs 12x as fast"}},
                                           {{"gpu", 1}, {"verdict", "not_measured"}, {"reason", "no gemm"}}}}}}};

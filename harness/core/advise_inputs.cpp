@@ -105,7 +105,7 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
         d.gpus = int(num(p, "gpus").value_or(0));
         d.accumulation = int(num(p, "accumulation").value_or(1));
         d.images_per_s = num(m, "images_per_s").value_or(0);
-        d.efficiency = num(m, "scaling_efficiency");
+        d.efficiency = num(m, "scaling_efficiency_ratio");
         d.step_ms = num(m, "step_time_ms");
         d.exposed_comm_ms = num(m, "exposed_comm_ms");
         if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in.dp.push_back(d);

@@ -401,7 +401,7 @@ def _ok_number(v) -> float | None:
 
 def dp_series(data: ReportData) -> list[DpSeries]:
     """Measured points from train_dp records and predicted points from the advise document, per configuration.
-    Efficiency: the record's scaling_efficiency (N-GPU over N x 1-GPU throughput), else derived from the
+    Efficiency: the record's scaling_efficiency_ratio (N-GPU over N x 1-GPU throughput), else derived from the
     1-GPU point of the same configuration."""
     series: dict[tuple, DpSeries] = {}
 
@@ -414,7 +414,7 @@ def dp_series(data: ReportData) -> list[DpSeries]:
         if not isinstance(n, int) or not isinstance(b, int) or ips is None:
             continue
         key = (str(p.get("precision", "")), str(p.get("layout", "")), b, int(p.get("accumulation", 1) or 1))
-        eff = _ok_number(m.get("scaling_efficiency"))
+        eff = _ok_number(m.get("scaling_efficiency_ratio"))
         if eff is not None and eff > 1.5:   # given in percent
             eff /= 100.0
         get(key).measured.append(DpPoint(n, ips, eff))

@@ -42,7 +42,7 @@ def with_dp(doc, points, batch=256):
         r["params"] = {"precision": "fp16", "layout": "nhwc", "batch": batch, "gpus": n, "accumulation": 1}
         r["metrics"] = {"images_per_s": ips, "step_time_ms": n * batch / ips * 1e3}
         if eff is not None:
-            r["metrics"]["scaling_efficiency"] = eff
+            r["metrics"]["scaling_efficiency_ratio"] = eff
         doc["records"].append(r)
     return doc
 
