@@ -537,6 +537,34 @@ def check_fusion(data: ReportData) -> Item:
     return Item("fusion", title, PASS, summary, ev)
 
 
+def check_host_bound(data: ReportData) -> Item:
+    """Whether a loop that issues the step call by call (frameworks' eager mode) keeps up with the
+    GPU: from the train records' graph and call-by-call figures. Warns when the recommended batch
+    is host-bound (CUDA graphs, or XLA, would then pay)."""
+    title = "Host-bound small batches: CUDA graphs"
+    rows = derive_train.host_bound(data)
+    if not rows:
+        return Item("host", title, NOT_MEASURED, "no train record with the call-by-call step (eager_images_per_s): "
+                    "run the train family")
+    statuses, ev, parts = [], [], []
+    for h in rows:
+        name = f"{derive.gpu_label(h.where)} {h.precision} {h.layout}"
+        ev.append(f"{name}: call by call / graph images/s " +
+                  ", ".join(f"b{b} {fmt_pct(r, 0)}" for b, r in sorted(h.ratios.items())))
+        if h.largest is None:
+            statuses.append(PASS)
+            parts.append(f"{name}: the host keeps up at every measured batch")
+            continue
+        rec_bound = h.recommended is not None and h.recommended <= h.largest
+        statuses.append(WARN if rec_bound else PASS)
+        parts.append(f"{name}: host-bound up to batch {h.largest} (call by call {fmt_pct(h.ratios[h.largest], 0)} "
+                     f"of the graph step's images/s there)" +
+                     (f"; the recommended batch {h.recommended} is among them: use CUDA graphs "
+                      f"(torch.cuda.graphs, XLA) or a larger batch" if rec_bound else ""))
+    ev.append(f"source: train records, eager_images_per_s / images_per_s; host-bound below {fmt_pct(derive_train.HOST_BOUND, 0)}")
+    return Item("host", title, worst(statuses), "; ".join(parts), ev)
+
+
 def check_memory(data: ReportData) -> Item:
     title = "Memory use at the recommended batch size"
     trained = check_train_memory(data, title)
@@ -641,5 +669,6 @@ def build_checklist(data: ReportData) -> list[Item]:
         check_clocks(data),
         check_memory(data),
         check_fusion(data),
+        check_host_bound(data),
         check_run(data),
     ]

@@ -87,3 +87,37 @@ def elementwise_bound(data: ReportData) -> tuple[float, TrainPoint] | None:
         return None
     best = max(ok, key=lambda p: (p.images_per_s, p.batch))
     return best.elementwise_share, best
+
+
+HOST_BOUND = 0.9  # issued call by call, below 90% of the graph step's images/s: the host bounds it
+
+
+@dataclass
+class HostBound:
+    where: Where
+    precision: str
+    layout: str
+    bound_batches: list[int]          # batches where the call-by-call step is host-bound
+    ratios: dict[int, float]          # batch -> eager images/s over graph images/s
+    recommended: int | None
+
+    @property
+    def largest(self) -> int | None:
+        return max(self.bound_batches) if self.bound_batches else None
+
+
+def host_bound(data: ReportData) -> list[HostBound]:
+    """Per series, the batches at which the step issued call by call (no CUDA graph) reaches less
+    than HOST_BOUND of the graph step's images/s: a training loop without graphs is bound by the
+    host's cost of issuing the step's library calls there."""
+    recs = {(r.gpu, r.precision, r.layout): r.batch for r in train_recommendations(data)}
+    series: dict = {}
+    for p in train_points(data):
+        if p.status == "ok" and p.images_per_s and p.eager_images_per_s:
+            series.setdefault((p.where, p.precision, p.layout), []).append(p)
+    out = []
+    for (w, prec, layout), pts in sorted(series.items()):
+        ratios = {p.batch: p.eager_images_per_s / p.images_per_s for p in pts}
+        out.append(HostBound(w, prec, layout, sorted(b for b, r in ratios.items() if r < HOST_BOUND), ratios,
+                             recs.get((w.first_gpu, prec, layout))))
+    return out

@@ -15,7 +15,7 @@ from nodebench_reports.checklist import (FAIL, NOT_MEASURED, PASS, WARN, arch_su
 from nodebench_reports.load import Run, check_document, merge_runs
 
 CHECK_KEYS = ["compute_capability", "pcie", "h2d", "pinned_pageable", "distribution", "mixed_precision", "clocks",
-              "memory", "fusion", "run"]
+              "memory", "fusion", "host", "run"]
 
 
 def data_of(doc):

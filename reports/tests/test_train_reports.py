@@ -121,3 +121,50 @@ def test_plot_missing_without_train():
     from nodebench_reports import plots
     plot = plots.plot_train(data_of(nbgen.make_result(families=("gemm",), n_gpus=1)))
     assert plot.png is None and "not measured" in plot.missing
+
+
+def _host_bound_batches(doc, prec, layout, share=0.9):
+    """The batches whose call-by-call images/s is below `share` of the graph step's, from the records."""
+    return sorted(r["params"]["batch"] for r in doc["records"] if r["family"] == "train" and r["status"] == "ok"
+                  and r["params"]["precision"] == prec and r["params"]["layout"] == layout
+                  and r["metrics"]["eager_images_per_s"] < share * r["metrics"]["images_per_s"])
+
+
+def test_host_item_names_the_largest_host_bound_batch():
+    doc = train_doc()
+    item = items(doc)["host"]
+    fp16 = _host_bound_batches(doc, "fp16", "nhwc")
+    assert fp16, "the generated sweep has host-bound small batches (eager step floor 25 ms)"
+    assert f"fp16 nhwc: host-bound up to batch {max(fp16)}" in item.summary
+    recs = {r["precision"]: r["batch"] for r in doc["analysis"]["train_recommendation"]}
+    tf32 = _host_bound_batches(doc, "tf32", "nchw")
+    bound = (recs["fp16"] <= max(fp16)) or (bool(tf32) and recs["tf32"] <= max(tf32))
+    assert item.status == (WARN if bound else PASS)
+
+
+def test_host_item_warns_when_the_recommended_batch_is_host_bound():
+    doc = train_doc()
+    rec = doc["analysis"]["train_recommendation"][0]
+    for r in doc["records"]:  # every batch of that series host-bound: call by call at half the rate
+        if r["family"] == "train" and r["status"] == "ok" and r["params"]["precision"] == rec["precision"]:
+            r["metrics"]["eager_images_per_s"] = 0.5 * r["metrics"]["images_per_s"]
+    item = items(doc)["host"]
+    assert item.status == WARN
+    assert f"the recommended batch {rec['batch']} is among them" in item.summary and "CUDA graphs" in item.summary
+
+
+def test_host_item_passes_when_the_host_keeps_up():
+    doc = train_doc()
+    for r in doc["records"]:
+        if r["family"] == "train" and r["status"] == "ok":
+            r["metrics"]["eager_images_per_s"] = 0.97 * r["metrics"]["images_per_s"]
+    item = items(doc)["host"]
+    assert item.status == PASS and "the host keeps up at every measured batch" in item.summary
+
+
+def test_host_item_not_measured_without_call_by_call_figures():
+    doc = train_doc()
+    for r in doc["records"]:
+        if r["family"] == "train":
+            r["metrics"].pop("eager_images_per_s", None)
+    assert items(doc)["host"].status == NOT_MEASURED
