@@ -12,17 +12,12 @@
 
 #include "../benchmarks/train_dp_engine.hpp"
 #include "../benchmarks/train_step.hpp"
+#include "gpu_test_util.hpp"
 
 namespace nb {
 namespace {
 
-bool have_gpu(cudaDeviceProp& prop) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
-  NB_CUDA(cudaSetDevice(0));
-  NB_CUDA(cudaGetDeviceProperties(&prop, 0));
-  return true;
-}
+using test::have_gpu;
 
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double worst = 0, scale = 0;

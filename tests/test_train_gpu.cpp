@@ -10,17 +10,12 @@
 #include <string>
 
 #include "../benchmarks/train_step.hpp"
+#include "gpu_test_util.hpp"
 
 namespace nb {
 namespace {
 
-bool have_gpu(cudaDeviceProp& prop) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
-  NB_CUDA(cudaSetDevice(0));
-  NB_CUDA(cudaGetDeviceProperties(&prop, 0));
-  return true;
-}
+using test::have_gpu;
 
 TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
   cudaDeviceProp prop{};
