@@ -24,18 +24,8 @@ const char* kFooter =
     "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU (for\n"
     "monitor: NVML cannot be loaded).\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
-    "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n"
-    "  NODEBENCH_CUDNN_WORKSPACE_MIB  conv algorithm search workspace in MiB (default 4096)\n"
-    "  NODEBENCH_NCCL_TIMEOUT_S       NCCL watchdog in seconds (default 120)\n"
-    "  NODEBENCH_NCCL_NONBLOCKING=0|1 non-blocking communicators (default: under MPI only)\n"
-    "  NODEBENCH_NCCL_HOLD=0|1        hold the streams while collectives are queued (default 0)\n"
-    "  NODEBENCH_NCCL_GRAPH_MULTI=0|1 one-process CUDA-graph collectives over several GPUs (default 0)\n"
-    "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
-    "  NODEBENCH_DP_BUCKET_MIB        train_dp gradient bucket in MiB (default 25)\n"
-    "  NODEBENCH_DP_ACCUMULATION      train_dp micro-steps per all-reduce and update (default 1)\n"
-    "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
-    "  NODEBENCH_NVML_LIBRARY=PATH    the NVML library to load (default: the driver's libnvidia-ml.so.1)\n"
-    "See docs/MULTIGPU.md for the NCCL settings.";
+    "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n";
+const char* kFooterEnd = "See docs/MULTIGPU.md for the NCCL settings.";
 
 void add_algo_cache(CLI::App* sub, RunOptions& o) {
   sub->add_option("--algo-cache", o.algo_cache_file,
@@ -91,7 +81,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       "nodebench"};
   app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
   app.require_subcommand(1);
-  app.footer(kFooter);
+  app.footer(std::string(kFooter) + settings_help() + kFooterEnd);
 
   CLI::App* list = app.add_subcommand("list", "List families and cases, and whether each can run on this node (and why not)");
   add_selection(list, o, suite);

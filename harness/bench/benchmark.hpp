@@ -17,6 +17,9 @@
 #include "node/environment.hpp"
 #include "bench/measure.hpp"
 #include "base/status.hpp"
+#include "bench/algo_choice.hpp"
+#include "bench/resources_store.hpp"
+#include "bench/settings.hpp"
 
 namespace nb {
 
@@ -215,14 +218,32 @@ inline void set_outcome(CasePart& part, const std::exception& e) {
   part.out.measurement.reset();
 }
 
+// What the Session lends a case besides its GPU: the settings in force, the resources it keeps
+// between cases (per GPU and for the whole session) and the algorithm cache.
+struct CaseServices {
+  const Settings* settings = nullptr;
+  ResourceStore* gpu_resources = nullptr;
+  ResourceStore* session_resources = nullptr;
+  AlgoCache* algo_cache = nullptr;
+};
+
 class CaseContext {
  public:
   CaseContext(const GpuInfo& gpu, const Nvml& nvml, Measurer& measurer, cudaStream_t stream,
-              MeasureConfig cfg, std::vector<const GpuInfo*> gpus = {})
-      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream), gpus_(std::move(gpus)) {
+              MeasureConfig cfg, std::vector<const GpuInfo*> gpus, CaseServices services)
+      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream), gpus_(std::move(gpus)), services_(services) {
     out_.config = cfg;
     if (gpus_.empty()) gpus_.push_back(&gpu_);
+    if (!services_.settings || !services_.gpu_resources || !services_.session_resources || !services_.algo_cache)
+      throw Error("CaseContext: the session's services are incomplete");
   }
+  const Settings& settings() const { return *services_.settings; }
+  // What a family keeps on this GPU between cases (library handles, algorithm choices): made on
+  // first use with this GPU current, destroyed with the Session.
+  ResourceStore& gpu_resources() { return *services_.gpu_resources; }
+  // What spans GPUs (NCCL teams over a GPU set), likewise.
+  ResourceStore& session_resources() { return *services_.session_resources; }
+  AlgoCache& algo_cache() { return *services_.algo_cache; }
   const GpuInfo& gpu() const { return gpu_; }
   // Every GPU of a multi-GPU case (the first is gpu()).
   const std::vector<const GpuInfo*>& gpus() const { return gpus_; }
@@ -273,6 +294,7 @@ class CaseContext {
   Measurer& measurer_;
   cudaStream_t stream_;
   std::vector<const GpuInfo*> gpus_;
+  CaseServices services_;
   CaseOutput out_;
 };
 
