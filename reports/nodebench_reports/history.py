@@ -415,11 +415,23 @@ def query_points(conn: HistoryDB, case_glob: str | None, metric: str | None, nod
     ids = stored_cases(conn)
     if case_glob:
         ids = [i for i in ids if fnmatch.fnmatchcase(i, case_glob)]
+    points = []
+    for chunk in _chunks(ids):
+        sql, args = points_sql(chunk, metric, nodes, since)
+        points += [Point(*row) for row in conn.query(sql, args)]
+    points.sort(key=_point_order)
+    return points
+
+
+def points_sql(ids: list[str], metric: str | None, nodes: list[str] | None = None,
+               since: str | None = None) -> tuple[str, list]:
+    """The query of :func:`query_points` for these case ids, and its arguments."""
     sql = ("SELECT rec.node, r.run_id, r.started_at, rec.record_id, rec.gpus, rec.gpu_model, m.name, m.value, "
            "rec.rank, COALESCE(rec.machine, rec.node) FROM metrics m "
            "JOIN records rec ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
-           "AND m.rank = rec.rank JOIN runs r ON r.run_id = rec.run_id WHERE rec.status = 'ok'")
-    args: list = []
+           f"AND m.rank = rec.rank JOIN runs r ON r.run_id = rec.run_id WHERE rec.status = 'ok' "
+           f"AND m.record_id IN ({_in(ids)})")
+    args: list = list(ids)
     if metric:
         sql += " AND m.name = ?"
         args.append(metric)
@@ -431,17 +443,11 @@ def query_points(conn: HistoryDB, case_glob: str | None, metric: str | None, nod
     if nodes:
         sql += f" AND rec.node IN ({_in(nodes)})"
         args += nodes
-    points = []
-    for chunk in _chunks(ids):
-        for row in conn.query(f"{sql} AND m.record_id IN ({_in(chunk)})", args + chunk):
-            points.append(Point(*row))
-    points.sort(key=_point_order)
-    return points
+    return sql, args
 
 
-def latest_points(conn: HistoryDB, case_glob: str | None, metric: str | None, since: str | None = None) -> list[Point]:
-    """Each machine's latest value per case, GPU model and metric (from case_latest): the last of
-    :func:`query_points` per (case, GPUs, GPU model, metric, machine, rank)."""
+def latest_sql(metric: str | None, since: str | None = None) -> tuple[str, list]:
+    """The query of :func:`latest_points`, and its arguments."""
     sql = ("SELECT node, run_id, started_at, record_id, gpus, gpu_model, name, value, rank, machine "
            "FROM case_latest WHERE primary_only = ?")
     args: list = [0 if metric else 1]
@@ -451,6 +457,13 @@ def latest_points(conn: HistoryDB, case_glob: str | None, metric: str | None, si
     if since:
         sql += " AND started_at >= ?"
         args.append(since)
+    return sql, args
+
+
+def latest_points(conn: HistoryDB, case_glob: str | None, metric: str | None, since: str | None = None) -> list[Point]:
+    """Each machine's latest value per case, GPU model and metric (from case_latest): the last of
+    :func:`query_points` per (case, GPUs, GPU model, metric, machine, rank)."""
+    sql, args = latest_sql(metric, since)
     points = [Point(*row) for row in conn.query(sql, args)
               if not case_glob or fnmatch.fnmatchcase(row[3], case_glob)]
     points.sort(key=_point_order)

@@ -102,7 +102,10 @@ class HistoryDB:
 
     # --- SQL --------------------------------------------------------------------------------
     def sql(self, query: str) -> str:
-        return query.replace("?", "%s") if self.dialect == "postgresql" else query
+        """`query` with ? placeholders in this backend's form (psycopg: %s, and a literal % doubled).
+        A ? inside a string literal would be taken for a placeholder: the queries pass values as
+        arguments instead."""
+        return query.replace("%", "%%").replace("?", "%s") if self.dialect == "postgresql" else query
 
     def execute(self, query: str, args=()):
         with self._errors():

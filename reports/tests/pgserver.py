@@ -39,8 +39,12 @@ def find_bindir() -> str | None:
 
 
 class PgServer:
-    def __init__(self):
-        self.base = self.bindir = self.user = None
+    """`base`: the folder to use (default: a new one under the temporary folder); `extra_conf`:
+    lines appended to postgresql.conf (scripts/dev/history_scale.py gives it more memory)."""
+
+    def __init__(self, base: str | None = None, extra_conf: str = ""):
+        self.base, self.extra_conf = base, extra_conf
+        self.bindir = self.user = None
         self.running = False
         self._n = 0
         self._admin = None
@@ -61,7 +65,10 @@ class PgServer:
         if not self.bindir:
             raise RuntimeError("PostgreSQL's server binaries (initdb, pg_ctl) are not installed "
                                "(apt-get install postgresql)")
-        self.base = tempfile.mkdtemp(prefix="nodebench-pg-")
+        if self.base:
+            os.makedirs(self.base, exist_ok=True)
+        else:
+            self.base = tempfile.mkdtemp(prefix="nodebench-pg-")
         if os.geteuid() == 0:
             for name in ("postgres", "nobody"):
                 try:
@@ -77,7 +84,7 @@ class PgServer:
         self._run("initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
         conf = (f"listen_addresses = ''\nunix_socket_directories = '{self.base}'\nport = {SOCKET_PORT}\n"
                 "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 60\n"
-                "shared_buffers = 64MB\n")
+                "shared_buffers = 64MB\n" + self.extra_conf)
         with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as fh:
             fh.write(conf)
         self._run("pg_ctl", "-D", data, "-l", os.path.join(self.base, "server.log"), "-w", "-t", "60", "start")

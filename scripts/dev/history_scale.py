@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Time `nodebench-report fleet` and `trend` on a large synthetic history (gen_history.py).
+
+    scripts/dev/history_scale.py --work DIR --out RESULTS_DIR [--backend sqlite|postgresql]
+                                 [--machines 1000] [--nights 365] [--cases 100] [--repeat 3]
+
+DIR holds the generated database (an SQLite file, or the data folder of a PostgreSQL server
+started for the measurement from Debian's package, as the tests do: reports/tests/pgserver.py,
+with more memory); keep it out of git. RESULTS_DIR gets, per backend, the generator's log, the
+timings (JSON) and the query plans of the queries that fleet and trend run (EXPLAIN), in files
+named BACKEND-MACHINESxNIGHTSxCASES.*. With --reuse an existing database of the same size is
+timed again without generating it.
+
+Timed (each --repeat times, wall clock of the whole command, python start included):
+  fleet --db DB                      every case, each machine's latest value against the fleet
+  fleet --db DB --case 'gemm/*'      a quarter of the cases
+  trend --db DB --case C --node N    one case on one node: N nights
+  trend --db DB --case C --node N1..N10
+  trend --db DB --case C             one case on every machine (machines x nights points)
+and, in-process, the query of trend alone (history.query_points) for that last one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "reports"))
+sys.path.insert(0, os.path.join(REPO, "reports", "tests"))
+
+PG_CONF = ("shared_buffers = 6GB\nwork_mem = 64MB\nmaintenance_work_mem = 2GB\nmax_wal_size = 32GB\n"
+           "checkpoint_timeout = 30min\nwal_level = minimal\nmax_wal_senders = 0\neffective_cache_size = 16GB\n"
+           "max_parallel_maintenance_workers = 2\nmax_parallel_workers_per_gather = 2\n")
+
+
+def sh(cmd, **kw):
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    return proc, time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--backend", choices=("sqlite", "postgresql"), required=True)
+    ap.add_argument("--machines", type=int, default=1000)
+    ap.add_argument("--nights", type=int, default=365)
+    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    tag = f"{args.backend}-{args.machines}x{args.nights}x{args.cases}"
+    server = None
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "reports"))
+    if args.backend == "postgresql":
+        import pgserver
+        base = os.path.join(args.work, f"pg-{args.machines}x{args.nights}x{args.cases}")
+        fresh = not (args.reuse and os.path.isdir(os.path.join(base, "data")))
+        if fresh and os.path.isdir(base):
+            shutil.rmtree(base)
+        server = pgserver.PgServer(base=base, extra_conf=PG_CONF)
+        if fresh:
+            server.start()
+            target = server.new_database("scale")
+        else:  # the server of an earlier run, started again
+            server.bindir, server.user = pgserver.find_bindir(), ("postgres" if os.geteuid() == 0 else None)
+            server._run("pg_ctl", "-D", os.path.join(base, "data"), "-l", os.path.join(base, "server.log"), "-w",
+                        "start")
+            server.running = True
+            import psycopg
+            with psycopg.connect(server.url("postgres")) as c:
+                name = c.execute("SELECT datname FROM pg_database WHERE datname LIKE 'scale_%'").fetchone()[0]
+            target = server.url(name)
+    else:
+        target = os.path.join(args.work, f"{tag}.sqlite")
+        fresh = not (args.reuse and os.path.exists(target))
+        if fresh and os.path.exists(target):
+            os.remove(target)
+    try:
+        if fresh:
+            gen = [sys.executable, os.path.join(HERE, "gen_history.py"), "--db", target, "--machines",
+                   str(args.machines), "--nights", str(args.nights), "--cases", str(args.cases)]
+            with open(os.path.join(args.out, f"{tag}.generate.log"), "w") as log:
+                log.write("$ " + " ".join(gen[1:]).replace(target, "DB") + "\n")
+                log.flush()
+                t = time.perf_counter()
+                rc = subprocess.run(gen, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+                log.write(f"# exit {rc}, {time.perf_counter() - t:.1f} s\n")
+            if rc:
+                print(f"generation failed, see {log.name}", file=sys.stderr)
+                return 1
+        from nodebench_reports.history import open_db, query_points
+        with open_db(target, create=False) as db:
+            sizes = {t: db.query_one(f"SELECT count(*) FROM {t}")[0]
+                     for t in ("runs", "records", "metrics", "case_noise", "case_latest")}
+            if db.dialect == "postgresql":
+                sizes["database_bytes"] = db.query_one("SELECT pg_database_size(current_database())")[0]
+            else:
+                sizes["database_bytes"] = os.path.getsize(target)
+            case = db.query_one("SELECT min(record_id) FROM case_latest WHERE record_id LIKE 'gemm/%'")[0]
+            node = db.query_one("SELECT min(node) FROM runs")[0]
+            nodes10 = [r[0] for r in db.query("SELECT DISTINCT node FROM case_latest ORDER BY 1")][:10]
+        cmd = [sys.executable, "-m", "nodebench_reports"]
+        png = os.path.join(args.work, "plot.png")
+        runs = {
+            "fleet (every case)": cmd + ["fleet", "--db", target],
+            "fleet --case 'gemm/*'": cmd + ["fleet", "--db", target, "--case", "gemm/*"],
+            "trend --case C --node N (1 node)": cmd + ["trend", "--db", target, "--case", case, "--node", node, "-q",
+                                                       "-o", png],
+            "trend --case C --node x10 (10 nodes)": cmd + ["trend", "--db", target, "--case", case, "-q", "-o", png]
+            + [a for n in nodes10 for a in ("--node", n)],
+            "trend --case C (every machine)": cmd + ["trend", "--db", target, "--case", case, "-q", "-o", png],
+        }
+        timings = {}
+        for what, c in runs.items():
+            times, rcs, tail = [], [], ""
+            for _ in range(args.repeat):
+                proc, secs = sh(c, env=env)
+                times.append(round(secs, 2))
+                rcs.append(proc.returncode)
+                tail = (proc.stdout.strip().splitlines() or [""])[-1]
+            timings[what] = {"seconds": times, "exit": rcs, "last_line": tail}
+            print(what, times, rcs, tail, flush=True)
+        with open_db(target, create=False) as db:
+            t = time.perf_counter()
+            pts = query_points(db, case, None)
+            timings["query_points (trend's query, every machine, in-process)"] = {
+                "seconds": [round(time.perf_counter() - t, 2)], "points": len(pts)}
+            plans = explain(db, case, node)
+        result = {"backend": args.backend, "machines": args.machines, "nights": args.nights, "cases": args.cases,
+                  "case": case, "node": node, "sizes": sizes, "timings": timings,
+                  "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                              "platform": platform.platform()},
+                  "postgresql_conf_extra": PG_CONF if server else None}
+        with open(os.path.join(args.out, f"{tag}.timings.json"), "w") as fh:
+            json.dump(result, fh, indent=2)
+            fh.write("\n")
+        with open(os.path.join(args.out, f"{tag}.explain.txt"), "w") as fh:
+            fh.write(plans)
+        print(json.dumps(sizes))
+    finally:
+        if server is not None:
+            server._admin = None
+            if server.running:
+                server._run("pg_ctl", "-D", os.path.join(server.base, "data"), "-m", "fast", "-w", "stop")
+    return 0
+
+
+def explain(db, case: str, node: str) -> str:
+    """The plans of the queries fleet and trend send (the SQL is history.py's own)."""
+    from nodebench_reports import history as H
+
+    queries = [
+        ("fleet: latest values",) + H.latest_sql(None),
+        ("fleet: between-run noise", "SELECT machine, record_id, gpus, rank, cv FROM case_noise", ()),
+        ("trend: one case, every machine",) + H.points_sql([case], None),
+        ("trend: one case, one node",) + H.points_sql([case], None, [node]),
+        ("ingest: refresh the derived tables of one machine (noise)",
+         f"{H._NOISE_SQL} AND machine = ? AND record_id IN (?)", ("x", case)),
+        ("ingest: refresh the derived tables of one machine (latest)",
+         f"{H._LATEST_SQL} AND rec.machine = ? AND rec.record_id IN (?)", ("x", case)),
+    ]
+    out = []
+    for title, sql, args in queries:
+        if db.dialect == "postgresql":
+            rows = db.query("EXPLAIN (ANALYZE, BUFFERS) " + sql, list(args))
+        else:
+            rows = [(f"{r[-1]}",) for r in db.query("EXPLAIN QUERY PLAN " + sql, list(args))]
+        out.append(f"== {title}\n{sql}\n-- args {args}\n" + "\n".join(r[0] for r in rows) + "\n")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
