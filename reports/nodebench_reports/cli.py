@@ -4,7 +4,7 @@ Exit status: 0 success (no regression, no flagged node); 1 a regression (compare
 node (fleet); 2 bad input (malformed file, other schema version, mismatched runs, bad options)
 or anything else that stopped the command, always with a one-line message and no traceback;
 3 the history database (ingest, trend, fleet, compare --history) could not be reached or stayed
-busy: nothing was written, the same command may simply be run again later.
+busy: the run being stored was not written, the same command may simply be run again later.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .errors import ReportError
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
 _EPILOG = ("exit status: 0 ok; 1 regression (compare) or flagged node (fleet); 2 bad input or error; "
-           "3 the history database could not be reached (nothing written; run the command again later). "
+           "3 the history database could not be reached (run the command again later). "
            "See reports/README.md.")
 _DB_HELP = ("history: an SQLite file, or a postgresql:// URL (psycopg 3; credentials from PGPASSWORD, "
             "~/.pgpass or a service file, postgresql:///?service=NAME, never in the URL)")

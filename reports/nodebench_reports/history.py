@@ -40,7 +40,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .errors import ReportError
-from .historydb import HistoryDB, connect
+from .historydb import HistoryDB, HistoryUnavailable, connect
 from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key, record_mode
 
 DB_VERSION = 3
@@ -368,7 +368,14 @@ def ingest(conn: HistoryDB, runs: list[Run], node: str | None = None) -> IngestR
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     for run in runs:
         run_row, records, metrics = run_rows(run, node, now)
-        if store_run(conn, run_row, records, metrics):
+        try:
+            replaced = store_run(conn, run_row, records, metrics)
+        except HistoryUnavailable as exc:
+            if result.runs:
+                raise HistoryUnavailable(f"{exc} ({result.runs} of {len(runs)} run(s) were stored before; "
+                                         f"ingesting them again replaces them)") from None
+            raise
+        if replaced:
             result.replaced += 1
         result.records += sum(1 for r in records if r[7] == "ok")
         result.runs += 1

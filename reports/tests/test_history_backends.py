@@ -312,3 +312,33 @@ def test_the_extra_names_psycopg():
     extra = data["project"]["optional-dependencies"]["postgres"]
     assert any(d.startswith("psycopg[binary]") for d in extra), extra
     assert not any(d.startswith("psycopg") for d in data["project"]["dependencies"])   # optional
+
+
+def test_compare_reads_the_spread_from_either_backend(cli, history_target, tmp_path):
+    runs = [nbgen.write(gemm_doc("n9", d + 1, 500 + d, run_noise_cv=0.04, noise_cv=0.01), tmp_path / f"r{d}.json")
+            for d in range(4)]
+    assert cli("ingest", *runs, "--db", history_target).rc == 0
+    r = cli("compare", runs[0], runs[1], "--history", history_target, "--json", tmp_path / "c.json")
+    assert r.rc in (0, 1), r
+    cases = json.loads((tmp_path / "c.json").read_text())["cases"]
+    assert {c["noise_source"] for c in cases} == {"history (4 runs)"}
+    row = table(history_target, "case_noise", "record_id, cv")
+    assert next(c for c in cases if c["id"] == CASE)["noise_between"] == pytest.approx(dict(row)[CASE])
+
+
+def test_sqlite_locked_by_another_writer_exits_3(cli, fleet_files, tmp_path, monkeypatch):
+    from nodebench_reports import historydb
+
+    db = tmp_path / "h.sqlite"
+    assert cli("ingest", fleet_files[0], "--db", db).rc == 0
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")               # another writer, in the middle of its run
+    monkeypatch.setattr(historydb, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    try:
+        r = cli("ingest", fleet_files[1], "--db", db)
+        assert r.rc == 3 and "locked by another writer" in r.err, r
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert table(db, "runs", "count(*)") == [(1,)]
+    assert cli("ingest", fleet_files[1], "--db", db).rc == 0    # once it is free

@@ -17,7 +17,10 @@ Timed (each --repeat times, wall clock of the whole command, python start includ
   trend --db DB --case C --node N    one case on one node: N nights
   trend --db DB --case C --node N1..N10
   trend --db DB --case C             one case on every machine (machines x nights points)
-and, in-process, the query of trend alone (history.query_points) for that last one.
+and, in-process, the query of trend alone (history.query_points) for that last one; then
+`ingest` of one more night of a machine with a full history, and of the same file again.
+The load average (os.getloadavg) before and after is recorded: other work on the machine
+slows every figure.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "reports"))
 sys.path.insert(0, os.path.join(REPO, "reports", "tests"))
+sys.path.insert(0, HERE)
 
 PG_CONF = ("shared_buffers = 6GB\nwork_mem = 64MB\nmaintenance_work_mem = 2GB\nmax_wal_size = 32GB\n"
            "checkpoint_timeout = 30min\nwal_level = minimal\nmax_wal_senders = 0\neffective_cache_size = 16GB\n"
@@ -122,7 +126,7 @@ def main() -> int:
             + [a for n in nodes10 for a in ("--node", n)],
             "trend --case C (every machine)": cmd + ["trend", "--db", target, "--case", case, "-q", "-o", png],
         }
-        timings = {}
+        timings = {"load average before": os.getloadavg()}
         for what, c in runs.items():
             times, rcs, tail = [], [], ""
             for _ in range(args.repeat):
@@ -130,14 +134,16 @@ def main() -> int:
                 times.append(round(secs, 2))
                 rcs.append(proc.returncode)
                 tail = (proc.stdout.strip().splitlines() or [""])[-1]
-            timings[what] = {"seconds": times, "exit": rcs, "last_line": tail}
+            timings[what] = {"seconds": times, "exit": rcs, "last_line": tail.replace(target, "DB")}
             print(what, times, rcs, tail, flush=True)
+        timings.update(time_ingest(target, args, env, cmd))
         with open_db(target, create=False) as db:
             t = time.perf_counter()
             pts = query_points(db, case, None)
             timings["query_points (trend's query, every machine, in-process)"] = {
                 "seconds": [round(time.perf_counter() - t, 2)], "points": len(pts)}
             plans = explain(db, case, node)
+        timings["load average after"] = os.getloadavg()
         result = {"backend": args.backend, "machines": args.machines, "nights": args.nights, "cases": args.cases,
                   "case": case, "node": node, "sizes": sizes, "timings": timings,
                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -155,6 +161,33 @@ def main() -> int:
             if server.running:
                 server._run("pg_ctl", "-D", os.path.join(server.base, "data"), "-m", "fast", "-w", "stop")
     return 0
+
+
+def time_ingest(target: str, args, env, cmd) -> dict:
+    """`ingest` of one more night of machine gpu0005 (a generated result file whose 59 records
+    carry 59 of the synthetic case ids and the machine's GPU UUID, so that the refresh of the
+    derived tables reads that machine's whole history of those cases), then the same file again
+    (a replacement)."""
+    import hashlib
+
+    import nbgen
+    from gen_history import cases
+
+    doc = nbgen.make_result(families=("gemm",), n_gpus=1, hostname="gpu0005", seed=5,
+                            started_at="2027-01-01T02:00:00Z")
+    doc["environment"]["gpus"][0]["uuid"] = f"GPU-{hashlib.md5(b'gpu0005').hexdigest()}"
+    ids = [c[0] for c in cases(args.cases)]
+    for rec, rid in zip(doc["records"], ids):
+        rec["id"] = rid
+    doc["records"] = doc["records"][:len(ids)]
+    path = nbgen.write(doc, os.path.join(args.work, "one-more-night.json"))
+    out = {}
+    for what in ("ingest one run of a machine with a full history", "ingest the same run again (replaces it)"):
+        proc, secs = sh(cmd + ["ingest", path, "--db", target], env=env)
+        out[what] = {"seconds": [round(secs, 2)], "exit": [proc.returncode], "records": len(doc["records"]),
+                     "last_line": (proc.stdout.strip().splitlines() or [""])[-1].replace(target, "DB")}
+        print(what, out[what], flush=True)
+    return out
 
 
 def explain(db, case: str, node: str) -> str:
