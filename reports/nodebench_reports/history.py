@@ -76,12 +76,14 @@ _STEPS: dict[int, list[str]] = {
         "PRIMARY KEY (machine, record_id, gpus, rank))",
     ],
     3: [  # many writers, a fleet of 1,000s of machines: the latest value per case kept at ingest,
-          # and the index that lets an ingest refresh one machine's cases
+          # the index that lets an ingest refresh one machine's cases, and one for trend --node
         "CREATE TABLE IF NOT EXISTS case_latest (machine TEXT NOT NULL, record_id TEXT NOT NULL, "
         "gpus TEXT NOT NULL, rank INTEGER NOT NULL, gpu_model TEXT NOT NULL, name TEXT NOT NULL, "
         "primary_only INTEGER NOT NULL, run_id TEXT NOT NULL, started_at TEXT NOT NULL, node TEXT NOT NULL, "
         "value DOUBLE PRECISION NOT NULL, PRIMARY KEY (machine, record_id, gpus, rank, gpu_model, name, primary_only))",
         "CREATE INDEX IF NOT EXISTS records_by_machine ON records(machine, record_id)",
+        # trend --node: the node's rows of a case, not the whole fleet's
+        "CREATE INDEX IF NOT EXISTS records_by_node ON records(node, record_id)",
     ],
 }
 # indexes a bulk load may drop and build again afterwards (scripts/dev/gen_history.py)
@@ -135,16 +137,15 @@ def _check_and_migrate(db: HistoryDB, create: bool) -> None:
         return
     if "meta" not in tables and not create:
         raise ReportError(f"{db.target}: empty database (nothing ingested yet)")
-    migrated = []
-
     def body(tx: HistoryDB):
         tx.lock([_MIGRATION_LOCK])
         # again under the lock: another writer may have created or migrated it meanwhile
         have = tx.tables()
         if have and "meta" not in have:
             raise ReportError(f"{db.target}: {what}, but not a nodebench history (no 'meta' table)")
-        version = int(_version(tx) or 0) if "meta" in have else 0
-        if version > DB_VERSION or (version == 0 and "meta" in have):
+        text = _version(tx) if "meta" in have else "0"
+        version = int(text) if text and text.isdigit() else -1
+        if version > DB_VERSION or version < 0 or (version == 0 and "meta" in have):
             raise ReportError(f"{db.target}: history database version {_version(tx) or 'unknown'}; "
                               f"this nodebench-report uses version {DB_VERSION}")
         for step in range(version + 1, DB_VERSION + 1):
@@ -155,7 +156,6 @@ def _check_and_migrate(db: HistoryDB, create: bool) -> None:
         elif version < DB_VERSION:
             tx.execute("UPDATE meta SET value=? WHERE key='db_version'", (str(DB_VERSION),))
             recompute_derived(tx)     # older versions kept less (or nothing) derived
-        migrated.append(version)
 
     db.run_transaction(body)
 
