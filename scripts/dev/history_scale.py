@@ -79,8 +79,11 @@ def main() -> int:
             target = server.new_database("scale")
         else:  # the server of an earlier run, started again
             server.bindir, server.user = pgserver.find_bindir(), ("postgres" if os.geteuid() == 0 else None)
-            server._run("pg_ctl", "-D", os.path.join(base, "data"), "-l", os.path.join(base, "server.log"), "-w",
-                        "start")
+            try:
+                server._run("pg_ctl", "-D", os.path.join(base, "data"), "status")
+            except RuntimeError:     # not running: start it
+                server._run("pg_ctl", "-D", os.path.join(base, "data"), "-l", os.path.join(base, "server.log"),
+                            "-w", "start")
             server.running = True
             import psycopg
             with psycopg.connect(server.url("postgres")) as c:
@@ -146,11 +149,18 @@ def main() -> int:
             timings[what] = {"seconds": times, "exit": rcs, "last_line": tail.replace(target, "DB")}
             print(what, times, rcs, tail, flush=True)
         timings.update(time_ingest(target, args, env, cmd))
+        proc, secs = sh([sys.executable, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"])
+        timings["python start + matplotlib import (the floor of every trend/fleet command)"] = {
+            "seconds": [round(secs, 2)]}
         with open_db(target, create=False) as db:
-            t = time.perf_counter()
-            pts = query_points(db, case, None)
-            timings["query_points (trend's query, every machine, in-process)"] = {
-                "seconds": [round(time.perf_counter() - t, 2)], "points": len(pts)}
+            for what, nodes in (("every machine", None), ("1 node", [node]), ("10 nodes", nodes10)):
+                secs = []
+                for _ in range(args.repeat):
+                    t = time.perf_counter()
+                    pts = query_points(db, case, None, nodes)
+                    secs.append(round(time.perf_counter() - t, 3))
+                timings[f"query_points (trend's query alone, in-process), {what}"] = {
+                    "seconds": secs, "points": len(pts)}
             plans = explain(db, case, node)
         timings["load average after"] = os.getloadavg()
         result = {"backend": args.backend, "machines": args.machines, "nights": args.nights, "cases": args.cases,
