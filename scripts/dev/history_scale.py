@@ -211,18 +211,19 @@ def time_ingest(target: str, args, env, cmd) -> dict:
 
 
 def explain(db, case: str, node: str) -> str:
-    """The plans of the queries fleet and trend send (the SQL is history.py's own)."""
+    """The plans of the queries fleet, trend and ingest send (the SQL is history.py's own)."""
     from nodebench_reports import history as H
 
+    machine = db.query_one("SELECT machine FROM case_latest WHERE node = ? LIMIT 1", (node,))[0]
     queries = [
         ("fleet: latest values",) + H.latest_sql(None),
         ("fleet: between-run noise", "SELECT machine, record_id, gpus, rank, cv FROM case_noise", ()),
         ("trend: one case, every machine",) + H.points_sql([case], None),
         ("trend: one case, one node",) + H.points_sql([case], None, [node]),
         ("ingest: refresh the derived tables of one machine (noise)",
-         f"{H._NOISE_SQL} AND machine = ? AND record_id IN (?)", ("x", case)),
+         f"{H._NOISE_SQL} AND machine = ? AND record_id IN (?)", (machine, case)),
         ("ingest: refresh the derived tables of one machine (latest)",
-         f"{H._LATEST_SQL} AND rec.machine = ? AND rec.record_id IN (?)", ("x", case)),
+         f"{H._LATEST_SQL} AND rec.machine = ? AND rec.record_id IN (?)", (machine, case)),
     ]
     out = []
     for title, sql, args in queries:
