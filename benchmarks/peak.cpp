@@ -112,7 +112,7 @@ void run_sync(CaseContext& ctx, const UnitInfo& u, const TensorPath* tensor) {
   ctx.details()["verification"] = {{"method", "none: a synthetic kernel with no output to check"}};
   if (tensor) {
     ctx.details()["instruction"] = u.unit == PeakUnit::mma_fp8 ? "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"
-                                                               : "mma.sync (WMMA 16x16 tiles, two m16n8 mma.sync each)";
+                                                               : "mma.sync (through WMMA 16x16 tiles)";
     ctx.details()["dense_tensor_peak"] = dense;
     if (!dense) ctx.details()["note"] = tensor->reason;
   }
@@ -135,7 +135,7 @@ void run_wgmma(CaseContext& ctx, const UnitInfo& u) {
   // Exact check first: with all-ones operands every accumulator is iterations x wgmma x K.
   const int check_iters = 8;
   const std::vector<uint8_t> ones = wgmma_ones_tile(u.unit);
-  NB_CUDA(cudaMemcpy(tiles.get(), ones.data(), ones.size(), cudaMemcpyHostToDevice));
+  NB_CUDA(cudaMemcpyAsync(tiles.get(), ones.data(), ones.size(), cudaMemcpyHostToDevice, s));  // stream order
   launch(s, check_iters);
   std::vector<uint32_t> h(acc_words);
   NB_CUDA(cudaMemcpyAsync(h.data(), acc.get(), acc.bytes(), cudaMemcpyDeviceToHost, s));

@@ -26,10 +26,11 @@
 #   conv-repeat  conv/resnet50 fp16/nchw/b32 and tf32/nhwc/b256, REPEAT_RUNS fresh processes
 #   peak-indep   an independent peak kernel (scripts/dev/peak_independent.cu), the peak family,
 #                the independent kernel again; each unit's ratio
-#   peak-wgmma   tensor-core peaks (needs 90 in CUDA_ARCHS): cuBLAS/cuBLASLt GEMM 8192^3 FP16, BF16,
-#                TF32, INT8, FP8, the independent wgmma kernel (peak_independent.cu --wgmma, sm_90a),
-#                the peak family's mma_* cases, the independent kernel again, 1.5 s sustained each
-#                (GPU 0); table of peak case / max(cuBLAS, independent), target 0.97 (about 2-3 min)
+#   peak-wgmma   tensor-core peaks (needs 90 in CUDA_ARCHS): the test gpu_peak_tensor_path, then
+#                cuBLAS/cuBLASLt GEMM 8192^3 FP16, BF16, TF32, INT8, FP8, the independent wgmma
+#                kernel (peak_independent.cu --wgmma, sm_90a), the peak family's mma_* cases, the
+#                independent kernel again, 1.5 s sustained each (GPU 0); a table of peak case /
+#                max(cuBLAS, independent), target 0.97 (about 2-3 min)
 #   mpi-shared   two MPI ranks that see the same GPU (CUDA_VISIBLE_DEVICES=0 for both): the per-GPU
 #                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
@@ -317,6 +318,8 @@ PY
 step_peak_wgmma() {
   local rc=0 ind="$RAW/peak_independent_wgmma" t="--max-time 1.5 --target-cv 0 --quiet" re=';90a?(-real|-virtual)?;'
   [[ ";$ARCHS;" =~ $re ]] || { note "peak-wgmma: CUDA_ARCHS ($ARCHS) lacks 90"; return 1; }
+  timeout "$(tmo 120)" ctest --test-dir build -R gpu_peak_tensor_path --output-on-failure > "$RAW/ctest-wgmma.log" 2>&1 || rc=1
+  grep -E "tests passed|FAIL|compute capability" "$RAW/ctest-wgmma.log" | tee -a "$OUT/session.log"
   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o "$ind" scripts/dev/peak_independent.cu > "$RAW/wg_build.log" 2>&1 || return 1
   # shellcheck disable=SC2086  # $t: several options
   timeout "$(tmo 150)" build/nodebench run --suite quick --gpus 0 $t --out-file "$RAW/wg_gemm.json" \
