@@ -120,6 +120,21 @@ TEST(TensorPath, HopperUsesWgmmaOrSaysItWasNotBuilt) {
   EXPECT_TRUE(contains(no_image.reason, "does not load")) << no_image.reason;
 }
 
+TEST(TensorPath, TheBuildSaysWhetherItHoldsTheWgmmaKernels) {
+  // CMake compiles peak_wgmma_sm90a.cu for sm_90a exactly when CMAKE_CUDA_ARCHITECTURES lists 90.
+  const char* why = kernels::wgmma_peak_unbuilt_reason();
+  EXPECT_EQ(why == nullptr, bool(NB_TEST_WGMMA_BUILT));
+  if (why) {
+    EXPECT_TRUE(contains(why, "not built for sm_90a")) << why;
+    // The launch functions exist and refuse, touching no GPU.
+    int blocks = -1;
+    EXPECT_EQ(kernels::wgmma_peak_blocks_per_sm(PeakUnit::mma_fp16, &blocks), cudaErrorInvalidDeviceFunction);
+    EXPECT_EQ(kernels::launch_peak_wgmma(nullptr, PeakUnit::mma_fp16, 1, nullptr, nullptr, nullptr, 1),
+              cudaErrorInvalidDeviceFunction);
+    EXPECT_FALSE(kernels::wgmma_peak_runnable(PeakUnit::mma_fp16));
+  }
+}
+
 TEST(TensorPath, BlackwellMeasuresMmaSyncAndIsNotHeldAgainstTheDensePeak) {
   for (int cc : {100, 103, 120, 121}) {
     const TensorPath p = choose_tensor_path(PeakUnit::mma_bf16, cc, false, nullptr);
