@@ -12,17 +12,17 @@
 #include <map>
 #include <set>
 
-#include "../benchmarks/peak_rules.hpp"
-#include "analysis.hpp"
-#include "benchmark.hpp"
-#include "cli.hpp"
-#include "doctor.hpp"
-#include "doctor_from.hpp"
-#include "environment.hpp"
-#include "error.hpp"
-#include "profiles.hpp"
-#include "status.hpp"
-#include "validate.hpp"
+#include "peak/peak_rules.hpp"
+#include "bench/analysis.hpp"
+#include "bench/benchmark.hpp"
+#include "app/cli.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_from.hpp"
+#include "node/environment.hpp"
+#include "base/error.hpp"
+#include "node/profiles.hpp"
+#include "base/status.hpp"
+#include "check/validate.hpp"
 
 namespace nb {
 // benchmarks/gemm.cpp: the peak key of a GEMM precision on a GPU.
@@ -157,7 +157,7 @@ TEST(P40Cases, Int8RunsFromComputeCapability61Up) {
   EXPECT_GE(checked, 2);
 }
 
-// ---- The theoretical rate the peak cases are held against at 6.1 (benchmarks/peak_rules.cpp) ----
+// ---- The theoretical rate the peak cases are held against at 6.1 (benchmarks/peak/peak_rules.cpp) ----
 
 TEST(P40PeakRates, Int32MultiplyAddHasNoRateOnPascalAndTheOthersTheDatasheets) {
   // Pascal has no one-instruction 32-bit integer multiply-add (three XMAD do it), so the IMAD case

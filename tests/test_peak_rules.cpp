@@ -9,9 +9,9 @@
 
 #include <cstring>
 
-#include "../benchmarks/peak_rules.hpp"
-#include "benchmark.hpp"
-#include "plan.hpp"
+#include "peak/peak_rules.hpp"
+#include "bench/benchmark.hpp"
+#include "run/plan.hpp"
 
 using namespace nb;
 using kernels::MmaShape;

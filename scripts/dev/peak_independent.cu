@@ -1,11 +1,11 @@
-// An independent peak-rate kernel, written apart from kernels/peak_kernels.cu, to check the peak
+// An independent peak-rate kernel, written apart from kernels/peak/peak_kernels.cu, to check the peak
 // family against (issue 14): for FP32 FFMA, FP16 HFMA2, BF16 HFMA2 and FP64 DFMA, 8 independent
 // chains per thread, 8 blocks of 256 threads per SM, operands passed as kernel parameters (the
 // 16-bit ones as full two-half registers), timed with CUDA events over about half a second after
 // a warm-up. Prints one line per unit: TFLOPS (2 flops per FMA, 4 per paired 16-bit FMA).
 //
 // With --wgmma (issue 25): Hopper's warpgroup MMA for FP16, BF16, TF32, INT8 and FP8 E4M3, written
-// apart from kernels/peak_wgmma_sm90a.cu and differently: A from registers (not shared memory),
+// apart from kernels/peak/peak_wgmma_sm90a.cu and differently: A from registers (not shared memory),
 // N = 128 (not 256) with two independent accumulators per warpgroup, B in shared memory in another
 // core-matrix layout (the two K halves 2 KiB apart); checked first with A = 2 and B = 1 (every
 // accumulator must be 2 x K x the MMAs it received), then timed on patterned operands for
