@@ -55,6 +55,7 @@ def worst(statuses) -> str:
     statuses = list(statuses)
     return max(statuses, key=lambda s: _RANK[s]) if statuses else NOT_MEASURED
 
+
 # ----------------------------------------------------------------------------------------------
 # compute capability / build architectures
 
@@ -173,7 +174,6 @@ def check_pcie(data: ReportData) -> Item:
                WARN: f"{counts[WARN]} link(s) below maximum generation, all at full width",
                FAIL: f"{counts[FAIL]} link(s) at reduced width"}[status]
     return Item("pcie", title, status, summary, ev)
-
 
 
 # ----------------------------------------------------------------------------------------------

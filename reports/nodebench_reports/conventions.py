@@ -32,14 +32,18 @@ def key_label(key: tuple) -> str:
         where += f", rank {rank}"
     return f"{rid} [{where}]"
 
+
 def primary_metric(rec: dict) -> str:
     """The metric that best summarises a record (used by trend and fleet when none is given): the
-    record's own ``primary_metric`` when it names a metric it has; else (files written before that
-    field) the first of its family module's ``PRIMARY`` that it has; else ``median_s``."""
+    record's own ``primary_metric`` when it names a metric it has; ``median_s`` when it states none
+    (``null``: a record with no figure, e.g. skipped); else (files written before that field, or a
+    name the record lacks) the first of its family module's ``PRIMARY`` that it has; else ``median_s``."""
     metrics = rec.get("metrics") or {}
     named = rec.get("primary_metric")
     if isinstance(named, str) and is_number(metrics.get(named)):
         return named
+    if "primary_metric" in rec and named is None:
+        return "median_s"
     from .families import primary_fallback  # here, not at the top: the family modules import this one
     for name in primary_fallback(rec.get("family")):
         if metrics.get(name) is not None:

@@ -106,9 +106,9 @@ def _absent(data: ReportData, family: str, what: str) -> str:
             f"({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})")
 
 
-
 # ----------------------------------------------------------------------------------------------
 # figures across families
+
 
 def _plot_dp(plot: Plot, series: list) -> Plot:
     """Data-parallel training against GPU count: throughput (measured points, predicted line, ideal line

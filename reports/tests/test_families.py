@@ -55,11 +55,12 @@ def test_the_loader_names_no_family():
     ("latency", {"latency_us": 2.0}, None, "latency_us"),
     ("unknown_family", {"gbps": 3.0}, None, "median_s"),                          # no module: no fallback
     ("memory", {}, None, "median_s"),
+    ("nccl", {"busbw_gbps": 300.0}, "null", "median_s"),                          # the record states none
 ])
 def test_primary_metric_from_the_record_else_the_family_module(family, metrics, named, want):
     rec = {"family": family, "metrics": metrics, "stats": {"median": 1.0}}
     if named:
-        rec["primary_metric"] = named
+        rec["primary_metric"] = None if named == "null" else named
     assert primary_metric(rec) == want
 
 
