@@ -18,6 +18,7 @@
 #include "bench/measure.hpp"
 #include "base/status.hpp"
 #include "bench/algo_choice.hpp"
+#include "bench/metric.hpp"
 #include "bench/resources_store.hpp"
 #include "bench/settings.hpp"
 
@@ -188,7 +189,8 @@ struct CasePart;
 
 // What a case reports besides its timing.
 struct CaseOutput {
-  nlohmann::json metrics = nlohmann::json::object();
+  nlohmann::json metrics = nlohmann::json::object();  // by name; the unit from the name's suffix
+  std::vector<Metric> typed_metrics;                  // set with CaseContext::metric: unit and direction
   nlohmann::json details = nlohmann::json::object();
   std::optional<Measurement> measurement;
   MeasureConfig config;
@@ -292,6 +294,10 @@ class CaseContext {
   nlohmann::json& extra_params() { return out_.extra_params; }
   nlohmann::json& analysis() { return out_.analysis; }
   nlohmann::json& metrics() { return out_.metrics; }
+  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix.
+  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
+    out_.typed_metrics.push_back(make_metric(stem, unit, value, better));
+  }
   nlohmann::json& details() { return out_.details; }
   [[noreturn]] void skip(const std::string& reason, ReasonKind kind = ReasonKind::unsupported) {
     throw SkipCase{reason, infer_reason_kind(reason, kind)};

@@ -1,4 +1,4 @@
-// Result records (schema v1) and the result file, written atomically.
+// The run's result document (schema nodebench.result, version 1); its records are run/record.hpp's.
 #pragma once
 #include <chrono>
 #include <optional>
@@ -8,31 +8,13 @@
 
 #include "base/files.hpp"
 #include "bench/benchmark.hpp"
+#include "run/record.hpp"
 
 namespace nb {
 
 constexpr int kSchemaVersion = 1;
 
 
-nlohmann::json clock_to_json(const ClockSnapshot& s);
-
-struct RecordInput {
-  const Case* c = nullptr;
-  std::vector<int> gpus;
-  Status status = Status::failed;
-  std::string reason;
-  CaseOutput* out = nullptr;  // may be null for skipped/failed before measuring
-  const GpuInfo* gpu = nullptr;
-  std::optional<ClockSnapshot> before, after;
-  bool nvml_available = false;
-  std::string started_at;
-  double duration_s = 0;
-  ReasonKind reason_kind = ReasonKind::none;  // none: inferred (error for failed, unsupported for skipped)
-};
-
-// Builds one record: stats from the samples, the throughput metric from the median time,
-// percent of peak, and flags. A case with status ok but no samples becomes failed.
-nlohmann::json make_record(const RecordInput& in);
 
 // The run's document in memory: the header, then the records as they come, the analyses and the
 // summary; finish() sets how the run ended. Writing it (atomically, as the run goes) is the JSON
