@@ -131,7 +131,8 @@ TEST(P40Doctor, ABuildWithoutSm61FailsWithTheFix) {
 }
 
 TEST(DoctorFrom, BadFilesAreErrorsNamingTheFileAndField) {
-  EXPECT_TRUE(has(load_error("/nonexistent/node.json"), "/nonexistent/node.json: cannot be read"));
+  EXPECT_TRUE(has(load_error("/nonexistent/node.json"), "/nonexistent/node.json: cannot read the file"));
+  EXPECT_TRUE(has(load_error(NB_TEST_OUTPUT_DIR), std::string(NB_TEST_OUTPUT_DIR) + ": is a folder"));
   const std::string not_json = temp_file("from_not_json.json", "{\"gpus\": [");
   EXPECT_TRUE(has(load_error(not_json), not_json + ": not valid JSON"));
   const std::string array = temp_file("from_array.json", "[1, 2]");
@@ -165,6 +166,19 @@ TEST(DoctorFrom, BadFilesAreErrorsNamingTheFileAndField) {
   doctor = read_json("p40_doctor.json");
   doctor.erase("environment");
   EXPECT_TRUE(has(with("from_noenv.json", doctor), "'environment' must be an object"));
+  // A result or doctor report of a schema version this build does not read (docs/SCHEMA.md).
+  result = read_json("p40_result.json");
+  result["schema_version"] = 99;
+  EXPECT_TRUE(has(with("from_v99.json", result), "'nodebench.result' schema_version 99: this nodebench reads version 1"));
+  result["schema_version"] = "1";
+  EXPECT_TRUE(has(with("from_v_text.json", result), "schema_version \"1\""));
+  result.erase("schema_version");
+  EXPECT_TRUE(has(with("from_v_none.json", result), "without 'schema_version'"));
+  doctor = read_json("p40_doctor.json");
+  doctor["schema_version"] = 2;
+  EXPECT_TRUE(has(with("from_doctor_v2.json", doctor), "'nodebench.doctor' schema_version 2"));
+  // An env capture has no schema: it is read as before.
+  EXPECT_EQ(with("from_env.json", env), "");
 }
 
 TEST(DoctorFrom, CommandLine) {

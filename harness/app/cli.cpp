@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "bench/algo_choice.hpp"
+#include "base/pattern.hpp"
 #include "base/error.hpp"
 
 #include "build_info.hpp"
@@ -43,7 +43,10 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
       ->capture_default_str();
   sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm")
       ->delimiter(',');
-  sub->add_option("--filter", o.filter, "Only cases whose id (family/case) matches this regular expression");
+  sub->add_option("--filter", o.filter,
+                  std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
+                              "without backreferences or lookaround, matched in linear time by the ") +
+                      Pattern::best_engine() + " engine)");
 }
 
 }  // namespace
@@ -291,9 +294,9 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   if (l2 == "cold") o.l2 = L2Mode::cold;
   if (!o.filter.empty()) {
     try {
-      std::regex re(o.filter);
-    } catch (const std::regex_error& e) {
-      return usage_error("--filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")");
+      Pattern re(o.filter);
+    } catch (const Error& e) {
+      return usage_error(std::string("--filter: ") + e.what());
     }
   }
   auto usage = [&](const std::string& msg) {
@@ -315,8 +318,8 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   if (cmd.kind == CommandKind::monitor) {
     if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
       return usage("--interval: must be 0.05 to 3600 seconds");
-    if (!std::isfinite(mo.duration_s) || mo.duration_s < 0)
-      return usage("--duration: must be a number of seconds >= 0 (0: until interrupted)");
+    if (!std::isfinite(mo.duration_s) || mo.duration_s < 0 || mo.duration_s > 1e9)
+      return usage("--duration: must be a number of seconds from 0 to 1e9 (0: until interrupted)");
     if (mo.format == "prometheus" && mo.out_file.empty())
       return usage("--out: --format prometheus writes a textfile; give its path, e.g. "
                    "--out /var/lib/node_exporter/textfile_collector/nodebench.prom");
