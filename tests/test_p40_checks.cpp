@@ -17,6 +17,13 @@
 using namespace nb;
 using nlohmann::json;
 
+namespace nb {
+// harness/profiles/builtin_rules.cpp.in: the data files embedded in the binary.
+extern const char* const kBuiltinCompatJson;
+extern const char* const kBuiltinFrameworksJson;
+extern const char* const kBuiltinThresholdsJson;
+}  // namespace nb
+
 namespace {
 
 using nb::test::data_path;
@@ -111,6 +118,19 @@ TEST(P40Doctor, DoctorCaptureShowsNoPeerAccessAcrossSockets) {
   const auto arch = all_of(checks, "arch.binary");
   ASSERT_EQ(arch.size(), 4u);
   for (const Check* c : arch) EXPECT_EQ(c->severity, Severity::ok) << c->summary;
+}
+
+TEST(P40Doctor, SourcesAreDocumentsAUserCanFind) {
+  // compat.json and frameworks.json name their sources; doctor prints them. A source is a public
+  // document (release notes, support matrix, tested-configurations table), never a private note.
+  CapturedNode node = load_captured_node(data_path("p40_doctor.json"));
+  std::string all;
+  for (const auto& c : judge_captured_node(node)) all += c.summary + "\n" + c.evidence + "\n" + c.fix + "\n";
+  EXPECT_TRUE(has(all, "Source: ")) << all;
+  EXPECT_TRUE(has(all, "tensorflow.org, 'Build from source', section 'Tested build configurations'")) << all;
+  // And the data files themselves, printed or not (the thresholds' "why" included).
+  all += std::string(kBuiltinCompatJson) + kBuiltinFrameworksJson + kBuiltinThresholdsJson;
+  for (const char* private_note : {"FACTS.md", "/work/", "/shared/"}) EXPECT_FALSE(has(all, private_note)) << private_note;
 }
 
 TEST(P40Doctor, ABuildWithoutSm61FailsWithTheFix) {
