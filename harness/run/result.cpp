@@ -106,6 +106,7 @@ json make_record(const RecordInput& in) {
       reason = "the case finished without timing anything";
       kind = ReasonKind::error;
     }
+    for (const auto& f : o.flags) flags.push_back(f);
     if (o.wrong && (status == Status::ok || status == Status::failed)) {
       status = Status::wrong;
       reason = o.wrong_reason;
