@@ -256,6 +256,18 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
       continue;
     }
     std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.batch < b.batch; });
+    if (pts.size() == 1) {  // one batch has no plateau to be near: a throughput, not a recommendation
+      const Point& p = pts[0];
+      e["batch"] = nullptr;
+      e["measured_batch"] = p.batch;
+      e["train_images_per_s"] = p.ips;
+      e["memory_fraction"] = p.mem_frac;
+      e["peak_memory_bytes"] = p.mem_bytes;
+      e["reason"] = "one batch measured (batch " + std::to_string(p.batch) + ", " + fmt(p.ips, 0) + " images/s, " +
+                    fmt(100 * p.mem_frac, 1) + "% of device memory): run the conv sweep (--suite full) for a recommendation";
+      out.push_back(e);
+      continue;
+    }
     double plateau = 0;
     int64_t plateau_batch = 0;
     for (const auto& p : pts)
