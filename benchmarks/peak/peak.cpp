@@ -9,6 +9,23 @@
 #include "base/resources.hpp"
 
 namespace nb {
+
+// The unit's one-instruction rate at the clock measured in the kernel: theoretical_<metric> in
+// `metrics`, and the details' "theoretical" entry saying how; where no single rate is published
+// for this compute capability (Pascal multiplies 32-bit integers with three XMAD), no metric
+// and a note saying so. Pure (tests/test_p40.cpp).
+nlohmann::json peak_theoretical(const std::string& unit, const std::string& metric, const GpuInfo& g, double mhz,
+                                nlohmann::json& metrics) {
+  if (auto per_clk = unit_ops_per_clock_per_sm(unit, g.cc_major, g.cc_minor)) {
+    metrics["theoretical_" + metric] = double(g.sm_count) * *per_clk * mhz * 1e6 / 1e12;
+    return {{"ops_per_clock_per_sm", *per_clk},
+            {"sm_count", g.sm_count},
+            {"formula", "SMs x ops/clock/SM x SM clock measured in the kernel"}};
+  }
+  return {{"none", "no published one-instruction rate for this unit on compute capability " + g.cc_string() +
+                       " (e.g. Pascal multiplies 32-bit integers with three XMAD)"}};
+}
+
 namespace {
 
 using kernels::PeakUnit;
@@ -76,16 +93,7 @@ void run_peak(CaseContext& ctx, const UnitInfo& u) {
   if (n == 0) return;
   const double mhz = 1e3 * ghz_sum / n;
   ctx.metrics()["sm_clock_mhz"] = mhz;
-  if (auto per_clk = unit_ops_per_clock_per_sm(u.name, g.cc_major, g.cc_minor)) {
-    const double theo = double(g.sm_count) * *per_clk * mhz * 1e6 / 1e12;
-    ctx.metrics()[std::string("theoretical_") + u.metric] = theo;
-    ctx.details()["theoretical"] = {{"ops_per_clock_per_sm", *per_clk},
-                                    {"sm_count", g.sm_count},
-                                    {"formula", "SMs x ops/clock/SM x SM clock measured in the kernel"}};
-  } else {
-    ctx.details()["theoretical"] = {{"none", "no published one-instruction rate for this unit on compute capability " +
-                                                 g.cc_string() + " (e.g. Pascal multiplies 32-bit integers with three XMAD)"}};
-  }
+  ctx.details()["theoretical"] = peak_theoretical(u.name, u.metric, g, mhz, ctx.metrics());
 }
 
 class PeakFamily : public Family {
