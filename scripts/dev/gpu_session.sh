@@ -40,6 +40,11 @@
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
+#   fresh-node   issue 25 on the GPU: `ctest -L gpu` with jsonschema hidden (as on a node that has
+#                only what `setup.sh --for build` installs: the checks must say they ran the
+#                structural checks, none may skip for it), one-rank all-reduce/broadcast records
+#                (flag single_rank, no bandwidth), the quick conv network case (one batch: no
+#                recommendation), and which --filter engine the build found
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -53,7 +58,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer train-tests train-sweep monitor mpi-shared"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer train-tests train-sweep monitor mpi-shared fresh-node"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -98,7 +103,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
+                 [fresh-node]=300)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -110,7 +116,7 @@ step_build() {
   done
   cmake --build build -j "$(nproc)" --target "${targets[@]}" >> "$RAW/build.log" 2>&1 || {
     grep -E "error" "$RAW/build.log" | head -20; return 1; }
-  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA)" "$RAW/build.log" | tee -a "$OUT/session.log"
+  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA|RE2)" "$RAW/build.log" | tee -a "$OUT/session.log"
 }
 
 step_gputests() {
@@ -409,6 +415,38 @@ step_monitor() {
   PYTHONPATH="$PWD/reports${PYTHONPATH:+:$PYTHONPATH}" timeout "$(tmo 120)" python3 -m nodebench_reports timeline \
     "$RAW/quick_monitor.json" --out "$RAW/quick_monitor_timeline.png" 2>&1 | tee -a "$OUT/session.log" || rc=1
   keep quick_monitor.json; keep quick_monitor_timeline.png
+  return $rc
+}
+
+step_fresh_node() {
+  local rc=0
+  grep -E "nodebench: RE2" "$RAW/build.log" | tee -a "$OUT/session.log"
+  # Every GPU test without jsonschema (hidden even where .whl/ installed it).
+  PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout "$(tmo 420)" ctest --test-dir build -L gpu --output-on-failure \
+    > "$RAW/ctest-gpu-no-jsonschema.log" 2>&1 || rc=1
+  grep -E "tests passed|Failed|Not Run|\*\*\*" "$RAW/ctest-gpu-no-jsonschema.log" | tail -15 | tee -a "$OUT/session.log"
+  note "fresh-node: $(grep -c "structural checks" "$RAW/ctest-gpu-no-jsonschema.log") check(s) said they ran the structural checks; $(grep -c "No module named 'jsonschema'" "$RAW/ctest-gpu-no-jsonschema.log") jsonschema import error(s)"
+  timeout "$(tmo 120)" build/nodebench run --suite quick --gpus 0 --family nccl --max-time 0.3 --quiet \
+    --filter '^nccl/(all_reduce/float/(in_place|out_of_place)/eager/64MiB|broadcast/float/out_of_place/eager/1MiB|sweep/all_reduce/float/256MiB)$' \
+    --out-file "$RAW/nccl_one_rank.json" > "$RAW/nccl_one_rank.log" 2>&1 || rc=1
+  timeout "$(tmo 180)" build/nodebench run --suite quick --gpus 0 --family conv --filter '^conv/resnet50/' \
+    --out-file "$RAW/conv_quick_one_batch.json" > "$RAW/conv_quick_one_batch.log" 2>&1 || rc=1
+  grep -E "ResNet-50 convolutions" "$RAW/conv_quick_one_batch.log" | tee -a "$OUT/session.log"
+  python3 - "$RAW/nccl_one_rank.json" <<'PY' | tee -a "$OUT/session.log" || rc=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = 0
+for r in d["records"]:
+    m = r.get("metrics", {})
+    one = "single_rank" in r.get("flags", [])
+    bw = [k for k in ("algbw_gbps", "busbw_gbps", "bus_factor_x") if k in m]
+    bad += int(r["status"] != "ok" or not one or bool(bw))
+    print(f"  {r['id']:44s} {r['status']:6s} single_rank={one} bandwidth={bw or 'none'} time {m.get('time_us', 0):.2f} us"
+          f" | {(r.get('details') or {}).get('note', '')[:90]}")
+print(f"  one-rank records: {len(d['records'])}, wrong shape: {bad}")
+sys.exit(1 if bad or not d["records"] else 0)
+PY
+  keep nccl_one_rank.json; keep conv_quick_one_batch.json
   return $rc
 }
 
