@@ -1,8 +1,8 @@
 // Capability decisions that no GPU at hand exercises (issue 25, item 14), driven by the P40
 // fixtures (tests/data/p40_*.json) and cc 6.2 / 7.0 variants of them: the FP16 verdict's words per
-// compute capability, the train family's FP16 note, the peak family's theoretical rate (none for
-// IMAD on Pascal), the conv family's peak key, and doctor's JIT path. The expectations are the
-// hardware's (CUDA C++ Programming Guide, arithmetic instruction throughput: FP16 at 2 results per
+// compute capability, the train family's FP16 note, the conv family's peak key, and doctor's JIT
+// path (the peak family's theoretical rate, none for IMAD on Pascal: test_p40.cpp). The
+// expectations are the hardware's (CUDA C++ Programming Guide, arithmetic instruction throughput: FP16 at 2 results per
 // clock per SM on 6.1 against 128 FP32, 128 on 6.0 and 256 on 6.2), not the code's.
 #include <gtest/gtest.h>
 
@@ -17,14 +17,13 @@
 #include "train/train_analysis.hpp"
 #endif
 
-namespace nb {
-// benchmarks/peak/peak.cpp and benchmarks/conv/conv.cpp: the pure parts of their cases.
-nlohmann::json peak_theoretical(const std::string& unit, const std::string& metric, const GpuInfo& g, double mhz,
-                                nlohmann::json& metrics);
 #if NB_HAVE_CUDNN
+namespace nb {
+// benchmarks/conv/conv.cpp: the peak key of its cases (the peak family's theoretical rate on a
+// P40, IMAD without one, is tested in test_p40.cpp).
 std::string conv_peak_key(const std::string& data, int cc);
-#endif
 }  // namespace nb
+#endif
 
 using namespace nb;
 using nlohmann::json;
@@ -33,7 +32,7 @@ using nb::test::read_json;
 
 namespace {
 
-GpuInfo fixture_gpu() {
+[[maybe_unused]] GpuInfo fixture_gpu() {
   const json g = read_json("p40_environment.json")["gpus"][0];
   GpuInfo info;
   info.index = g["index"].get<int>();
@@ -90,36 +89,6 @@ TEST(P40Capabilities, Fp16PeakRatePerComputeCapability) {
   EXPECT_DOUBLE_EQ(*unit_ops_per_clock_per_sm("fp16_hfma2", 6, 0), 2 * 128.0);   // P100: twice its 64 FP32
   EXPECT_DOUBLE_EQ(*unit_ops_per_clock_per_sm("fp16_hfma2", 6, 2), 2 * 256.0);   // TX2: twice its 128 FP32
   EXPECT_DOUBLE_EQ(*unit_ops_per_clock_per_sm("fp16_hfma2", 6, 2), 2 * *unit_ops_per_clock_per_sm("fp32_ffma", 6, 2));
-}
-
-// ---- the peak family's theoretical rate, benchmarks/peak/peak.cpp ---------------------------
-
-TEST(P40Capabilities, PeakTheoreticalRateAndImadWithoutOneOnPascal) {
-  const GpuInfo p40 = fixture_gpu();
-  const double mhz = 1531.0;
-  json metrics = json::object();
-  json d = peak_theoretical("fp32_ffma", "tflops", p40, mhz, metrics);
-  EXPECT_NEAR(metrics["theoretical_tflops"].get<double>(), 30 * 256 * 1531e6 / 1e12, 1e-9);  // 11.76 at boost
-  EXPECT_EQ(d["sm_count"], 30);
-  // Pascal has no one-instruction 32-bit integer multiply-add: no rate is claimed, and it says why.
-  metrics = json::object();
-  d = peak_theoretical("int32_imad", "tops", p40, mhz, metrics);
-  EXPECT_FALSE(metrics.contains("theoretical_tops"));
-  ASSERT_TRUE(d.contains("none"));
-  EXPECT_TRUE(has(d["none"], "compute capability 6.1")) << d["none"];
-  EXPECT_TRUE(has(d["none"], "XMAD")) << d["none"];
-  // DP4A on 6.1: 1024 ops/clock/SM (4 INT8 multiply-adds per FP32 lane), 47 TOPS at boost.
-  metrics = json::object();
-  peak_theoretical("int8_dp4a", "tops", p40, mhz, metrics);
-  EXPECT_NEAR(metrics["theoretical_tops"].get<double>(), 30 * 1024 * 1531e6 / 1e12, 1e-9);
-  // The same GPU made a 7.0 part: IMAD has its one-instruction rate (64 results per clock per SM).
-  GpuInfo v70 = p40;
-  v70.cc_major = 7;
-  v70.cc_minor = 0;
-  metrics = json::object();
-  d = peak_theoretical("int32_imad", "tops", v70, mhz, metrics);
-  EXPECT_FALSE(d.contains("none"));
-  EXPECT_NEAR(metrics["theoretical_tops"].get<double>(), 30 * 128 * 1531e6 / 1e12, 1e-9);
 }
 
 #if NB_HAVE_CUDNN

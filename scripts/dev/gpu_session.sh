@@ -26,6 +26,11 @@
 #   conv-repeat  conv/resnet50 fp16/nchw/b32 and tf32/nhwc/b256, REPEAT_RUNS fresh processes
 #   peak-indep   an independent peak kernel (scripts/dev/peak_independent.cu), the peak family,
 #                the independent kernel again; each unit's ratio
+#   peak-wgmma   tensor-core peaks (needs 90 in CUDA_ARCHS): the test gpu_peak_tensor_path, then
+#                cuBLAS/cuBLASLt GEMM 8192^3 FP16, BF16, TF32, INT8, FP8, the independent wgmma
+#                kernel (peak_independent.cu --wgmma, sm_90a), the peak family's mma_* cases, the
+#                independent kernel again, 1.5 s sustained each (GPU 0); a table of peak case /
+#                max(cuBLAS, independent), target 0.97 (about 2-3 min)
 #   mpi-shared   two MPI ranks that see the same GPU (CUDA_VISIBLE_DEVICES=0 for both): the per-GPU
 #                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
@@ -40,11 +45,8 @@
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
-#   fresh-node   issue 25 on the GPU: `ctest -L gpu` with jsonschema hidden (as on a node that has
-#                only what `setup.sh --for build` installs: the checks must say they ran the
-#                structural checks, none may skip for it), one-rank all-reduce/broadcast records
-#                (flag single_rank, no bandwidth), the quick conv network case (one batch: no
-#                recommendation), and which --filter engine the build found
+#   fresh-node   issue 25 (scripts/dev/fresh_node.sh): ctest -L gpu with jsonschema hidden, one-rank
+#                nccl records, the quick conv one-batch line, the build's --filter engine
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -58,7 +60,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer train-tests train-sweep monitor mpi-shared fresh-node"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -103,7 +105,7 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
                  [fresh-node]=300)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
@@ -316,6 +318,28 @@ PY
   return $rc
 }
 
+step_peak_wgmma() {
+  local rc=0 ind="$RAW/peak_independent_wgmma" t="--max-time 1.5 --target-cv 0 --quiet" re=';90a?(-real|-virtual)?;'
+  [[ ";$ARCHS;" =~ $re ]] || { note "peak-wgmma: CUDA_ARCHS ($ARCHS) lacks 90"; return 1; }
+  timeout "$(tmo 120)" ctest --test-dir build -R gpu_peak_tensor_path --output-on-failure > "$RAW/ctest-wgmma.log" 2>&1 || rc=1
+  grep -E "tests passed|FAIL|compute capability" "$RAW/ctest-wgmma.log" | tee -a "$OUT/session.log"
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o "$ind" scripts/dev/peak_independent.cu > "$RAW/wg_build.log" 2>&1 || return 1
+  # shellcheck disable=SC2086  # $t: several options
+  timeout "$(tmo 150)" build/nodebench run --suite quick --gpus 0 $t --out-file "$RAW/wg_gemm.json" \
+    --filter '^gemm/(fp16|bf16|tf32|int8|fp8)/(cublas|cublaslt)/square_8192$' > "$RAW/wg_gemm.log" 2>&1 || rc=1
+  CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 60)" "$ind" --wgmma --seconds 1.5 > "$RAW/wg_indep1.txt" 2>&1 || rc=1
+  # shellcheck disable=SC2086
+  timeout "$(tmo 90)" build/nodebench run --suite quick --gpus 0 $t --family peak --filter '^peak/mma_' \
+    --out-file "$RAW/wg_peak.json" > "$RAW/wg_peak.log" 2>&1 || rc=1
+  CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 60)" "$ind" --wgmma --seconds 1.5 > "$RAW/wg_indep2.txt" 2>&1 || rc=1
+  cat "$RAW/wg_indep1.txt" "$RAW/wg_indep2.txt" >> "$OUT/session.log"
+  python3 scripts/dev/peak_wgmma_table.py --gemm "$RAW/wg_gemm.json" --peak "$RAW/wg_peak.json" \
+    --independent "$RAW/wg_indep1.txt" "$RAW/wg_indep2.txt" --out "$RAW/peak_wgmma_ratio.json" | tee -a "$OUT/session.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  keep peak_wgmma_ratio.json; keep wg_peak.json
+  return $rc
+}
+
 step_train_peer() {
   local rc=0 mode batches=${TRAIN_BATCHES:-64,128,256} filt
   for mode in ${TRAIN_PEER_MODES:-fp16/nhwc tf32/nchw}; do
@@ -418,34 +442,10 @@ step_monitor() {
   return $rc
 }
 
-step_fresh_node() {
+step_fresh_node() {  # scripts/dev/fresh_node.sh
   local rc=0
   grep -E "nodebench: RE2" "$RAW/build.log" | tee -a "$OUT/session.log"
-  # Every GPU test without jsonschema (hidden even where .whl/ installed it).
-  PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout "$(tmo 420)" ctest --test-dir build -L gpu --output-on-failure \
-    > "$RAW/ctest-gpu-no-jsonschema.log" 2>&1 || rc=1
-  grep -E "tests passed|Failed|Not Run|\*\*\*" "$RAW/ctest-gpu-no-jsonschema.log" | tail -15 | tee -a "$OUT/session.log"
-  note "fresh-node: $(grep -c "structural checks" "$RAW/ctest-gpu-no-jsonschema.log") check(s) said they ran the structural checks; $(grep -c "No module named 'jsonschema'" "$RAW/ctest-gpu-no-jsonschema.log") jsonschema import error(s)"
-  timeout "$(tmo 120)" build/nodebench run --suite quick --gpus 0 --family nccl --max-time 0.3 --quiet \
-    --filter '^nccl/(all_reduce/float/(in_place|out_of_place)/eager/64MiB|broadcast/float/out_of_place/eager/1MiB|sweep/all_reduce/float/256MiB)$' \
-    --out-file "$RAW/nccl_one_rank.json" > "$RAW/nccl_one_rank.log" 2>&1 || rc=1
-  timeout "$(tmo 180)" build/nodebench run --suite quick --gpus 0 --family conv --filter '^conv/resnet50/' \
-    --out-file "$RAW/conv_quick_one_batch.json" > "$RAW/conv_quick_one_batch.log" 2>&1 || rc=1
-  grep -E "ResNet-50 convolutions" "$RAW/conv_quick_one_batch.log" | tee -a "$OUT/session.log"
-  python3 - "$RAW/nccl_one_rank.json" <<'PY' | tee -a "$OUT/session.log" || rc=1
-import json, sys
-d = json.load(open(sys.argv[1]))
-bad = 0
-for r in d["records"]:
-    m = r.get("metrics", {})
-    one = "single_rank" in r.get("flags", [])
-    bw = [k for k in ("algbw_gbps", "busbw_gbps", "bus_factor_x") if k in m]
-    bad += int(r["status"] != "ok" or not one or bool(bw))
-    print(f"  {r['id']:44s} {r['status']:6s} single_rank={one} bandwidth={bw or 'none'} time {m.get('time_us', 0):.2f} us"
-          f" | {(r.get('details') or {}).get('note', '')[:90]}")
-print(f"  one-rank records: {len(d['records'])}, wrong shape: {bad}")
-sys.exit(1 if bad or not d["records"] else 0)
-PY
+  bash scripts/dev/fresh_node.sh "$RAW" "$(tmo 420)" 2>&1 | tee -a "$OUT/session.log" || rc=1
   keep nccl_one_rank.json; keep conv_quick_one_batch.json
   return $rc
 }
