@@ -10,7 +10,8 @@
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
 #                 CLI11, a Python 3 interpreter (the build's tests use it); reports the optional
-#                 cuDNN, NCCL, MPI and Ninja. Needs no Python package.
+#                 cuDNN, NCCL, MPI, RE2 (--filter's engine; without it a built-in one) and Ninja.
+#                 Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
 #                 scipy and this tree's reports package (installed editable with pip if missing).
 #   --no-install  only check: report what is missing, install nothing.
@@ -42,7 +43,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # What each capability is called for the user, and where it comes from.
 declare -A DEB=(
   [cmake]=cmake [ninja]=ninja-build [cxx]=g++ [benchmark]=libbenchmark-dev [GTest]=libgtest-dev
-  [nlohmann_json]=nlohmann-json3-dev [CLI11]=libcli11-dev [MPI]="libopenmpi-dev openmpi-bin"
+  [nlohmann_json]=nlohmann-json3-dev [CLI11]=libcli11-dev [MPI]="libopenmpi-dev openmpi-bin" [RE2]=libre2-dev
   [python3]="python3 python3-pip" [Python3]=python3)
 declare -A PIP=([cmake]="cmake>=3.25" [ninja]=ninja)
 declare -A HOWTO=(
@@ -124,6 +125,9 @@ find_path(_nccl_h nccl.h PATHS ${_roots} ${CUDAToolkit_INCLUDE_DIRS} /usr/includ
 report(NCCL "${_nccl_h}" "${_nccl_h}")
 find_package(MPI COMPONENTS CXX QUIET)
 report(MPI "${MPI_CXX_FOUND}" "${MPI_CXX_VERSION}")
+# RE2 exactly as harness/CMakeLists.txt looks for it (the same file).
+include(${NB_SRC}/cmake/NodebenchRE2.cmake)
+report(RE2 "${NB_RE2_TARGET}" "${NB_RE2_DETAIL}")
 CMAKE
 }
 
@@ -148,7 +152,7 @@ probe() {
     IFS=,
     for h in ${NODEBENCH_SETUP_HIDE:-}; do [ -n "$h" ] && hide+=("-DCMAKE_DISABLE_FIND_PACKAGE_$h=ON"); done
     IFS=$IFS_old
-    if ! cmake -S "$probe_dir" -B "$probe_dir/b" "${hide[@]}" > "$probe_dir/log" 2>&1; then
+    if ! cmake -S "$probe_dir" -B "$probe_dir/b" -DNB_SRC="$here" "${hide[@]}" > "$probe_dir/log" 2>&1; then
       if ! grep -q NBPROBE "$probe_dir/log"; then
         MISSING+=(cxx)  # project(... CXX) itself failed: no working C++ compiler
         sed 's/^/  | /' "$probe_dir/log" | tail -15
@@ -156,7 +160,7 @@ probe() {
     fi
     local name state detail
     while read -r name state detail; do
-      case "$name" in cuDNN|NCCL|MPI) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
+      case "$name" in cuDNN|NCCL|MPI|RE2) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
       if [ "$state" = FOUND ]; then FOUND[$name]=$detail; else MISSING+=("$name"); fi
     done < <(sed -n 's/^-- NBPROBE //p' "$probe_dir/log")
     rm -rf "$probe_dir"; probe_dir=""
@@ -180,7 +184,7 @@ probe() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI \
+  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI RE2 \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done
@@ -190,6 +194,7 @@ report() {
       cuDNN) log "  optional: cuDNN not found: the convolution family will not be built (NVIDIA's cudnn9-cuda-XX packages)" ;;
       NCCL) log "  optional: NCCL not found: the nccl family's cases will be skipped (NVIDIA's libnccl-dev, or NCCL_ROOT)" ;;
       MPI) log "  optional: MPI not found: the MPI launch mode will not be built (apt-get install libopenmpi-dev)" ;;
+      RE2) log "  optional: RE2 not found: --filter uses the built-in linear-time matcher (apt-get install libre2-dev)" ;;
     esac
   done
 }
@@ -226,12 +231,11 @@ try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the P
       *) [ -n "${DEB[$k]:-}" ] && read -r -a d <<<"${DEB[$k]}" && debs+=("${d[@]}") ;;
     esac
   done
-  # MPI is optional, but a Debian machine that can install gets it (the MPI launch mode's tests).
-  # Ninja and MPI are optional, but a machine that can install gets them (a quicker build; the MPI
-  # launch mode and its tests). Only when something required is installed too.
+  # Ninja, MPI and RE2 are optional, but a machine that can install gets them (a quicker build; the
+  # MPI launch mode and its tests; --filter by RE2). Only when something required is installed too.
   if [ ${#debs[@]} -gt 0 ]; then
     for k in "${OPTIONAL_MISSING[@]}"; do
-      case "$k" in ninja|MPI) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
+      case "$k" in ninja|MPI|RE2) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
     done
   fi
   if [ ${#debs[@]} -gt 0 ] && ! apt_install "${debs[@]}"; then

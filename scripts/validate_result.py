@@ -4,19 +4,20 @@
 usage: validate_result.py [--schema FILE] [--expect-invalid] RESULT.json...
 Exit 0 when every file is valid (or, with --expect-invalid, when every file is invalid),
 1 otherwise, 2 on bad usage or unreadable files.
+
+Without the jsonschema package (a GPU node that has only what the build needs) it runs the
+reports package's structural checks (reports/nodebench_reports/load.py, no package needed, taken
+from this checkout) instead, and says so on its first line.
 """
 import argparse
 import json
 import pathlib
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    print("validate_result.py: needs the 'jsonschema' package (pip install jsonschema)", file=sys.stderr)
-    sys.exit(2)
-
 HERE = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "reports"))  # this checkout's nodebench_reports, installed or not
+
+from nodebench_reports.validate import result_problems  # noqa: E402
 
 
 def main() -> int:
@@ -30,19 +31,20 @@ def main() -> int:
     except (OSError, json.JSONDecodeError) as e:
         print(f"validate_result.py: cannot read schema {a.schema}: {e}", file=sys.stderr)
         return 2
-    validator = jsonschema.Draft202012Validator(schema)
     failures = 0
-    for f in a.files:
+    for i, f in enumerate(a.files):
         try:
             doc = json.loads(pathlib.Path(f).read_text())
         except (OSError, json.JSONDecodeError) as e:
             print(f"{f}: cannot read: {e}", file=sys.stderr)
             return 2
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        errors, checked_by = result_problems(doc, f, schema)
+        if i == 0:
+            print(f"validate_result.py: checked with {checked_by}")
         if errors:
             print(f"{f}: INVALID ({len(errors)} errors)")
             for e in errors[:10]:
-                print(f"  at /{'/'.join(str(p) for p in e.path)}: {e.message}")
+                print(f"  {e}")
         else:
             print(f"{f}: valid")
         if bool(errors) != a.expect_invalid:

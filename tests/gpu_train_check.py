@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-import jsonschema
+from result_check import check_result  # the JSON Schema, or without jsonschema the loader's checks
 
 KINDS = ["conv", "bn", "elementwise", "pool", "fc", "loss", "update"]
 
@@ -79,7 +79,7 @@ def main() -> int:
         print(f"FAIL: expected one result file in {outdir}, found {files}")
         return 1
     doc = json.loads(files[0].read_text())
-    jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))
+    check_result(doc, schema_path, str(files[0]))
     bad, ok = [], 0
     for r in doc["records"]:
         if r["family"] != "train":

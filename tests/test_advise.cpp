@@ -9,6 +9,7 @@
 #include "advise/advise.hpp"
 #include "advise/advise_inputs.hpp"
 #include "advise/advice.hpp"
+#include "advise/advise_overhead.hpp"
 #include "app/cli.hpp"
 #include "base/error.hpp"
 
@@ -218,6 +219,26 @@ TEST(AdviseInputs, GathersEveryFamily) {
   ASSERT_EQ(in.fp16_verdicts.size(), 1u);  // the not_measured verdict says nothing
 }
 
+TEST(AdviseInputs, OneRankIsNotALink) {
+  // One GPU's all-reduce moves nothing: 220,254 GB/s "algbw" (files before the flag wrote it) or,
+  // now, no bandwidth and the flag single_rank. Neither is a point of the curve.
+  json doc = sample_doc();
+  const double b = 67108864.0;
+  doc["records"].push_back(record("nccl/all_reduce/float/in_place/eager/64MiB",
+                                  {{"collective", "all_reduce"}, {"dtype", "float"}, {"bytes", b}, {"ngpus", 1}},
+                                  {{"algbw_gbps", 220254.0}, {"busbw_gbps", 0.0}, {"data_bytes", b}, {"gpu_count", 1}}));
+  json flagged = record("nccl/all_reduce/float/out_of_place/eager/64MiB",
+                        {{"collective", "all_reduce"}, {"dtype", "float"}, {"bytes", b}, {"ngpus", 2}},
+                        {{"busbw_gbps", 2058.0}, {"data_bytes", b}, {"gpu_count", 2}}, {0, 1});
+  flagged["flags"] = {"single_rank"};  // the flag decides, whatever else the record says
+  doc["records"].push_back(flagged);
+  const Inputs in = gather_inputs({doc}, "fp32");
+  ASSERT_EQ(in.curves.size(), 1u);
+  EXPECT_EQ(in.curves[0].ngpus, 2);
+  ASSERT_EQ(in.curves[0].points.size(), 2u);
+  for (const auto& p : in.curves[0].points) EXPECT_DOUBLE_EQ(p.busbw_gbps, 100.0);
+}
+
 TEST(AdviseBuild, PredictionBesideMeasurement) {
   nb::AdviseOptions o;
   o.files = {"sample"};
@@ -243,6 +264,68 @@ TEST(AdviseBuild, PredictionBesideMeasurement) {
   }
   EXPECT_TRUE(strategy);
   EXPECT_TRUE(fp16);
+}
+
+TEST(AdviseEfficiency, MeasuredOverheadOfATrainDpRecord) {
+  MeasuredDp d;
+  d.step_ms = 100.0;
+  d.efficiency = 0.9;
+  d.exposed_comm_ms = 4.0;
+  // 100 ms x (1 - 0.9) = 10 ms lost against 2 x one GPU, 4 of them the all-reduce: 6 ms left out.
+  EXPECT_NEAR(*measured_overhead_s(d), 0.006, 1e-12);
+  d.efficiency = 0.99;  // 1 ms lost, less than its all-reduce: noise, no negative overhead
+  EXPECT_EQ(*measured_overhead_s(d), 0.0);
+  d.exposed_comm_ms.reset();
+  EXPECT_FALSE(measured_overhead_s(d).has_value());
+}
+
+TEST(AdviseEfficiency, IsABoundAndTakesTheMeasuredStepOverhead) {
+  json doc = sample_doc();
+  for (auto& r : doc["records"])
+    if (r["id"] == "train_dp/resnet50/fp16/nhwc/b256/g2")
+      r["metrics"].update({{"step_time_ms", 128.0}, {"exposed_comm_ms", 3.0}});  // 512 images / 128 ms = 4000/s
+  nb::AdviseOptions o;
+  o.files = {"sample"};
+  o.gpus = "1,2,4";
+  o.params = 25e6;
+  o.bucket_mib = 1e6 / 1048576.0 * 200;  // one bucket: the all-reduce (1 ms at 2 GPUs) all exposed
+  const json a = build_advice(gather_inputs({doc}, "fp32"), o);
+  EXPECT_EQ(a["efficiency_definition"]["kind"], "bound");
+  EXPECT_EQ(a["efficiency_definition"]["left_out"].size(), left_out_costs().size());
+  const double overhead = 0.128 * (1 - 0.86) - 0.003;  // 14.92 ms the model leaves out, measured
+  int with = 0;
+  for (const auto& r : a["rows"]) {
+    if (r["precision"] != "fp16") continue;
+    if (r["gpus"] == 1) {
+      EXPECT_FALSE(r.contains("efficiency_with_overhead"));
+      continue;
+    }
+    ++with;
+    ASSERT_TRUE(r.contains("efficiency_with_overhead")) << r.dump();
+    EXPECT_NEAR(r["measured_overhead"]["overhead_ms"].get<double>(), overhead * 1e3, 1e-9);
+    EXPECT_EQ(r["measured_overhead"]["gpus"], 2);
+    const int n = r["gpus"].get<int>();
+    const double step = r["step_ms"].get<double>() * 1e-3 + overhead;
+    EXPECT_NEAR(r["step_with_overhead_ms"].get<double>(), step * 1e3, 1e-9);
+    // N x 256 images per step against N x one GPU's 256 images in 110 ms.
+    EXPECT_NEAR(r["efficiency_with_overhead"].get<double>(), (n * 256 / step) / (n * 256 / 0.110), 1e-9);
+    EXPECT_LT(r["efficiency_with_overhead"].get<double>(), r["efficiency"].get<double>());
+    const std::string how = r["measured_overhead"]["how"];
+    EXPECT_EQ(how.find("taken as is") != std::string::npos, n != 2) << how;
+  }
+  EXPECT_EQ(with, 2);  // 2 and 4 GPUs
+  // The text names what the figure is and what it leaves out, beside the table.
+  const std::string text = advice_text(a);
+  EXPECT_NE(text.find("bound%"), std::string::npos);
+  EXPECT_NE(text.find("+ovh%"), std::string::npos);
+  EXPECT_NE(text.find("an upper bound set by communication and input"), std::string::npos) << text;
+  for (const auto& c : left_out_costs()) EXPECT_NE(text.find(c), std::string::npos) << c;
+  bool strategy = false;
+  for (const auto& st : a["recommendation"])
+    if (st["topic"] == "strategy")
+      strategy = st["text"].get<std::string>().find("with the step overhead train_dp/resnet50/fp16/nhwc/b256/g2 "
+                                                    "measured") != std::string::npos;
+  EXPECT_TRUE(strategy);
 }
 
 TEST(AdviseBuild, RefusesCurvesOfDifferentNcclSettings) {
@@ -288,6 +371,14 @@ TEST(AdviseBuild, WhatIfIsLabelled) {
   EXPECT_EQ(a["rows"][0]["precision"], "fp32");
   // 64 images x 24.6 GFLOP at 40% of 11.76 TFLOP/s.
   EXPECT_NEAR(a["rows"][0]["compute_ms"].get<double>(), 64 * 24.6e9 / (11.76e12 * 0.4) * 1e3, 1e-6);
+  // The 40% is an assumption, and every place that uses it says so.
+  EXPECT_NE(a["rows"][0]["step_source"].get<std::string>().find("an assumed 40%"), std::string::npos);
+  EXPECT_NE(a["rows"][0]["step_source"].get<std::string>().find("an assumption, not measured"), std::string::npos);
+  bool said = false;
+  for (const auto& x : a["assumptions"])
+    said = said || x.get<std::string>().find("an assumed 40% of the profile's peak (an assumption, not a measurement") !=
+                       std::string::npos;
+  EXPECT_TRUE(said) << a["assumptions"].dump();
 }
 
 TEST(AdviseBuild, InputErrorsNameTheOption) {

@@ -130,7 +130,8 @@ TEST(BatchRecommendation, SmallestBatchNearThePlateauThatFits) {
 }
 
 TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
-  json recs = json::array({net(8, 100, 0.1, "ok", "fp32"), net(8, 300, 0.1, "ok", "fp16"), net(1, 0, 0, "skipped", "tf32")});
+  json recs = json::array({net(8, 100, 0.1, "ok", "fp32"), net(16, 150, 0.2, "ok", "fp32"), net(8, 300, 0.1, "ok", "fp16"),
+                           net(16, 310, 0.2, "ok", "fp16"), net(1, 0, 0, "skipped", "tf32")});
   json a = batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 3u);
   for (const auto& e : a) {
@@ -138,9 +139,32 @@ TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
       EXPECT_TRUE(e["batch"].is_null());
       EXPECT_EQ(e["reason"], "no batch size fit in memory");
     } else {
-      EXPECT_EQ(e["batch"], 8);
+      // fp32: 100 is 67% of the 150 plateau, so 16; fp16: 300 is 96.8% of 310, so 8.
+      EXPECT_EQ(e["batch"], e["precision"] == "fp32" ? 16 : 8);
     }
   }
+}
+
+TEST(BatchRecommendation, OneBatchMeasuredIsAThroughputNotARecommendation) {
+  // The quick suite measures the network at one batch: nothing to compare it with, so no batch is
+  // recommended (a lone point is trivially "100% of the plateau"), and the line says so.
+  json a = batch_recommendation(json::array({net(32, 1234, 0.25, "ok", "fp16")}), 0.9);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(a[0]["batch"].is_null());
+  EXPECT_EQ(a[0]["measured_batch"], 32);
+  EXPECT_DOUBLE_EQ(a[0]["train_images_per_s"].get<double>(), 1234);
+  EXPECT_DOUBLE_EQ(a[0]["memory_fraction"].get<double>(), 0.25);
+  EXPECT_FALSE(a[0].contains("plateau_images_per_s"));
+  const std::string line = batch_recommendation_lines(a)[0];
+  EXPECT_EQ(line.find("recommended batch"), std::string::npos) << line;
+  EXPECT_NE(line.find("no recommendation: one batch measured (batch 32, 1234 images/s, 25.0% of device memory): run the "
+                      "conv sweep (--suite full) for a recommendation"),
+            std::string::npos)
+      << line;
+  // With an out-of-memory batch beside it, still one measured batch: the same.
+  a = batch_recommendation(json::array({net(32, 1234, 0.25), net(64, 0, 0, "skipped")}), 0.9);
+  EXPECT_TRUE(a[0]["batch"].is_null());
+  EXPECT_EQ(a[0]["smallest_batch_out_of_memory"], 64);
 }
 
 namespace {

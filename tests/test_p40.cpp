@@ -8,6 +8,7 @@
 
 #include "fixture_util.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -56,6 +57,14 @@ GpuInfo gpu_from(const json& g) {
 }
 
 GpuInfo p40_gpu(int index = 0) { return gpu_from(read_json("p40_environment.json")["gpus"][index]); }
+
+// A metric of the fixture's ok record `id` on GPU 0 (NaN, and a failure, when there is none).
+double metric_of(const json& doc, const std::string& id, const std::string& metric) {
+  for (const auto& r : doc["records"])
+    if (r["id"] == id && r["gpus"] == json::array({0}) && r["status"] == "ok") return r["metrics"][metric].get<double>();
+  ADD_FAILURE() << "the fixture has no ok record " << id << " on GPU 0";
+  return NAN;
+}
 
 }  // namespace
 
@@ -243,10 +252,19 @@ TEST(P40Fp16Verdict, TheRegisteredAnalysisSaysDoesNotPayAndRecommendsInt8) {
   EXPECT_EQ(v["reason"], stored["reason"]);
   EXPECT_EQ(v["recommendation"], stored["recommendation"]);
   // The speed-up it stands on: FP16 GEMM (FP32 compute) at about the FP32 rate, HFMA2 at 1/64.
+  // Both rows must be there (the fixture has both families), each from the fixture's own records.
+  const json* gemm_row = nullptr;
+  const json* peak_row = nullptr;
   for (const auto& row : v["rows"]) {
-    if (row["source"] == "gemm 8192^3: fp16 / fp32") EXPECT_NEAR(row["speedup_x"].get<double>(), 10.1 / 10.4, 1e-9);
-    if (row["source"] == "peak: fp16_hfma2 / fp32_ffma") EXPECT_LT(row["speedup_x"].get<double>(), 1.0 / 32);
+    if (row["source"] == "gemm 8192^3: fp16 / fp32") gemm_row = &row;
+    if (row["source"] == "peak: fp16_hfma2 / fp32_ffma") peak_row = &row;
   }
+  ASSERT_NE(gemm_row, nullptr) << v["rows"].dump();
+  ASSERT_NE(peak_row, nullptr) << v["rows"].dump();
+  EXPECT_NEAR((*gemm_row)["speedup_x"].get<double>(), 10.1 / 10.4, 1e-9);
+  const double hfma2 = metric_of(doc, "peak/fp16_hfma2", "tflops"), ffma = metric_of(doc, "peak/fp32_ffma", "tflops");
+  EXPECT_NEAR((*peak_row)["speedup_x"].get<double>(), hfma2 / ffma, 1e-12);
+  EXPECT_LT((*peak_row)["speedup_x"].get<double>(), 1.0 / 32);
   const auto lines = a->lines(out);
   ASSERT_FALSE(lines.empty());
 }

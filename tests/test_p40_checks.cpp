@@ -17,6 +17,13 @@
 using namespace nb;
 using nlohmann::json;
 
+namespace nb {
+// harness/profiles/builtin_rules.cpp.in: the data files embedded in the binary.
+extern const char* const kBuiltinCompatJson;
+extern const char* const kBuiltinFrameworksJson;
+extern const char* const kBuiltinThresholdsJson;
+}  // namespace nb
+
 namespace {
 
 using nb::test::data_path;
@@ -113,6 +120,19 @@ TEST(P40Doctor, DoctorCaptureShowsNoPeerAccessAcrossSockets) {
   for (const Check* c : arch) EXPECT_EQ(c->severity, Severity::ok) << c->summary;
 }
 
+TEST(P40Doctor, SourcesAreDocumentsAUserCanFind) {
+  // compat.json and frameworks.json name their sources; doctor prints them. A source is a public
+  // document (release notes, support matrix, tested-configurations table), never a private note.
+  CapturedNode node = load_captured_node(data_path("p40_doctor.json"));
+  std::string all;
+  for (const auto& c : judge_captured_node(node)) all += c.summary + "\n" + c.evidence + "\n" + c.fix + "\n";
+  EXPECT_TRUE(has(all, "Source: ")) << all;
+  EXPECT_TRUE(has(all, "tensorflow.org, 'Build from source', section 'Tested build configurations'")) << all;
+  // And the data files themselves, printed or not (the thresholds' "why" included).
+  all += std::string(kBuiltinCompatJson) + kBuiltinFrameworksJson + kBuiltinThresholdsJson;
+  for (const char* private_note : {"FACTS.md", "/work/", "/shared/"}) EXPECT_FALSE(has(all, private_note)) << private_note;
+}
+
 TEST(P40Doctor, ABuildWithoutSm61FailsWithTheFix) {
   CapturedNode node = load_captured_node(data_path("p40_environment.json"));
   // The architectures a CUDA 13 build carries by default: nothing a P40 can run.
@@ -131,7 +151,8 @@ TEST(P40Doctor, ABuildWithoutSm61FailsWithTheFix) {
 }
 
 TEST(DoctorFrom, BadFilesAreErrorsNamingTheFileAndField) {
-  EXPECT_TRUE(has(load_error("/nonexistent/node.json"), "/nonexistent/node.json: cannot be read"));
+  EXPECT_TRUE(has(load_error("/nonexistent/node.json"), "/nonexistent/node.json: cannot read the file"));
+  EXPECT_TRUE(has(load_error(NB_TEST_OUTPUT_DIR), std::string(NB_TEST_OUTPUT_DIR) + ": is a folder"));
   const std::string not_json = temp_file("from_not_json.json", "{\"gpus\": [");
   EXPECT_TRUE(has(load_error(not_json), not_json + ": not valid JSON"));
   const std::string array = temp_file("from_array.json", "[1, 2]");
@@ -165,6 +186,19 @@ TEST(DoctorFrom, BadFilesAreErrorsNamingTheFileAndField) {
   doctor = read_json("p40_doctor.json");
   doctor.erase("environment");
   EXPECT_TRUE(has(with("from_noenv.json", doctor), "'environment' must be an object"));
+  // A result or doctor report of a schema version this build does not read (docs/SCHEMA.md).
+  result = read_json("p40_result.json");
+  result["schema_version"] = 99;
+  EXPECT_TRUE(has(with("from_v99.json", result), "'nodebench.result' schema_version 99: this nodebench reads version 1"));
+  result["schema_version"] = "1";
+  EXPECT_TRUE(has(with("from_v_text.json", result), "schema_version \"1\""));
+  result.erase("schema_version");
+  EXPECT_TRUE(has(with("from_v_none.json", result), "without 'schema_version'"));
+  doctor = read_json("p40_doctor.json");
+  doctor["schema_version"] = 2;
+  EXPECT_TRUE(has(with("from_doctor_v2.json", doctor), "'nodebench.doctor' schema_version 2"));
+  // An env capture has no schema: it is read as before.
+  EXPECT_EQ(with("from_env.json", env), "");
 }
 
 TEST(DoctorFrom, CommandLine) {

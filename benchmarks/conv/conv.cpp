@@ -25,6 +25,14 @@
 #include "base/verify.hpp"
 
 namespace nb {
+
+// The peak a convolution of this data type is judged against: FP16 convolutions accumulate in
+// FP32 (FLOAT compute type), so below 7.0 they run on the FP32 units (the FP32 peak); from 7.0 on
+// the tensor cores. Pure (tests/test_p40.cpp).
+std::string conv_peak_key(const std::string& data, int cc) {
+  return peak_key_for(data, data == "tf32" ? "tf32" : "fp32", cc);
+}
+
 namespace {
 
 using nlohmann::json;
@@ -280,9 +288,8 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   find_ws.reset();
   DeviceBuffer ws = alloc_or_skip(ctx, ch.workspace, "the workspace");
   ctx.measure([&](cudaStream_t s) { c.run(h, pass, ch, ws.get(), s); });
-  // FP16 convolutions accumulate in FP32 (FLOAT compute type): below 7.0 they run on the FP32 units.
   const std::string data = P.data == CUDNN_DATA_HALF ? "fp16" : P.math == CUDNN_FMA_MATH ? "fp32" : "tf32";
-  ctx.set_throughput("tflops", c.flops() / 1e12, peak_key_for(data, data == "tf32" ? "tf32" : "fp32", ctx.gpu().cc()));
+  ctx.set_throughput("tflops", c.flops() / 1e12, conv_peak_key(data, ctx.gpu().cc()));
   const Stats st = compute_stats(ctx.output().measurement->samples_s);
   ctx.metrics()["images_per_s"] = double(batch) / st.median;
   ctx.metrics()["workspace_bytes"] = double(ch.workspace);

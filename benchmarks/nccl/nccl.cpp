@@ -122,7 +122,7 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
   }
   ctx.set_measurement(r.m);
   ctx.extra_params()["ngpus"] = nranks;
-  fill_output(ctx.metrics(), ctx.details(), r, spec, nranks);
+  fill_output(ctx.metrics(), ctx.details(), ctx.output().flags, r, spec, nranks);
   ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
   ctx.details()["members"] = team->members;
   if (r.wrong > 0 && mpi::rank() == 0)
@@ -193,23 +193,14 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
     } else {
       part.out.measurement = r.m;
       part.out.config = ctx.config();
-      fill_output(part.out.metrics, part.out.details, r, spec, step.count);
+      fill_output(part.out.metrics, part.out.details, part.out.flags, r, spec, step.count);
       part.out.details["members"] = team ? team->members : json::array();
       if (r.wrong > 0 && mpi::rank() == 0) {
         part.out.wrong = true;
         part.out.wrong_reason = std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong;
       }
-      if (!reference && r.busbw > 0) {
-        reference = r.busbw;
-        reference_count = step.count;
-      }
-      const double eff = reference && r.busbw > 0 ? 100.0 * r.busbw / *reference : -1;
-      if (eff >= 0) part.out.metrics["scaling_efficiency_pct"] = eff;
-      point.update({{"status", r.wrong ? "wrong" : "ok"},
-                    {"time_us", r.median * 1e6},
-                    {"algbw_gbps", r.algbw},
-                    {"busbw_gbps", r.busbw},
-                    {"efficiency_pct", eff >= 0 ? json(eff) : json(nullptr)}});
+      point.update(scaling_point(r, step.count, reference, reference_count));
+      if (point["efficiency_pct"].is_number()) part.out.metrics["scaling_efficiency_pct"] = point["efficiency_pct"];
     }
     part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
     ctx.add_part(std::move(part));

@@ -516,10 +516,15 @@ TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureC
   return res;
 }
 
-void fill_output(json& metrics, json& details, const TeamResult& r, const Spec& spec, int nranks) {
-  metrics["algbw_gbps"] = r.algbw;
-  metrics["busbw_gbps"] = r.busbw;
-  metrics["bus_factor_x"] = r.factor;
+void fill_output(json& metrics, json& details, std::vector<std::string>& flags, const TeamResult& r, const Spec& spec,
+                 int nranks) {
+  if (nranks > 1) {  // one rank moves nothing between GPUs: no link figure at all (single_rank_note)
+    metrics["algbw_gbps"] = r.algbw;
+    metrics["busbw_gbps"] = r.busbw;
+    metrics["bus_factor_x"] = r.factor;
+  } else {
+    flags.push_back(kSingleRankFlag);
+  }
   metrics["data_bytes"] = double(r.k.bytes);
   metrics["gpu_count"] = nranks;
   metrics["wrong_count"] = double(r.wrong);
@@ -541,11 +546,7 @@ void fill_output(json& metrics, json& details, const TeamResult& r, const Spec& 
                              {"wrong", r.wrong},
                              {"wrong_per_rank", per_rank},
                              {"tolerance", tolerance(spec.dtype, nranks)}};
-  if (nranks == 1 && spec.in_place && spec.coll != Collective::reduce_scatter)
-    details["note"] = "one rank, in place: NCCL has nothing to move; the time is the call's cost alone";
-  else if (nranks == 1 && r.factor == 0)
-    details["note"] = "one rank: the bus bandwidth is 0 by definition (nothing crosses a link); algbw_gbps is the "
-                      "rate of the local operation";
+  if (nranks == 1) details["note"] = single_rank_note(spec.coll, spec.in_place);
 }
 
 #endif  // NB_HAVE_NCCL

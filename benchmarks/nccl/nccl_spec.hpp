@@ -2,6 +2,7 @@
 // collective on a team of GPUs (nccl_driver.cpp), used by the cases (nccl.cpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ inline std::string case_name(const Spec& s) {
          "/" + (s.graph ? "graph" : "eager") + "/" + coll::size_name(s.bytes);
 }
 
+// What the time of a collective over one rank is (its record's details.note): nothing crosses a
+// link, so the record has no bandwidth and carries the flag single_rank (docs/SCHEMA.md).
+std::string single_rank_note(coll::Collective c, bool in_place);
+constexpr const char* kSingleRankFlag = "single_rank";
+
 #if NB_HAVE_NCCL
 
 struct TeamResult {
@@ -46,8 +52,16 @@ struct TeamResult {
 // Measures `spec` on `team` (nullptr or no local member: this process only keeps step with the
 // others). Called by every process; on failure `ls` says so and the result is empty.
 TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg, Lockstep& ls);
-// The record's metrics and details of a measured collective.
-void fill_output(nlohmann::json& metrics, nlohmann::json& details, const TeamResult& r, const Spec& spec, int nranks);
+// The record's metrics, details and flags of a measured collective; over one rank, no bandwidth
+// metric and the flag single_rank.
+void fill_output(nlohmann::json& metrics, nlohmann::json& details, std::vector<std::string>& flags,
+                 const TeamResult& r, const Spec& spec, int nranks);
+
+// One GPU count of the sweep: its point of analysis.nccl_scaling (status, time, bandwidths,
+// efficiency_pct against `reference`, the bus bandwidth at the smallest count above one, set here
+// by the first such count). One rank is no link: its point has single_rank and no bandwidth, and
+// it is never the reference.
+nlohmann::json scaling_point(const TeamResult& r, int count, std::optional<double>& reference, int& reference_count);
 
 #endif  // NB_HAVE_NCCL
 

@@ -154,9 +154,8 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
                                          " ms step" + (st.profile_host_bound() ? " (the step could not be queued in full "
                                                                                   "behind the blocking kernel)" : "") +
                                          ": the split by layer kind is not reliable for this case";
-    if (P.data == CUDNN_DATA_HALF && g.cc() < 70)
-      ctx.details()["note"] = "compute capability " + g.cc_string() +
-                              " (below 7.0): mixed precision runs FP16 storage with FP32 arithmetic (no FP16 tensor cores)";
+    const std::string note = train::fp16_arithmetic_note(P.data == CUDNN_DATA_HALF, g.cc_major, g.cc_minor);
+    if (!note.empty()) ctx.details()["note"] = note;
   } catch (const train::OutOfMemory& e) {
     record_oom();
     ctx.skip(e.message(), ReasonKind::oom);

@@ -134,6 +134,12 @@ json train_recommendation(const json& records, double memory_fraction, int globa
   return out;
 }
 
+std::string fp16_arithmetic_note(bool fp16, int cc_major, int cc_minor) {
+  if (!fp16 || cc_major * 10 + cc_minor >= 70) return "";
+  return "compute capability " + std::to_string(cc_major) + "." + std::to_string(cc_minor) +
+         " (below 7.0): mixed precision runs FP16 storage with FP32 arithmetic (no FP16 tensor cores)";
+}
+
 std::vector<std::string> train_recommendation_lines(const json& analysis) {
   std::vector<std::string> lines;
   for (const auto& e : analysis) {

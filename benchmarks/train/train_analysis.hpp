@@ -18,6 +18,10 @@ nlohmann::json train_recommendation(const nlohmann::json& records, double memory
                                     const std::vector<GpuCc>& gpus, double plateau_share = 0.95);
 std::vector<std::string> train_recommendation_lines(const nlohmann::json& analysis);
 
+// The details.note of a train record on a GPU below compute capability 7.0 (no FP16 tensor cores):
+// mixed precision there is FP16 storage with FP32 arithmetic. Empty for FP32/TF32 or cc >= 7.0.
+std::string fp16_arithmetic_note(bool fp16, int cc_major, int cc_minor);
+
 // The record's memory fraction: device_used_bytes / device memory (memory_fraction metric).
 // Case ids of the family for a suite, for tests.
 std::vector<std::string> train_case_ids(bool full);

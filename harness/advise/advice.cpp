@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "advise/advise_overhead.hpp"
 #include "base/error.hpp"
 #include "node/profiles.hpp"
 
@@ -19,10 +20,11 @@ using nlohmann::json;
 
 // ResNet-50 training work per 224x224 image: forward 4.1 GMAC = 8.2 GFLOP, backward twice that.
 constexpr double kTrainFlopsPerImage = 3.0 * 8.2e9;
-// What-if: the share of the profile's peak a ResNet-50 training step sustains (the H200's
-// measured conv network case reaches 34% of its FP16 tensor peak; P40-class FP32 about 40%).
+// What-if: the share of the profile's peak a ResNet-50 training step is assumed to sustain. An
+// assumption, not a measurement (no GPU of a profile's kind was measured for it; docs/ADVISE.md),
+// and labelled so wherever it is used; --step-ms replaces it with a measured step.
 constexpr double kProfileComputeShare = 0.40;
-// What-if: host-to-device copies reach these shares of the PCIe rate (pinned, pageable).
+// What-if: host-to-device copies are assumed to reach these shares of the PCIe rate (pinned, pageable).
 constexpr double kPinnedShareOfPcie = 0.8;
 constexpr double kPageableShareOfPcie = 0.4;
 const char* kProfileLabel = "predicted from profile, not measured";
@@ -94,19 +96,22 @@ Setup what_if_setup(const AdviseOptions& o) {
   } else {
     if (!(tflops > 0)) throw Error("--profile: '" + p->name + "' has no FP32 or FP16 rate to predict a step from");
     st.step_s = batch * kTrainFlopsPerImage / (tflops * 1e12 * kProfileComputeShare);
-    st.source = "profile " + p->name + ": " + fmt(batch, 0) + " images x 24.6 GFLOP at " +
-                fmt(100 * kProfileComputeShare, 0) + "% of " + fmt(tflops, 2) + " TFLOP/s (" + st.precision + ")";
+    st.source = "profile " + p->name + ": " + fmt(batch, 0) + " images x 24.6 GFLOP at an assumed " +
+                fmt(100 * kProfileComputeShare, 0) + "% of " + fmt(tflops, 2) + " TFLOP/s (" + st.precision +
+                "; an assumption, not measured)";
   }
   s.steps.push_back(st);
   if (auto pc = pcie_gbps(unsigned(number(*p, "pcie_gen")), unsigned(number(*p, "pcie_width")))) {
     s.pinned = *pc * kPinnedShareOfPcie;
     s.pageable = *pc * kPageableShareOfPcie;
     s.host_source = "PCIe gen " + fmt(number(*p, "pcie_gen"), 0) + " x" + fmt(number(*p, "pcie_width"), 0) + " " +
-                    fmt(*pc) + " GB/s: pinned " + fmt(100 * kPinnedShareOfPcie, 0) + "%, pageable " +
+                    fmt(*pc) + " GB/s: assumed pinned " + fmt(100 * kPinnedShareOfPcie, 0) + "%, pageable " +
                     fmt(100 * kPageableShareOfPcie, 0) + "% of it (" + kProfileLabel + ")";
   }
-  s.assumptions.push_back("what-if step time: ResNet-50 training 24.6 GFLOP per image at " +
-                          fmt(100 * kProfileComputeShare, 0) + "% of the profile's peak");
+  s.assumptions.push_back("what-if step time: ResNet-50 training 24.6 GFLOP per image at an assumed " +
+                          fmt(100 * kProfileComputeShare, 0) +
+                          "% of the profile's peak (an assumption, not a measurement: give --step-ms with a "
+                          "measured step to replace it)");
   return s;
 }
 
@@ -215,8 +220,10 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                           "exposed; with accumulation k only the last micro-step's backward overlaps");
   s.assumptions.push_back("input: " + fmt(image_bytes, 0) + " bytes per image (" + o.image_dtype +
                           " 224x224x3), copied per GPU over its own host link, overlapped with compute");
-  s.assumptions.push_back("left out: a framework's per-step cost, communication kernels slowing the compute they "
-                          "overlap, stragglers, data loading and decoding on the CPU");
+  std::string left_out;
+  for (const auto& c : left_out_costs()) left_out += (left_out.empty() ? "" : "; ") + c;
+  s.assumptions.push_back("efficiency: an upper bound set by communication and input (the exposed gradient "
+                          "all-reduce and the host copy); left out, each making a real step slower: " + left_out);
 
   json rows = json::array();
   for (const auto& st : s.steps) {
@@ -261,8 +268,13 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
       }
     }
   }
+  if (const int n = apply_measured_overhead(rows, in.dp))
+    s.assumptions.push_back("measured step overhead: " + std::to_string(n) + " row(s) of more than one GPU also show "
+                            "the bound with the overhead a train_dp record measured added to the step "
+                            "(efficiency_with_overhead; each row's measured_overhead says from which record and how)");
   json advice = {{"schema", "nodebench.advise"}, {"schema_version", 1}, {"label", s.label},
                  {"files", o.files},             {"rows", rows},      {"assumptions", s.assumptions}};
+  advice["efficiency_definition"] = efficiency_definition();
   advice["inputs"] = {{"grad_bytes", grad_bytes},
                       {"params", params},
                       {"grad_dtype", o.grad_dtype},

@@ -24,6 +24,11 @@ std::string str(const json& obj, const char* key) {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+bool has_flag(const json& r, const char* flag) {
+  const auto it = r.find("flags");
+  return it != r.end() && it->is_array() && std::find(it->begin(), it->end(), json(flag)) != it->end();
+}
+
 }  // namespace
 
 Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
@@ -62,7 +67,8 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
         const auto bytes = num(m, "data_bytes") ? num(m, "data_bytes") : num(p, "bytes");
         auto n = num(m, "gpu_count");
         if (!n) n = num(p, "ngpus");
-        if (!bw || !bytes || !n || *n < 2 || !(*bw > 0)) continue;
+        // One rank crosses no link (flag single_rank; files before the flag: one GPU): not a curve point.
+        if (!bw || !bytes || !n || *n < 2 || !(*bw > 0) || has_flag(r, "single_rank")) continue;
         std::string settings;
         const json& d = r.contains("details") ? r["details"] : json();
         if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())

@@ -21,8 +21,14 @@ std::string fmt(double v, int prec = 1) {
 json statement(const std::string& topic, const std::string& text) { return {{"topic", topic}, {"text", text}}; }
 
 std::string row_figures(const json& r) {
-  return fmt(r["images_per_s"].get<double>(), 0) + " images/s, efficiency " +
-         fmt(100 * r["efficiency"].get<double>()) + "%, step " + fmt(r["step_ms"].get<double>(), 2) + " ms (compute " +
+  std::string measured;
+  if (r.contains("efficiency_with_overhead"))
+    measured = ", " + fmt(100 * r["efficiency_with_overhead"].get<double>()) + "% with the step overhead " +
+               r["measured_overhead"]["id"].get<std::string>() + " measured (" +
+               fmt(r["measured_overhead"]["overhead_ms"].get<double>(), 2) + " ms)";
+  return fmt(r["images_per_s"].get<double>(), 0) + " images/s, efficiency bound " +
+         fmt(100 * r["efficiency"].get<double>()) + "% (communication and input only" + measured + "), step " +
+         fmt(r["step_ms"].get<double>(), 2) + " ms (compute " +
          fmt(r["accumulation"].get<int>() * r["compute_ms"].get<double>(), 2) + " ms, exposed all-reduce " +
          fmt(r["exposed_comm_ms"].get<double>(), 2) + " ms of " + fmt(r["allreduce_ms"].get<double>(), 2) + " ms)";
 }
@@ -60,7 +66,8 @@ json recommend(const json& advice, const CommModel& comm, const std::vector<std:
       chosen = r;
   const json& c = *chosen;
   const int nodes = c["nodes"].get<int>();
-  const double eff = c["efficiency"].get<double>();
+  // The bound, or where a train_dp record measured the rest of the step, the bound with it.
+  const double eff = c.value("efficiency_with_overhead", c["efficiency"].get<double>());
 
   // Strategy.
   std::string strat;
@@ -176,9 +183,11 @@ std::string advice_text(const json& a) {
   os << "nodebench advise: data-parallel training, " << a["label"].get<std::string>() << "\n";
   os << std::left << std::setw(10) << "precision" << std::setw(7) << "layout" << std::right << std::setw(6) << "batch"
      << std::setw(4) << "k" << std::setw(6) << "gpus" << std::setw(11) << "compute_ms" << std::setw(10) << "step_ms"
-     << std::setw(10) << "exposed" << std::setw(11) << "images/s" << std::setw(7) << "eff%" << std::setw(10)
-     << "input_ms" << "  " << std::left << std::setw(20) << "bottleneck" << "measured\n";
+     << std::setw(10) << "exposed" << std::setw(11) << "images/s" << std::setw(8) << "bound%" << std::setw(7)
+     << "+ovh%" << std::setw(10) << "input_ms" << "  " << std::left << std::setw(20) << "bottleneck" << "measured\n";
+  bool any_overhead = false;
   for (const auto& r : a["rows"]) {
+    any_overhead = any_overhead || r.contains("efficiency_with_overhead");
     std::string meas = "-";
     if (!r["measured"].is_null())
       meas = fmt(r["measured"]["images_per_s"].get<double>(), 0) + " img/s (prediction " +
@@ -189,10 +198,20 @@ std::string advice_text(const json& a) {
        << r["accumulation"].get<int>() << std::setw(6) << r["gpus"].get<int>() << std::setw(11)
        << fmt(r["compute_ms"].get<double>(), 2) << std::setw(10) << fmt(r["step_ms"].get<double>(), 2) << std::setw(10)
        << fmt(r["exposed_comm_ms"].get<double>(), 2) << std::setw(11) << fmt(r["images_per_s"].get<double>(), 0)
-       << std::setw(7) << fmt(100 * r["efficiency"].get<double>()) << std::setw(10)
+       << std::setw(8) << fmt(100 * r["efficiency"].get<double>()) << std::setw(7)
+       << (r.contains("efficiency_with_overhead") ? fmt(100 * r["efficiency_with_overhead"].get<double>()) : "-")
+       << std::setw(10)
        << fmt(r["input_pinned_ms"].get<double>(), 2) << "  " << std::left << std::setw(20)
        << r["bottleneck"].get<std::string>() << meas << "\n";
   }
+  const json def = a.value("efficiency_definition", json::object());
+  if (def.contains("left_out")) {
+    os << "bound%: the efficiency, " << def["text"].get<std::string>() << "; left out:";
+    for (const auto& c : def["left_out"]) os << " " << c.get<std::string>() << ";";
+    os << " a real step is slower\n";
+  }
+  if (any_overhead)
+    os << "+ovh%: the bound with the step overhead a train_dp record measured added to the predicted step\n";
   os << "\nRecommendation:\n";
   for (const auto& s : a["recommendation"]) os << "- " << s["text"].get<std::string>() << "\n";
   os << "\nModel and assumptions (docs/ADVISE.md):\n";

@@ -1,10 +1,10 @@
 // `advise`'s options, and what the parser checks once CLI11 has parsed (cli_options.hpp).
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 
 #include "app/cli_options.hpp"
 #include "base/error.hpp"
+#include "base/pattern.hpp"
 #include "bench/algo_choice.hpp"
 
 namespace nb::cli {
@@ -56,9 +56,9 @@ Problem finish_selection(RunOptions& o, const RawText& raw) {
   o.suite = *parse_suite(raw.suite);
   if (!o.filter.empty()) {
     try {
-      std::regex re(o.filter);
-    } catch (const std::regex_error& e) {
-      return {"--filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")"};
+      Pattern re(o.filter);  // linear time (base/pattern.hpp): std::regex can backtrack for ever
+    } catch (const Error& e) {
+      return {std::string("--filter: ") + e.what()};
     }
   }
   return {};
@@ -99,8 +99,8 @@ Problem finish_doctor(const DoctorOptions& o) {
 Problem finish_monitor(const MonitorOptions& mo) {
   if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
     return {"--interval: must be 0.05 to 3600 seconds", false};
-  if (!std::isfinite(mo.duration_s) || mo.duration_s < 0)
-    return {"--duration: must be a number of seconds >= 0 (0: until interrupted)", false};
+  if (!std::isfinite(mo.duration_s) || mo.duration_s < 0 || mo.duration_s > 1e9)
+    return {"--duration: must be a number of seconds from 0 to 1e9 (0: until interrupted)", false};
   if (mo.format == "prometheus" && mo.out_file.empty())
     return {"--out: --format prometheus writes a textfile; give its path, e.g. "
             "--out /var/lib/node_exporter/textfile_collector/nodebench.prom",

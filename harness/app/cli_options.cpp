@@ -1,4 +1,5 @@
 #include "app/cli_options.hpp"
+#include "base/pattern.hpp"
 
 namespace nb::cli {
 
@@ -20,7 +21,10 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
       ->capture_default_str();
   sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm")
       ->delimiter(',');
-  sub->add_option("--filter", o.filter, "Only cases whose id (family/case) matches this regular expression");
+  sub->add_option("--filter", o.filter,
+                  std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
+                              "without backreferences or lookaround, matched in linear time by the ") +
+                      Pattern::best_engine() + " engine)");
 }
 
 // How each case is sampled.

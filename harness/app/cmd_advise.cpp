@@ -5,6 +5,7 @@
 
 #include "advise/advice.hpp"
 #include "base/error.hpp"
+#include "base/json_file.hpp"
 
 namespace nb {
 
@@ -15,15 +16,10 @@ int cmd_advise(const AdviseCommand& c) {
       throw Error("give result files (nodebench advise RESULT.json...) or a what-if (--profile NAME --gpus N --link L)");
     std::vector<nlohmann::json> docs;
     for (const auto& f : o.files) {
-      std::ifstream is(f);
-      if (!is) throw Error(f + ": cannot read the file (missing or unreadable)");
-      try {
-        docs.push_back(nlohmann::json::parse(is));
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(f + ": not a JSON result file (" + e.what() + ")");
-      }
+      docs.push_back(read_json_file(f));  // a folder, unreadable or not JSON: named, exit 2
       if (!docs.back().is_object() || !docs.back().contains("records"))
         throw Error(f + ": not a nodebench result file (no 'records')");
+      check_schema_version(docs.back(), f);
     }
     const advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
     const nlohmann::json advice = advise::build_advice(in, o);

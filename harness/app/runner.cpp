@@ -1,4 +1,5 @@
 #include "app/runner.hpp"
+#include "base/json_file.hpp"
 #include "base/text.hpp"
 
 #include <atomic>
@@ -211,8 +212,8 @@ int run_repeated(const RunOptions& o, const Argv& argv) {
     if (rc == kExitUsage || rc == kExitNoGpu) return rc;
     worst = std::max(worst, rc);
     try {
-      std::ifstream f(file);
-      docs.push_back(json::parse(f));
+      docs.push_back(read_json_file(file));
+      check_schema_version(docs.back(), file);
       files.push_back(file);
     } catch (const std::exception& e) {
       std::cerr << "nodebench: run " << i << " left no readable result file (" << e.what() << ")\n";

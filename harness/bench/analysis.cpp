@@ -184,7 +184,10 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
     } else {
       verdict["verdict"] = "does_not_pay";
       std::string reason = "FP16 runs only " + fmt(s) + "x as fast as FP32 (" + src + "): mixed precision does not pay";
-      if (g.cc_major * 10 + g.cc_minor == 61 || g.cc_major * 10 + g.cc_minor == 62)
+      // Only 6.1 (GP102/104/106/107: P40, P4, GTX 10x0) has FP16 at 1/64 of FP32; 6.0 (P100) and 6.2
+      // (Jetson TX2) run it at twice FP32 (CUDA C++ Programming Guide, arithmetic instruction
+      // throughput): there a slow measured FP16 is not the hardware's rate, and is not called so.
+      if (g.cc_major * 10 + g.cc_minor == 61)
         reason += " (compute capability 6.1: FP16 arithmetic at 1/64 of FP32, no tensor cores)";
       if (g.cc_major < 7 && std::isfinite(best_of("train").first))
         reason += "; the training step here runs FP16 storage with FP32 arithmetic";
@@ -265,6 +268,18 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
       continue;
     }
     std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.batch < b.batch; });
+    if (pts.size() == 1) {  // one batch has no plateau to be near: a throughput, not a recommendation
+      const Point& p = pts[0];
+      e["batch"] = nullptr;
+      e["measured_batch"] = p.batch;
+      e["train_images_per_s"] = p.ips;
+      e["memory_fraction"] = p.mem_frac;
+      e["peak_memory_bytes"] = p.mem_bytes;
+      e["reason"] = "one batch measured (batch " + std::to_string(p.batch) + ", " + fmt(p.ips, 0) + " images/s, " +
+                    fmt(100 * p.mem_frac, 1) + "% of device memory): run the conv sweep (--suite full) for a recommendation";
+      out.push_back(e);
+      continue;
+    }
     double plateau = 0;
     int64_t plateau_batch = 0;
     for (const auto& p : pts)

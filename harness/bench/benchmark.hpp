@@ -204,6 +204,8 @@ struct CaseOutput {
   bool primary_higher = true;
   bool wrong = false;
   std::string wrong_reason;
+  // Flags the family sets on the record, after the harness's own (docs/SCHEMA.md: e.g. single_rank).
+  std::vector<std::string> flags;
   // Further records the case emits (a multi-GPU case: one per GPU pair, per GPU count); when
   // there are parts, the case's own record is written only if it timed something itself or
   // did not finish ok. `extra_params`: params known only at run time (the GPU count), merged

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "base/json_file.hpp"
 
 namespace nb {
 using nlohmann::json;
@@ -118,16 +119,8 @@ CapturedNode captured_node_from_json(const json& j, const std::string& origin) {
 }
 
 CapturedNode load_captured_node(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot be read");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = read_json_file(path);  // a folder, unreadable or not JSON: named
+  check_schema_version(j, path);         // a result or doctor report of another version: refused
   return captured_node_from_json(j, path);
 }
 

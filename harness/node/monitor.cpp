@@ -162,6 +162,14 @@ void Sampler::mark(const std::string& text, std::vector<int> gpus) {
 void Sampler::loop() {
   const auto start = std::chrono::steady_clock::now();
   for (size_t tick = 0;; ++tick) {
+    // The last round must begin after stop() was asked for, so that its samples come after
+    // every mark made before stop() (a round already under way when stop() came may have read
+    // its clock before the last mark: it is kept, and one more round follows).
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last = stop_;
+    }
     std::vector<GpuSample> round;
     for (size_t i = 0; i < gpus_.size(); ++i) {
       const double unix_time =
@@ -178,7 +186,8 @@ void Sampler::loop() {
       s.power_w.push_back(x.power_w);
       s.mem_used_bytes.push_back(x.mem_used_bytes);
     }
-    if (stop_) return;  // the last round, taken after stop() was asked for
+    if (last) return;   // the last round, begun after stop() was asked for
+    if (stop_) continue;  // stop() came during this round: one more, at once
     const auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(interval_s_ * double(tick + 1)));
     // Woken by stop(): one more round (so a short case still has a sample at its end), then out.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <string>
 #include <set>
 #include <sstream>
@@ -53,7 +54,10 @@ std::vector<int> parse_gpu_list(const std::string& text, int visible_count) {
   while (std::getline(ss, item, ',')) {
     if (item.empty() || !std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); }))
       throw Error("--gpus: '" + item + "' is not a device index (expected 'all' or a list like 0,1,3)");
-    const long v = std::stol(item);
+    long v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v > 65535)
+      throw Error("--gpus: '" + item + "' is not a device index (too large)");
     if (v >= visible_count) {
       std::ostringstream os;
       os << "--gpus: GPU " << v << " is not visible: this process sees " << visible_count << " GPU"

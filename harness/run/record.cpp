@@ -205,6 +205,7 @@ Record build_record(const RecordInput& in) {
     take_metrics(r, *in.out);
     r.details = in.out->details;
     if (in.out->measurement && !in.out->measurement->samples_s.empty()) add_timing(r, in, *in.out);
+    for (const auto& f : in.out->flags) r.flags.push_back(f);  // the family's (single_rank, ...)
   }
   if (!in.nvml_available) r.flags.push_back("clock_unknown");
   set_primary(r, in.out);

@@ -54,6 +54,14 @@ def _alpha(text: str) -> float:
     return value
 
 
+def _fail_on(text: str) -> tuple:
+    from .compare_clock import parse_fail_on
+    try:
+        return parse_fail_on(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--fail-on {text!r}: {exc}") from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -117,7 +125,8 @@ def cmd_compare(args) -> int:
     try:
         result = compare_runs(base_runs, new, threshold=args.threshold, alpha=args.alpha, test=args.test,
                               allow_mismatch=args.allow_mismatch, noise_floor=args.noise_floor, history=conn,
-                              history_path=args.history, ignore_settings=args.ignore_settings)
+                              history_path=args.history, ignore_settings=args.ignore_settings,
+                              fail_on=args.fail_on)
     finally:
         if conn is not None:
             conn.close()
@@ -261,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "--history, else --noise-floor); a regression is a significant slowdown that may reach "
                            "--threshold. A case ok in BASE and failed/wrong/skipped in NEW (or skipped -> "
                            "failed/wrong) is a regression, and a case measured in BASE and absent from NEW fails "
-                           "as missing. Refuses runs of different GPU models unless --allow-mismatch, and cases "
+                           "as missing. A regression whose clock-normalised figure (*_per_ghz) is unchanged is "
+                           "'slower: clock', counted apart (--fail-on); the header says when BASE and NEW ran on "
+                           "different hosts or GPUs. Refuses runs of different GPU models unless --allow-mismatch, and cases "
                            "measured with other settings (L2, target CV, repetitions, mode) unless "
                            "--ignore-settings."))
     p.add_argument("runs", nargs="+", metavar="FILE", help="BASE... NEW (the last file is NEW), or NEW with --base")
@@ -283,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case)")
     p.add_argument("--allow-mismatch", action="store_true", help="compare runs of different GPU models")
+    p.add_argument("--fail-on", type=_fail_on, default=("regression", "clock"), metavar="WHAT",
+                   help="which slowdowns fail (exit 1), comma-separated: 'regression' (slower at the same clock) "
+                        "and 'clock' (a 'slower: clock' case: slower by its figure of merit, unchanged by its "
+                        "clock-normalised *_per_ghz figure); default both, as before; missing cases always fail")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
     p.set_defaults(func=cmd_compare, parser=p)
 

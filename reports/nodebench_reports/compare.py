@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import __version__
+from .compare_clock import SLOWER_CLOCK, clock_explains, machine_differences, machines_json
 from .errors import ReportError
 from .load import (Run, is_number, key_label, measurement_settings, reason_kind, record_higher_is_better,
                    record_key, record_mode)
@@ -54,7 +55,7 @@ STATUS_FIXED = "status fixed"
 STATUS_OTHER = "status change"
 STILL_NOT_OK = "not ok on both"
 
-_ORDER = [REGRESSION, STATUS_REGRESSION, STATUS_OTHER, STILL_NOT_OK, SLOWER_NS, UNTESTED, IMPROVEMENT,
+_ORDER = [REGRESSION, STATUS_REGRESSION, SLOWER_CLOCK, STATUS_OTHER, STILL_NOT_OK, SLOWER_NS, UNTESTED, IMPROVEMENT,
           STATUS_FIXED, FASTER_NS, UNCHANGED]
 
 
@@ -89,6 +90,7 @@ class CaseResult:
     noise_source: str = ""              # where noise_between came from: bases, run_to_run, history, floor
     noise_used: float | None = None     # the larger of the two
     clock_normalised: dict = field(default_factory=dict)  # {metric_per_ghz: change %}
+    clock_slowdown: bool = False        # a slowdown its per-GHz figure does not show (SLOWER_CLOCK)
 
     @property
     def label(self) -> str:
@@ -113,14 +115,22 @@ class Comparison:
     bases: list[Run] = field(default_factory=list)
     noise_floor: float = DEFAULT_NOISE_FLOOR
     history: str | None = None
+    fail_on: tuple = ("regression", "clock")   # as before 'slower: clock' existed: every slowdown fails
 
     @property
     def regressions(self) -> list[CaseResult]:
         return [c for c in self.cases if c.regression]
 
     @property
+    def clock_slowdowns(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.clock_slowdown]
+
+    def fails(self, c: CaseResult) -> bool:
+        return (c.regression and "regression" in self.fail_on) or (c.clock_slowdown and "clock" in self.fail_on)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.regressions or self.missing else 0
+        return 1 if any(self.fails(c) for c in self.cases) or self.missing else 0
 
     def count(self, verdict: str) -> int:
         return sum(1 for c in self.cases if c.verdict == verdict)
@@ -197,7 +207,7 @@ def _history_lookup(history, run: Run, rec: dict):
 def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
                  test: str = "mannwhitney", allow_mismatch: bool = False,
                  noise_floor: float = DEFAULT_NOISE_FLOOR, history=None, history_path: str | None = None,
-                 ignore_settings: bool = False) -> Comparison:
+                 ignore_settings: bool = False, fail_on: tuple = ("regression", "clock")) -> Comparison:
     """Compare NEW with one BASE run or several (a list: repeated runs of the baseline).
 
     `history` is an open history database (sqlite3 connection) or None."""
@@ -215,7 +225,8 @@ def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha:
     bases = sorted(bases, key=lambda r: r.started_at)
     latest = bases[-1]
     result = Comparison(base=latest, new=new, threshold=threshold, alpha=alpha, test=test, bases=bases,
-                        noise_floor=noise_floor, history=history_path)
+                        noise_floor=noise_floor, history=history_path, fail_on=tuple(fail_on))
+    result.warnings += machine_differences(bases, new)
     for b in bases:
         for w in check_comparable(b, new, allow_mismatch):
             if w not in result.warnings:
@@ -428,6 +439,8 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
         case.verdict = UNCHANGED
     # a speed-up (ratio < 1 of the figure of merit) is never a regression
     case.regression = case.verdict == REGRESSION and t.ratio > 1.0
+    if case.regression and clock_explains(case, alpha, threshold):  # unchanged at the same clock
+        case.verdict, case.regression, case.clock_slowdown = SLOWER_CLOCK, False, True
     return case
 
 
@@ -446,6 +459,7 @@ def summary_counts(result: Comparison) -> dict:
         "compared": len(result.cases),
         "regressions": len(result.regressions),
         "slowdowns": result.count(REGRESSION),
+        "clock_slowdowns": result.count(SLOWER_CLOCK),
         "status_regressions": result.count(STATUS_REGRESSION),
         "improvements": result.count(IMPROVEMENT),
         "unchanged": result.count(UNCHANGED),
@@ -475,6 +489,8 @@ def to_json(result: Comparison) -> dict:
                               "base/new for rates (> 1 is worse)"},
         "summary": summary_counts(result),
         "exit_code": result.exit_code,
+        "fail_on": list(result.fail_on),
+        "machines": machines_json(result.bases, result.new),
         "warnings": result.warnings,
         "cases": [asdict(c) for c in result.cases],
         "only_in_base": result.only_in_base,
@@ -500,7 +516,7 @@ def format_table(result: Comparison) -> str:
     for c in result.cases:
         status = "ok" if c.base_status == c.new_status == "ok" else f"{c.base_status}->{c.new_status}"
         rows.append([
-            ("!! " if c.regression else "   ") + c.label, status, fmt_time(c.base_median_s),
+            ("!! " if result.fails(c) else "   ") + c.label, status, fmt_time(c.base_median_s),
             fmt_time(c.new_median_s), "-" if c.ratio is None else f"{c.ratio:.3f}",
             "-" if c.change_pct is None else f"{c.change_pct:+.1f}%", fmt_p(c.p_value), _noise_text(c), c.verdict,
             c.note,
@@ -524,14 +540,26 @@ def format_table(result: Comparison) -> str:
         "",
         f"{s['compared']} cases compared: {s['regressions']} regression(s) "
         f"({s['slowdowns']} slowdown(s), {s['status_regressions']} status regression(s)), "
+        f"{s['clock_slowdowns']} slower: clock (unchanged at the same clock), "
         f"{s['improvements']} improvement(s), {s['unchanged']} unchanged, {s['not_significant']} not significant, "
         f"{s['not_testable']} not testable; {s['missing']} missing, {s['only_in_base']} only in base, "
         f"{s['needs_gpus']} on GPUs new lacks, {s['only_in_new']} only in new, "
         f"{s['skipped_on_both']} skipped on both",
-        ("result: REGRESSION (exit 1)" if result.regressions else "result: MISSING CASES (exit 1)")
-        if result.exit_code else "result: no regression (exit 0)",
+        _result_line(result),
     ]
     return "\n".join(lines)
+
+
+def _result_line(result: Comparison) -> str:
+    if not result.exit_code:
+        clock = f" ({len(result.clock_slowdowns)} slower: clock, not failing: --fail-on " \
+                f"{','.join(result.fail_on)})" if result.clock_slowdowns else ""
+        return "result: no regression (exit 0)" + clock
+    if any(result.fails(c) for c in result.regressions):
+        return "result: REGRESSION (exit 1)"
+    if any(result.fails(c) for c in result.clock_slowdowns):
+        return "result: SLOWER: CLOCK (exit 1; --fail-on regression lets clock-only slowdowns pass)"
+    return "result: MISSING CASES (exit 1)"
 
 
 def _noise_text(c: CaseResult) -> str:
@@ -545,7 +573,7 @@ def _noise_text(c: CaseResult) -> str:
 def to_junit(result: Comparison) -> str:
     s = summary_counts(result)
     skipped = s["only_in_base"] + s["only_in_new"] + s["needs_gpus"]
-    failures = s["regressions"] + s["missing"]
+    failures = sum(1 for c in result.cases if result.fails(c)) + s["missing"]
     total = len(result.cases) + skipped + s["missing"]
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     suites = ET.Element("testsuites", name="nodebench-report compare", tests=str(total),
@@ -565,9 +593,10 @@ def to_junit(result: Comparison) -> str:
         detail = (f"base median {fmt_time(c.base_median_s)}, new median {fmt_time(c.new_median_s)}, "
                   f"ratio {'-' if c.ratio is None else f'{c.ratio:.4f}'}, p {fmt_p(c.p_value)}, "
                   f"status {c.base_status} -> {c.new_status}; {c.note}".rstrip("; "))
-        if c.regression:
-            if c.verdict == REGRESSION:
-                msg = f"slower by {fmt_pct(c.ratio - 1)} (p={fmt_p(c.p_value)})"
+        if result.fails(c):
+            if c.verdict in (REGRESSION, SLOWER_CLOCK):
+                msg = f"slower by {fmt_pct(c.ratio - 1)} (p={fmt_p(c.p_value)})" + (
+                    ", unchanged at the same clock" if c.clock_slowdown else "")
             else:
                 msg = f"{c.base_status} in base, {c.new_status} in new"
             failure = ET.SubElement(tc, "failure", message=msg, type=c.verdict)

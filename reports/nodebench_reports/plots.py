@@ -114,7 +114,8 @@ def _plot_dp(plot: Plot, series: list) -> Plot:
     """Data-parallel training against GPU count: throughput (measured points, predicted line, ideal line
     N x 1-GPU) and efficiency (N-GPU over N x 1-GPU throughput)."""
     plot.caption = ("Data-parallel ResNet-50 training against GPU count: throughput (points measured by the "
-                    "train_dp family, lines predicted by nodebench advise, dashed the ideal N x 1-GPU) and "
+                    "train_dp family, lines predicted by nodebench advise: the bound set by communication and input, "
+                    "leaving out framework, optimizer and straggler costs; dashed the ideal N x 1-GPU) and "
                     "scaling efficiency (N-GPU throughput over N x 1-GPU throughput).")
     if any(s.predicted_label.startswith("predicted from profile") for s in series):
         plot.caption += " Predicted from profile, not measured."

@@ -42,6 +42,33 @@ def load_schema(path: str | None = None) -> tuple[dict, str]:
     return doc, path
 
 
+FULL_SCHEMA = "the JSON Schema (jsonschema)"
+STRUCTURAL_ONLY = ("the loader's structural checks (nodebench_reports.load.check_document) instead of the JSON "
+                   "Schema: jsonschema is not installed")
+
+
+def result_problems(doc, path: str, schema: dict | None = None) -> tuple[list[str], str]:
+    """The problems of one result document (empty when none) and what found them: the full JSON
+    Schema when jsonschema is installed; without it (a fresh GPU node has only what the build
+    needs) the loader's structural checks, which need no package. The caller says which ran."""
+    try:
+        import jsonschema
+    except ImportError:
+        try:
+            check_document(doc, path)
+        except ReportError as exc:
+            return [str(exc)], STRUCTURAL_ONLY
+        return [], STRUCTURAL_ONLY
+    if schema is None:
+        schema = load_schema()[0]
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    problems = []
+    for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))[:50]:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+        problems.append(f"{path}: field '{where or '(top level)'}': {err.message}")
+    return problems, FULL_SCHEMA
+
+
 def validate_file(path: str, schema: dict | None = None) -> list[str]:
     """Return the schema violations of one file (empty when valid); ReportError for unreadable files."""
     try:

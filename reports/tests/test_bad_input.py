@@ -212,3 +212,36 @@ def test_every_command_has_help(command, cli, capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "usage: nodebench-report " + command in out and "exit status" in out
+
+
+def _file_commands(path, tmp_path, good):
+    """Every command that reads a result file, reading `path` (compare as BASE and as NEW)."""
+    return {
+        "compare_new": ("compare", good, path),
+        "compare_base": ("compare", path, good),
+        "html": ("html", path, "-o", tmp_path / "out"),
+        "ingest": ("ingest", path, "--db", tmp_path / "h.sqlite"),
+        "timeline": ("timeline", path, "--out", tmp_path / "t.png"),
+        "validate": ("validate", path),
+    }
+
+
+@pytest.mark.parametrize("command", ["compare_new", "compare_base", "html", "ingest", "timeline", "validate"])
+def test_every_reader_refuses_an_unknown_schema_version_and_a_folder(command, cli, tmp_path, small_doc):
+    good = nbgen.write(small_doc, tmp_path / "good.json")
+    v99 = nbgen.write(dict(small_doc, schema_version=99), tmp_path / "v99.json")
+    r = cli(*_file_commands(v99, tmp_path, good)[command])
+    assert r.rc == 2 and "v99.json" in r.err and "schema_version" in r.err and "99" in r.err, r
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    r = cli(*_file_commands(str(folder), tmp_path, good)[command])
+    assert r.rc == 2 and "a_folder: is a directory" in r.err, r
+    assert "Traceback" not in r.err
+
+
+def test_html_refuses_an_advise_document_of_an_unknown_version(cli, tmp_path, small_doc):
+    good = nbgen.write(small_doc, tmp_path / "good.json")
+    advice = tmp_path / "advice.json"
+    advice.write_text(json.dumps({"schema": "nodebench.advise", "schema_version": 99, "rows": []}))
+    r = cli("html", good, "--advise", advice, "-o", tmp_path / "out")
+    assert r.rc == 2 and "advice.json" in r.err and "99" in r.err, r

@@ -118,6 +118,35 @@ def test_one_rank_allreduce_is_left_out_of_scaling():
     assert [e.split(" ")[0] for e in item.evidence if e[0].isdigit()] == ["2", "4"]
 
 
+def test_one_rank_record_as_nodebench_writes_it_is_no_link(validate, cli, tmp_path):
+    """A one-rank collective (flag single_rank, no bandwidth metric: docs/SCHEMA.md) is valid, renders,
+    compares, and is neither a curve point nor a scaling row; even with a stray bandwidth, the flag wins."""
+    doc = nbgen.make_result(families=("nccl",), n_gpus=4)
+    extra = []
+    for r in doc["records"]:
+        if r["params"]["ngpus"] == 2:
+            one = copy.deepcopy(r)
+            one["id"] = one["id"].replace("2gpu", "1gpu")
+            one["gpus"] = [0]
+            one["params"]["ngpus"] = 1
+            one["metrics"] = {"time_us": 0.3, "data_bytes": one["metrics"].get("data_bytes", 1.0), "gpu_count": 1}
+            one["flags"] = ["single_rank"]
+            one["primary_metric"], one["primary_better"] = "time_us", "lower"
+            extra.append(one)
+    stray = copy.deepcopy(extra[0])
+    stray["id"] += "_stray"
+    stray["params"]["ngpus"] = 2  # a record that says two GPUs but carries the flag
+    stray["metrics"].update(busbw_gbps=220254.0, algbw_gbps=220254.0, gpu_count=2)
+    doc["records"] += extra + [stray]
+    validate(doc)
+    curves = nccl.allreduce_curves(data_of(doc))
+    assert sorted(curves) == [2, 4]
+    assert all(bw < 1000 for pts in curves.values() for _, bw in pts)
+    path = nbgen.write(doc, tmp_path / "one_rank.json")
+    assert cli("html", path, "-o", tmp_path / "html").rc == 0
+    assert cli("compare", path, path).rc == 0
+
+
 def test_p2p_bidir_pairs_fill_both_cells():
     doc = nbgen.make_result(families=("p2p",), n_gpus=3)
     doc["records"] = [r for r in doc["records"]

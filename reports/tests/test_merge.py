@@ -55,3 +55,24 @@ def test_one_batch_conv_says_run_the_sweep(tmp_path):
     full = merge_runs(_runs(tmp_path, [nbgen.make_result(families=("conv",), n_gpus=1, seed=3)]))
     item = next(i for i in build_checklist(full) if i.key == "memory")
     assert "one batch measured" not in item.summary
+
+
+def test_one_batch_entry_of_the_analysis_is_shown_as_such(tmp_path):
+    """analysis.batch_recommendation of a one-batch series (nodebench's quick suite): batch null and
+    measured_batch; the memory item says one batch was measured, it does not warn that no batch
+    could be recommended."""
+    from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
+    from nodebench_reports.load import merge_runs
+
+    doc = nbgen.make_result(families=("conv",), n_gpus=1, seed=3)
+    keep = {"conv/resnet50_total_fp16_b256"}
+    doc["records"] = [r for r in doc["records"] if r["params"].get("layer") != "resnet50_total" or r["id"] in keep]
+    rec = next(r for r in doc["records"] if r["id"] in keep)
+    doc["analysis"] = {"batch_recommendation": [{
+        "gpu": 0, "precision": "fp16", "layout": "nhwc", "batch": None, "measured_batch": 256, "memory_fraction_limit": 0.9,
+        "train_images_per_s": rec["metrics"]["train_images_per_s"], "memory_fraction": 0.3,
+        "reason": "one batch measured (batch 256, ...): run the conv sweep (--suite full) for a recommendation"}]}
+    item = next(i for i in build_checklist(merge_runs(_runs(tmp_path, [doc]))) if i.key == "memory")
+    assert item.status == PASS and item.status not in (WARN, NOT_MEASURED), item
+    assert "one batch measured" in item.summary and "no batch recommended" not in " ".join(item.evidence), item
+    assert any("batch 256" in e for e in item.evidence), item.evidence

@@ -45,6 +45,8 @@
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
+#   fresh-node   issue 25 (scripts/dev/fresh_node.sh): ctest -L gpu with jsonschema hidden, one-rank
+#                nccl records, the quick conv one-batch line, the build's --filter engine
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -58,7 +60,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -103,7 +105,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
+                 [fresh-node]=300)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -115,7 +118,7 @@ step_build() {
   done
   cmake --build build -j "$(nproc)" --target "${targets[@]}" >> "$RAW/build.log" 2>&1 || {
     grep -E "error" "$RAW/build.log" | head -20; return 1; }
-  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA)" "$RAW/build.log" | tee -a "$OUT/session.log"
+  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA|RE2)" "$RAW/build.log" | tee -a "$OUT/session.log"
 }
 
 step_gputests() {
@@ -436,6 +439,14 @@ step_monitor() {
   PYTHONPATH="$PWD/reports${PYTHONPATH:+:$PYTHONPATH}" timeout "$(tmo 120)" python3 -m nodebench_reports timeline \
     "$RAW/quick_monitor.json" --out "$RAW/quick_monitor_timeline.png" 2>&1 | tee -a "$OUT/session.log" || rc=1
   keep quick_monitor.json; keep quick_monitor_timeline.png
+  return $rc
+}
+
+step_fresh_node() {  # scripts/dev/fresh_node.sh
+  local rc=0
+  grep -E "nodebench: RE2" "$RAW/build.log" | tee -a "$OUT/session.log"
+  bash scripts/dev/fresh_node.sh "$RAW" "$(tmo 420)" 2>&1 | tee -a "$OUT/session.log" || rc=1
+  keep nccl_one_rank.json; keep conv_quick_one_batch.json
   return $rc
 }
 

@@ -95,9 +95,11 @@ def batch_recommendations(data: ReportData) -> list[BatchRec]:
         if not isinstance(item, dict):
             continue
         gpu = item.get("gpu")
+        # one batch measured: no batch recommended, the measured one shown as such (one_batch)
+        batch = item.get("batch") if is_number(item.get("batch")) else item.get("measured_batch")
         recs.append(BatchRec(gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None,
                              str(item.get("precision", "?")),
-                             int(item["batch"]) if is_number(item.get("batch")) else None,
+                             int(batch) if is_number(batch) else None,
                              num(item.get("train_images_per_s")), num(item.get("memory_fraction")),
                              "analysis.batch_recommendation", str(item.get("layout") or ""),
                              num(item.get("memory_fraction_limit")), str(item.get("reason") or "")))

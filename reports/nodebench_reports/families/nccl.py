@@ -31,6 +31,13 @@ def group_key(rec: dict) -> tuple:
     return str(p.get("collective", "")).lower(), str(p.get("dtype", "")), ngpus
 
 
+def single_rank(rec: dict) -> bool:
+    """A collective over one rank: nothing crossed a link, so it is no bandwidth figure (the flag
+    single_rank; files written before the flag say one GPU in params.ngpus or metrics.gpu_count)."""
+    p, m = rec.get("params") or {}, rec.get("metrics") or {}
+    return "single_rank" in (rec.get("flags") or []) or p.get("ngpus") == 1 or m.get("gpu_count") == 1
+
+
 def allreduce_curves(data: ReportData) -> dict[int, list[tuple[float, float]]]:
     """{ngpus: [(bytes, busbw_gbps), ...]} for all-reduce (float when measured, two GPUs or more); the best
     variant (in-place or not, CUDA graph or not) per size."""
@@ -44,8 +51,8 @@ def allreduce_curves(data: ReportData) -> dict[int, list[tuple[float, float]]]:
             continue
         p = rec["params"]
         bw = num(rec["metrics"].get("busbw_gbps"))
-        # one rank: the bus bandwidth is 0 by definition (nothing crosses a bus)
-        if bw is None or not is_number(p.get("bytes")) or ngpus < 2:
+        # one rank crosses no link: never a point of the curves
+        if bw is None or not is_number(p.get("bytes")) or ngpus < 2 or single_rank(rec):
             continue
         k = (ngpus, float(p["bytes"]))
         best[k] = max(best.get(k, 0.0), bw)

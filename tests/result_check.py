@@ -1,0 +1,33 @@
+"""Schema checks of the GPU tests' result files, with or without jsonschema.
+
+A fresh GPU node has only what `scripts/setup.sh --for build` installs: no jsonschema. There the
+reports package's structural checks (reports/nodebench_reports/load.py, no package needed, taken
+from this checkout whether or not it is installed) run instead of the JSON Schema, and the test
+says so in its output; the test is never skipped for it.
+"""
+import json
+import pathlib
+import sys
+
+_REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_REPO / "reports"))
+
+from nodebench_reports.validate import result_problems  # noqa: E402
+
+
+def check_result(doc, schema_path, label="result"):
+    """Raises AssertionError listing the problems of `doc`; prints what checked it."""
+    schema = json.loads(pathlib.Path(schema_path).read_text())
+    problems, checked_by = result_problems(doc, label, schema)
+    print(f"{label}: checked with {checked_by}")
+    if problems:
+        raise AssertionError(f"{label}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:20]))
+
+
+if __name__ == "__main__":  # `result_check.py SCHEMA RESULT.json`: the check alone (its CPU tests)
+    try:
+        check_result(json.loads(pathlib.Path(sys.argv[2]).read_text()), sys.argv[1], sys.argv[2])
+    except AssertionError as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
+    print("ok")

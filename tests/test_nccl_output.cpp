@@ -1,0 +1,112 @@
+// A collective over one rank moves nothing between GPUs (issue 25: one H200 reported a 64 MiB
+// all-reduce at 0.30 us as 220,254 GB/s): its record has no bandwidth, the flag single_rank and a
+// note; the sweep's scaling reference is the smallest count above one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "nccl/nccl_spec.hpp"
+#include "run/case_records.hpp"
+
+using namespace nb;
+using namespace nb::nccl;
+using nlohmann::json;
+
+TEST(NcclSingleRank, TheNoteSaysWhatTheTimeIs) {
+  const std::string in_place = single_rank_note(coll::Collective::all_reduce, true);
+  const std::string copy = single_rank_note(coll::Collective::all_reduce, false);
+  for (const auto& n : {in_place, copy}) {
+    EXPECT_NE(n.find("one rank: nothing crosses a link"), std::string::npos) << n;
+    EXPECT_NE(n.find("single_rank"), std::string::npos) << n;
+  }
+  EXPECT_NE(in_place.find("the call's cost alone"), std::string::npos) << in_place;
+  EXPECT_NE(copy.find("a device copy, not a link"), std::string::npos) << copy;
+  EXPECT_NE(single_rank_note(coll::Collective::reduce_scatter, true).find("device copy"), std::string::npos);
+}
+
+TEST(NcclSingleRank, TheFamilysFlagIsWrittenIntoTheRecord) {
+  Case c;
+  c.family = "nccl";
+  c.name = "all_reduce/float/in_place/eager/64MiB";
+  std::vector<GpuInfo> gpus(1);
+  CaseOutput out;
+  out.measurement.emplace();
+  out.measurement->samples_s = {3e-7, 3e-7, 3e-7};
+  out.measurement->stop = StopReason::fixed;
+  out.metrics = {{"gpu_count", 1}, {"data_bytes", 67108864.0}};
+  out.flags = {kSingleRankFlag};
+  RecordInput in;
+  in.c = &c;
+  in.gpus = {0};
+  in.gpu = &gpus[0];
+  in.status = Status::ok;
+  in.out = &out;
+  in.started_at = "2026-12-01T00:00:00.000Z";
+  const json r = make_case_records(in, gpus).records.at(0);
+  EXPECT_EQ(r["status"], "ok");
+  EXPECT_NE(std::find(r["flags"].begin(), r["flags"].end(), json("single_rank")), r["flags"].end()) << r["flags"];
+  EXPECT_FALSE(r["metrics"].contains("busbw_gbps"));
+  EXPECT_EQ(r["primary_metric"], "time_us");  // with no bandwidth, the time is its figure
+}
+
+#if NB_HAVE_NCCL
+
+namespace {
+
+TeamResult measured(double bytes, double median_s, double factor) {
+  TeamResult r;
+  r.k.bytes = size_t(bytes);
+  r.median = median_s;
+  r.factor = factor;
+  r.algbw = bytes / 1e9 / median_s;
+  r.busbw = r.algbw * factor;
+  r.wrong_per_rank = {0};
+  return r;
+}
+
+}  // namespace
+
+TEST(NcclSingleRank, OneRankHasNoBandwidthAndTheFlag) {
+  Spec spec;
+  spec.coll = coll::Collective::all_reduce;
+  spec.bytes = 64u << 20;
+  spec.in_place = true;
+  json metrics = json::object(), details = json::object();
+  std::vector<std::string> flags;
+  // 64 MiB in 0.30 us "is" 223,696 GB/s: a figure of nothing.
+  fill_output(metrics, details, flags, measured(67108864.0, 0.30e-6, 0.0), spec, 1);
+  for (const char* k : {"algbw_gbps", "busbw_gbps", "bus_factor_x"}) EXPECT_FALSE(metrics.contains(k)) << k;
+  EXPECT_EQ(metrics["gpu_count"], 1);
+  EXPECT_DOUBLE_EQ(metrics["data_bytes"].get<double>(), 67108864.0);
+  EXPECT_EQ(flags, std::vector<std::string>{"single_rank"});
+  EXPECT_EQ(details["note"], single_rank_note(spec.coll, true));
+  // Two ranks: the bandwidths, no flag, no note. 64 MiB in 400 us: algbw 167.77 GB/s, busbw x 2(2-1)/2.
+  json m2 = json::object(), d2 = json::object();
+  std::vector<std::string> f2;
+  fill_output(m2, d2, f2, measured(67108864.0, 400e-6, 1.0), spec, 2);
+  EXPECT_NEAR(m2["algbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
+  EXPECT_NEAR(m2["busbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
+  EXPECT_TRUE(f2.empty());
+  EXPECT_FALSE(d2.contains("note"));
+}
+
+TEST(NcclSingleRank, TheSweepsReferenceIsTheSmallestCountAboveOne) {
+  // Broadcast's bus factor is 1 at every count, so one rank has a non-zero "bus bandwidth" (a
+  // device copy): it must be neither a point's bandwidth nor the reference of the others.
+  std::optional<double> ref;
+  int ref_count = 0;
+  const json p1 = scaling_point(measured(1e9, 1e-4, 1.0), 1, ref, ref_count);      // 10,000 GB/s "copy"
+  const json p2 = scaling_point(measured(1e9, 1e9 / 300e9, 1.0), 2, ref, ref_count);  // 300 GB/s
+  const json p4 = scaling_point(measured(1e9, 1e9 / 270e9, 1.0), 4, ref, ref_count);  // 270 GB/s
+  EXPECT_EQ(p1["single_rank"], true);
+  EXPECT_TRUE(p1["busbw_gbps"].is_null() && p1["algbw_gbps"].is_null() && p1["efficiency_pct"].is_null());
+  EXPECT_NEAR(p1["time_us"].get<double>(), 100.0, 1e-9);
+  ASSERT_TRUE(ref.has_value());
+  EXPECT_EQ(ref_count, 2);
+  EXPECT_NEAR(p2["efficiency_pct"].get<double>(), 100.0, 1e-9);
+  EXPECT_NEAR(p4["efficiency_pct"].get<double>(), 100.0 * 270 / 300, 1e-9);
+  EXPECT_FALSE(p4.contains("single_rank"));
+}
+
+#endif  // NB_HAVE_NCCL
