@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
+#include "conv/conv_analysis.hpp"
 #include "node/profiles.hpp"
 
 using namespace nb;
@@ -100,21 +102,21 @@ TEST(BatchRecommendation, SmallestBatchNearThePlateauThatFits) {
   // Throughput saturates at 1000 images/s; 95% of it is first reached at batch 64.
   json recs = json::array({net(16, 700, 0.05), net(32, 900, 0.10), net(64, 960, 0.20), net(128, 1000, 0.40),
                            net(256, 990, 0.80), net(512, 0, 0, "skipped")});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0]["batch"], 64);
   EXPECT_DOUBLE_EQ(a[0]["plateau_images_per_s"].get<double>(), 1000);
   EXPECT_EQ(a[0]["smallest_batch_out_of_memory"], 512);
   // A tighter memory limit that the plateau batches exceed leaves no recommendation, with why.
-  json b = batch_recommendation(recs, 0.15);
+  json b = conv::batch_recommendation(recs, 0.15);
   EXPECT_TRUE(b[0]["batch"].is_null());
   EXPECT_NE(b[0]["reason"].get<std::string>().find("15%"), std::string::npos);
-  EXPECT_EQ(batch_recommendation_lines(a).size(), 1u);
+  EXPECT_EQ(conv::batch_recommendation_lines(a).size(), 1u);
 }
 
 TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
   json recs = json::array({net(8, 100, 0.1, "ok", "fp32"), net(8, 300, 0.1, "ok", "fp16"), net(1, 0, 0, "skipped", "tf32")});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 3u);
   for (const auto& e : a) {
     if (e["precision"] == "tf32") {
@@ -165,7 +167,7 @@ TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
   // GPU 0 on two hosts: two series, each with its own plateau and batch.
   json recs = json::array({on(net(16, 500, 0.1), "hostA", 0), on(net(32, 1000, 0.2), "hostA", 0),
                            on(net(16, 2000, 0.1), "hostB", 1), on(net(32, 2010, 0.2), "hostB", 1)});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 2u);
   for (const auto& e : a) {
     if (e["host"] == "hostA") {
@@ -178,8 +180,8 @@ TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
       EXPECT_DOUBLE_EQ(e["plateau_images_per_s"].get<double>(), 2010);
     }
   }
-  const auto lines = batch_recommendation_lines(a);
+  const auto lines = conv::batch_recommendation_lines(a);
   EXPECT_NE(lines[0].find("(hostA) gpu0"), std::string::npos) << lines[0];
   // A one-process run's entries carry neither.
-  EXPECT_FALSE(batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
+  EXPECT_FALSE(conv::batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
 }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
 #include "bench/benchmark.hpp"
 #include "app/cli.hpp"
 #include "check/doctor.hpp"
