@@ -220,7 +220,7 @@ std::vector<std::string> run_analyses(ResultFile& file, const AnalysisContext& c
 RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const RunHooks& hooks) {
   RunOutcome out;
   // The algorithm cache: yesterday's choices reused unless asked to search again (issue 13).
-  AlgoCache& cache = global_algo_cache();  // moves to session.algo_cache() with the families (issue 22)
+  AlgoCache& cache = session.algo_cache();
   cache.set_search_again(plan.algo_search);
   if (!plan.algo_cache_file.empty()) cache.load(plan.algo_cache_file);  // checked while parsing: exit 2 there
   const std::vector<Step> steps = schedule(plan);
