@@ -7,8 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shared/nccl/collectives.hpp"
+#include "bench/benchmark.hpp"
 #include "bench/measure.hpp"
+#include "shared/nccl/collectives.hpp"
 
 #if NB_HAVE_NCCL
 #include "shared/nccl/nccl_team.hpp"
@@ -26,9 +27,9 @@ struct Spec {
 };
 
 inline std::string case_name(const Spec& s) {
-  if (s.sweep) return "sweep/" + coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + coll::size_name(s.bytes);
+  if (s.sweep) return "sweep/" + coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + bytes_label(int64_t(s.bytes));
   return coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + (s.in_place ? "in_place" : "out_of_place") +
-         "/" + (s.graph ? "graph" : "eager") + "/" + coll::size_name(s.bytes);
+         "/" + (s.graph ? "graph" : "eager") + "/" + bytes_label(int64_t(s.bytes));
 }
 
 #if NB_HAVE_NCCL
@@ -44,10 +45,13 @@ struct TeamResult {
 };
 
 // Measures `spec` on `team` (nullptr or no local member: this process only keeps step with the
-// others). Called by every process; on failure `ls` says so and the result is empty.
-TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg, Lockstep& ls);
+// others), with the watchdog, trace and hooks of `teams` and the hold of `settings`. Called by
+// every process; on failure `ls` says so and the result is empty.
+TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int nranks, const Spec& spec,
+                        const MeasureConfig& cfg, Lockstep& ls);
 // The record's metrics and details of a measured collective.
-void fill_output(nlohmann::json& metrics, nlohmann::json& details, const TeamResult& r, const Spec& spec, int nranks);
+void fill_output(nlohmann::json& metrics, nlohmann::json& details, const TeamResult& r, const Spec& spec, int nranks,
+                 const Teams& teams);
 
 #endif  // NB_HAVE_NCCL
 
