@@ -16,16 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-struct Point {
-  int64_t batch;
-  double ips, mem_frac, mem_bytes;
-};
 // Keyed by host, rank and GPU index (rank -1 and host "" for a run of one process), precision, layout.
 using Key = std::tuple<std::string, int, int, std::string, std::string>;
-struct Series {
-  std::map<Key, std::vector<Point>> points;
-  std::map<Key, int64_t> smallest_oom;
-};
+using Series = BatchSeries<Key>;
+using Point = BatchPoint;
 
 Series network_series(const json& records) {
   Series s;
@@ -37,12 +31,10 @@ Series network_series(const json& records) {
     const int64_t b = r["params"]["batch"].get<int64_t>();
     if (r["status"] == "ok") {
       const json& m = r["metrics"];
-      s.points[key].push_back({b, m["train_images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
-                               m["peak_memory_bytes"].get<double>()});
+      s.add(key, {b, m["train_images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
+                  m["peak_memory_bytes"].get<double>()});
     } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
-      auto& o = s.smallest_oom[key];
-      if (o == 0 || b < o) o = b;
-      s.points[key];
+      s.add_out_of_memory(key, b);
     }
   }
   return s;
@@ -53,15 +45,15 @@ void recommend(json& e, const std::vector<Point>& pts, double memory_fraction, d
   double plateau = 0;
   int64_t plateau_batch = 0;
   for (const auto& p : pts)
-    if (p.ips > plateau) {
-      plateau = p.ips;
+    if (p.images_per_s > plateau) {
+      plateau = p.images_per_s;
       plateau_batch = p.batch;
     }
   e["plateau_images_per_s"] = plateau;
   e["plateau_batch"] = plateau_batch;
   const Point* pick = nullptr;
   for (const auto& p : pts)
-    if (p.ips >= plateau_share * plateau && p.mem_frac <= memory_fraction) {
+    if (p.images_per_s >= plateau_share * plateau && p.memory_fraction <= memory_fraction) {
       pick = &p;
       break;
     }
@@ -72,11 +64,11 @@ void recommend(json& e, const std::vector<Point>& pts, double memory_fraction, d
     return;
   }
   e["batch"] = pick->batch;
-  e["train_images_per_s"] = pick->ips;
-  e["memory_fraction"] = pick->mem_frac;
-  e["peak_memory_bytes"] = pick->mem_bytes;
-  e["reason"] = "smallest batch at " + fmt(100 * pick->ips / plateau, 1) + "% of the plateau (" + fmt(plateau, 0) +
-                " images/s at batch " + std::to_string(plateau_batch) + ") using " + fmt(100 * pick->mem_frac, 1) +
+  e["train_images_per_s"] = pick->images_per_s;
+  e["memory_fraction"] = pick->memory_fraction;
+  e["peak_memory_bytes"] = pick->memory_bytes;
+  e["reason"] = "smallest batch at " + fmt(100 * pick->images_per_s / plateau, 1) + "% of the plateau (" + fmt(plateau, 0) +
+                " images/s at batch " + std::to_string(plateau_batch) + ") using " + fmt(100 * pick->memory_fraction, 1) +
                 "% of device memory";
 }
 
@@ -91,13 +83,12 @@ json batch_recommendation(const json& records, double memory_fraction, double pl
               {"plateau_share", plateau_share}};
     if (rank >= 0) e["rank"] = rank;
     if (!host.empty()) e["host"] = host;
-    if (s.smallest_oom.count(key)) e["smallest_batch_out_of_memory"] = s.smallest_oom[key];
+    if (const auto oom = s.oom(key)) e["smallest_batch_out_of_memory"] = *oom;
     if (pts.empty()) {
       e["batch"] = nullptr;
       e["reason"] = "no batch size fit in memory";
     } else {
-      std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.batch < b.batch; });
-      recommend(e, pts, memory_fraction, plateau_share);
+      recommend(e, Series::sorted(pts), memory_fraction, plateau_share);
     }
     out.push_back(e);
   }

@@ -31,16 +31,7 @@ struct Conv {
   int p = 0;  // output height = width
   DeviceBuffer bx, by, bw, bdy, bdx, bdw;
   static ConvShape shape_of(const Layer& l, int64_t batch) {
-    ConvShape s;
-    s.n = batch;
-    s.c = l.c;
-    s.h = s.w = l.hw;
-    s.k = l.k;
-    s.r = s.s = l.r;
-    s.stride = l.stride;
-    s.pad = l.pad;
-    s.groups = l.groups;
-    return s;
+    return ConvShape::square(batch, l.c, l.hw, l.k, l.r, l.stride, l.pad, l.groups);
   }
   Conv(const Layer& l, const Prec& pr, bool nhwc, int64_t batch)
       : L(l), P(pr), n(batch), d(shape_of(l, batch), pr, nhwc), p(d.out_h()) {}

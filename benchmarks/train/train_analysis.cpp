@@ -19,15 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-struct Point {
-  int64_t batch;
-  double ips, mem_frac, mem_bytes;
-};
 using Key = std::tuple<int, std::string, std::string>;  // GPU, precision, layout
-struct Series {
-  std::map<Key, std::vector<Point>> points;
-  std::map<Key, int64_t> smallest_oom;
-};
+using Series = BatchSeries<Key>;
+using Point = BatchPoint;
 
 Series step_series(const json& records) {
   Series s;
@@ -40,12 +34,9 @@ Series step_series(const json& records) {
     if (r["status"] == "ok") {
       const json& m = r["metrics"];
       if (!m.contains("images_per_s") || !m.contains("memory_fraction_x")) continue;
-      s.points[key].push_back({b, m["images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
-                               m.value("peak_memory_bytes", 0.0)});
+      s.add(key, {b, m["images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(), m.value("peak_memory_bytes", 0.0)});
     } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
-      auto& o = s.smallest_oom[key];
-      if (o == 0 || b < o) o = b;
-      s.points[key];
+      s.add_out_of_memory(key, b);
     }
   }
   return s;
@@ -70,24 +61,24 @@ void recommend(json& e, const std::vector<Point>& pts, double memory_fraction, i
                std::optional<int64_t> smallest_oom) {
   const Point* plateau = &pts[0];
   for (const auto& p : pts)
-    if (p.ips > plateau->ips) plateau = &p;
-  e["plateau_images_per_s"] = plateau->ips;
+    if (p.images_per_s > plateau->images_per_s) plateau = &p;
+  e["plateau_images_per_s"] = plateau->images_per_s;
   e["plateau_batch"] = plateau->batch;
   // The smallest batch at >= plateau_share of the plateau.
   const Point* fast = nullptr;
   for (const auto& p : pts)
-    if (p.ips >= plateau_share * plateau->ips) {
+    if (p.images_per_s >= plateau_share * plateau->images_per_s) {
       fast = &p;
       break;
     }
   e["throughput_batch"] = fast->batch;
-  e["throughput_reason"] = "smallest batch at " + fmt(100 * fast->ips / plateau->ips, 1) + "% of the plateau (" +
-                           fmt(plateau->ips, 0) + " images/s at batch " + std::to_string(plateau->batch) + "), >= " +
+  e["throughput_reason"] = "smallest batch at " + fmt(100 * fast->images_per_s / plateau->images_per_s, 1) + "% of the plateau (" +
+                           fmt(plateau->images_per_s, 0) + " images/s at batch " + std::to_string(plateau->batch) + "), >= " +
                            fmt(100 * plateau_share, 0) + "%";
   // The largest batch within the memory fraction.
   const Point* big = nullptr;
   for (const auto& p : pts)
-    if (p.mem_frac <= memory_fraction) big = &p;
+    if (p.memory_fraction <= memory_fraction) big = &p;
   if (!big) {
     e["memory_batch"] = nullptr;
     e["memory_reason"] = "no measured batch stays within " + fmt(100 * memory_fraction, 0) + "% of device memory";
@@ -96,19 +87,19 @@ void recommend(json& e, const std::vector<Point>& pts, double memory_fraction, i
     return;
   }
   e["memory_batch"] = big->batch;
-  e["memory_batch_fraction"] = big->mem_frac;
+  e["memory_batch_fraction"] = big->memory_fraction;
   std::string mr = "largest measured batch within " + fmt(100 * memory_fraction, 0) + "% of device memory (" +
-                   fmt(100 * big->mem_frac, 1) + "% used)";
+                   fmt(100 * big->memory_fraction, 1) + "% used)";
   if (smallest_oom) mr += "; batch " + std::to_string(*smallest_oom) + " did not fit";
   e["memory_reason"] = mr;
   // The recommendation: the throughput batch when it fits, else the memory batch.
   const Point* pick = fast->batch <= big->batch ? fast : big;
   e["batch"] = pick->batch;
-  e["images_per_s"] = pick->ips;
-  e["memory_fraction"] = pick->mem_frac;
-  e["peak_memory_bytes"] = pick->mem_bytes;
+  e["images_per_s"] = pick->images_per_s;
+  e["memory_fraction"] = pick->memory_fraction;
+  e["peak_memory_bytes"] = pick->memory_bytes;
   e["reason"] = pick == fast ? "smallest batch at >= " + fmt(100 * plateau_share, 0) + "% of the plateau, within " +
-                                   fmt(100 * memory_fraction, 0) + "% of device memory (" + fmt(100 * pick->mem_frac, 1) + "%)"
+                                   fmt(100 * memory_fraction, 0) + "% of device memory (" + fmt(100 * pick->memory_fraction, 1) + "%)"
                              : "the plateau's batch does not fit in " + fmt(100 * memory_fraction, 0) +
                                    "% of device memory: the largest batch that does";
   accumulation(e, global_batch, big->batch);
@@ -127,9 +118,9 @@ json train_recommendation(const json& records, double memory_fraction, int globa
     for (const auto& g : gpus)
       if (g.index == gpu && prec == "fp16" && g.cc < 70)
         e["note"] = "compute capability below 7.0: mixed precision here is FP16 storage with FP32 arithmetic";
-    const auto oom = s.smallest_oom.find(key);
-    if (oom != s.smallest_oom.end()) e["smallest_batch_out_of_memory"] = oom->second;
-    std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.batch < b.batch; });
+    const auto oom = s.oom(key);
+    if (oom) e["smallest_batch_out_of_memory"] = *oom;
+    pts = Series::sorted(pts);
     if (pts.empty()) {
       e["batch"] = nullptr;
       e["reason"] = "no batch size fit in memory";
@@ -137,13 +128,12 @@ json train_recommendation(const json& records, double memory_fraction, int globa
       const Point& p = pts[0];
       e["batch"] = nullptr;
       e["measured_batch"] = p.batch;
-      e["images_per_s"] = p.ips;
-      e["memory_fraction"] = p.mem_frac;
-      e["reason"] = "one batch measured (batch " + std::to_string(p.batch) + ", " + fmt(p.ips, 0) + " images/s, " +
-                    fmt(100 * p.mem_frac, 1) + "% of device memory): run the train sweep (--suite full) for a recommendation";
+      e["images_per_s"] = p.images_per_s;
+      e["memory_fraction"] = p.memory_fraction;
+      e["reason"] = "one batch measured (batch " + std::to_string(p.batch) + ", " + fmt(p.images_per_s, 0) + " images/s, " +
+                    fmt(100 * p.memory_fraction, 1) + "% of device memory): run the train sweep (--suite full) for a recommendation";
     } else {
-      recommend(e, pts, memory_fraction, global_batch, plateau_share,
-                oom != s.smallest_oom.end() ? std::optional<int64_t>(oom->second) : std::nullopt);
+      recommend(e, pts, memory_fraction, global_batch, plateau_share, oom);
     }
     out.push_back(e);
   }

@@ -1,7 +1,11 @@
 // Generic helpers of the analyses families declare (bench/benchmark.hpp: Analysis): which GPU a
 // record ran on, the GPUs of a result, their labels, the best value of a metric.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +46,32 @@ double best_metric(const nlohmann::json& records, const GpuBrief& g, const std::
 // Whether a record was skipped because it did not fit (reason_kind oom or smaller_oom; files
 // written before reason_kind existed said so only in the reason's text).
 bool skipped_for_memory(const nlohmann::json& record);
+
+// The measured points of batch sweeps by series (a family's key: GPU, precision, layout, ...):
+// each ok record's throughput and memory, and the smallest batch skipped for memory; a series
+// with only skipped batches has no point but is listed. Points come sorted by batch (sorted()).
+struct BatchPoint {
+  int64_t batch = 0;
+  double images_per_s = 0, memory_fraction = 0, memory_bytes = 0;
+};
+template <class Key>
+struct BatchSeries {
+  std::map<Key, std::vector<BatchPoint>> points;
+  std::map<Key, int64_t> smallest_oom;
+  void add(const Key& key, const BatchPoint& p) { points[key].push_back(p); }
+  void add_out_of_memory(const Key& key, int64_t batch) {
+    auto& o = smallest_oom[key];
+    if (o == 0 || batch < o) o = batch;
+    points[key];
+  }
+  std::optional<int64_t> oom(const Key& key) const {
+    const auto it = smallest_oom.find(key);
+    return it == smallest_oom.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  static std::vector<BatchPoint> sorted(std::vector<BatchPoint> pts) {
+    std::sort(pts.begin(), pts.end(), [](const BatchPoint& a, const BatchPoint& b) { return a.batch < b.batch; });
+    return pts;
+  }
+};
 
 }  // namespace nb

@@ -79,6 +79,10 @@ Availability prec_available(const Prec& p, const GpuInfo& g);
 struct ConvShape {
   int64_t n = 1;
   int c = 1, h = 1, w = 1, k = 1, r = 1, s = 1, stride = 1, pad = 0, groups = 1;
+  // A square input hw x hw and a square filter r x r.
+  static ConvShape square(int64_t n, int c, int hw, int k, int r, int stride, int pad, int groups = 1) {
+    return {n, c, hw, hw, k, r, r, stride, pad, groups};
+  }
 };
 
 enum class Pass { fwd, bwd_data, bwd_filter };
