@@ -4,7 +4,9 @@
 
 #include "bench/analysis.hpp"
 #include "bench/precision.hpp"
+#ifdef NB_HAVE_CUDNN
 #include "conv/conv_analysis.hpp"
+#endif
 #include "node/profiles.hpp"
 
 using namespace nb;
@@ -85,6 +87,7 @@ TEST(UnitRates, MatchPublishedPeaks) {
   EXPECT_FALSE(unit_ops_per_clock_per_sm("nonsense", 9, 0).has_value());
 }
 
+#ifdef NB_HAVE_CUDNN  // the conv family is built with cuDNN only
 namespace {
 json net(int64_t batch, double ips, double mem_frac, const std::string& status = "ok", const std::string& prec = "fp16") {
   json r = {{"family", "conv"}, {"status", status}, {"gpus", {0}},
@@ -128,6 +131,8 @@ TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
   }
 }
 
+#endif  // NB_HAVE_CUDNN
+
 namespace {
 json on(json r, const std::string& host, int rank) {
   r["host"] = host;
@@ -163,6 +168,7 @@ TEST(AnalysisKeys, GpuZeroOfTwoHostsDoesNotMerge) {
   EXPECT_EQ(gpu_briefs(json::object(), {{0, "x", 7, 0}})[0].rank, -1);
 }
 
+#ifdef NB_HAVE_CUDNN
 TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
   // GPU 0 on two hosts: two series, each with its own plateau and batch.
   json recs = json::array({on(net(16, 500, 0.1), "hostA", 0), on(net(32, 1000, 0.2), "hostA", 0),
@@ -185,3 +191,4 @@ TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
   // A one-process run's entries carry neither.
   EXPECT_FALSE(conv::batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
 }
+#endif  // NB_HAVE_CUDNN
