@@ -48,17 +48,29 @@ function(nb_kernel_lib name)
 endfunction()
 
 # nb_family(NAME SOURCES ... [KERNELS k ...] [SHARED s ...] [LIBS ...] [INCLUDES dir ...]
-#           [DEFINITIONS ...]): the family in benchmarks/<NAME>/ (called from its family.cmake).
+#           [DEFINITIONS ...] [THRESHOLDS file]): the family in benchmarks/<NAME>/ (called from its
+# family.cmake). THRESHOLDS: its validate threshold keys (a thresholds.json fragment), built in
+# through a generated registrar (cmake/family_thresholds.cpp.in) and merged over the core file.
 # Its files register the family from static initialisers, so it is an object library whose
 # objects are linked whole into nodebench and the unit tests. It sees the library up to the
 # bench layer, its own kernels (kernels/<k>/), the shared code it names (benchmarks/shared/<s>/)
 # and its own folder; nothing of run/, output/, check/ or app/.
 function(nb_family name)
-  cmake_parse_arguments(F "" "" "SOURCES;KERNELS;SHARED;LIBS;INCLUDES;DEFINITIONS" ${ARGN})
+  cmake_parse_arguments(F "" "THRESHOLDS" "SOURCES;KERNELS;SHARED;LIBS;INCLUDES;DEFINITIONS" ${ARGN})
   set(_srcs)
   foreach(_s ${F_SOURCES})
     list(APPEND _srcs "${CMAKE_CURRENT_LIST_DIR}/${_s}")
   endforeach()
+  if(F_THRESHOLDS)
+    set(_json "${CMAKE_CURRENT_LIST_DIR}/${F_THRESHOLDS}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_json}")
+    file(READ "${_json}" NB_THRESHOLDS_TEXT)
+    set(NB_THRESHOLDS_FAMILY "${name}")
+    file(RELATIVE_PATH NB_THRESHOLDS_ORIGIN "${CMAKE_SOURCE_DIR}" "${_json}")
+    set(_gen "${CMAKE_BINARY_DIR}/generated/family_${name}_thresholds.cpp")
+    configure_file("${CMAKE_SOURCE_DIR}/cmake/family_thresholds.cpp.in" "${_gen}" @ONLY)
+    list(APPEND _srcs "${_gen}")
+  endif()
   add_library(nb_family_${name} OBJECT ${_srcs})
   target_link_libraries(nb_family_${name} PUBLIC nb_bench)
   foreach(_k ${F_KERNELS})

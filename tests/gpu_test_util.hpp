@@ -3,6 +3,10 @@
 #include <cuda_runtime_api.h>
 
 #include "base/error.hpp"
+#include "bench/algo_choice.hpp"
+#include "bench/resources_store.hpp"
+#include "bench/settings.hpp"
+#include "shared/cudnn/cudnn_conv.hpp"
 
 namespace nb::test {
 
@@ -14,5 +18,14 @@ inline bool have_gpu(cudaDeviceProp& prop) {
   NB_CUDA(cudaGetDeviceProperties(&prop, 0));
   return true;
 }
+
+// What a Session lends a training step: the GPU's handles and the algorithm choices. Declare it
+// before the steps that use it, so that it is destroyed after them (and before CUDA shuts down).
+struct Lent {
+  ResourceStore store;
+  AlgoCache cache;
+  Settings settings;
+  cudnn::Libraries libs(int device) { return cudnn::libraries(store, cache, settings, device); }
+};
 
 }  // namespace nb::test

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
+#ifdef NB_HAVE_CUDNN
+#include "conv/conv_analysis.hpp"
+#endif
 #include "node/profiles.hpp"
 
 using namespace nb;
@@ -100,6 +104,7 @@ TEST(UnitRates, MatchPublishedPeaks) {
   EXPECT_FALSE(unit_ops_per_clock_per_sm("nonsense", 9, 0).has_value());
 }
 
+#ifdef NB_HAVE_CUDNN  // the conv family is built with cuDNN only
 namespace {
 json net(int64_t batch, double ips, double mem_frac, const std::string& status = "ok", const std::string& prec = "fp16") {
   json r = {{"family", "conv"}, {"status", status}, {"gpus", {0}},
@@ -117,22 +122,22 @@ TEST(BatchRecommendation, SmallestBatchNearThePlateauThatFits) {
   // Throughput saturates at 1000 images/s; 95% of it is first reached at batch 64.
   json recs = json::array({net(16, 700, 0.05), net(32, 900, 0.10), net(64, 960, 0.20), net(128, 1000, 0.40),
                            net(256, 990, 0.80), net(512, 0, 0, "skipped")});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0]["batch"], 64);
   EXPECT_DOUBLE_EQ(a[0]["plateau_images_per_s"].get<double>(), 1000);
   EXPECT_EQ(a[0]["smallest_batch_out_of_memory"], 512);
   // A tighter memory limit that the plateau batches exceed leaves no recommendation, with why.
-  json b = batch_recommendation(recs, 0.15);
+  json b = conv::batch_recommendation(recs, 0.15);
   EXPECT_TRUE(b[0]["batch"].is_null());
   EXPECT_NE(b[0]["reason"].get<std::string>().find("15%"), std::string::npos);
-  EXPECT_EQ(batch_recommendation_lines(a).size(), 1u);
+  EXPECT_EQ(conv::batch_recommendation_lines(a).size(), 1u);
 }
 
 TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
   json recs = json::array({net(8, 100, 0.1, "ok", "fp32"), net(16, 150, 0.2, "ok", "fp32"), net(8, 300, 0.1, "ok", "fp16"),
                            net(16, 310, 0.2, "ok", "fp16"), net(1, 0, 0, "skipped", "tf32")});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 3u);
   for (const auto& e : a) {
     if (e["precision"] == "tf32") {
@@ -148,24 +153,25 @@ TEST(BatchRecommendation, SeriesAreSeparateAndNothingFitIsSaid) {
 TEST(BatchRecommendation, OneBatchMeasuredIsAThroughputNotARecommendation) {
   // The quick suite measures the network at one batch: nothing to compare it with, so no batch is
   // recommended (a lone point is trivially "100% of the plateau"), and the line says so.
-  json a = batch_recommendation(json::array({net(32, 1234, 0.25, "ok", "fp16")}), 0.9);
+  json a = conv::batch_recommendation(json::array({net(32, 1234, 0.25, "ok", "fp16")}), 0.9);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0]["batch"].is_null());
   EXPECT_EQ(a[0]["measured_batch"], 32);
   EXPECT_DOUBLE_EQ(a[0]["train_images_per_s"].get<double>(), 1234);
   EXPECT_DOUBLE_EQ(a[0]["memory_fraction"].get<double>(), 0.25);
   EXPECT_FALSE(a[0].contains("plateau_images_per_s"));
-  const std::string line = batch_recommendation_lines(a)[0];
+  const std::string line = conv::batch_recommendation_lines(a)[0];
   EXPECT_EQ(line.find("recommended batch"), std::string::npos) << line;
   EXPECT_NE(line.find("no recommendation: one batch measured (batch 32, 1234 images/s, 25.0% of device memory): run the "
                       "conv sweep (--suite full) for a recommendation"),
             std::string::npos)
       << line;
   // With an out-of-memory batch beside it, still one measured batch: the same.
-  a = batch_recommendation(json::array({net(32, 1234, 0.25), net(64, 0, 0, "skipped")}), 0.9);
+  a = conv::batch_recommendation(json::array({net(32, 1234, 0.25), net(64, 0, 0, "skipped")}), 0.9);
   EXPECT_TRUE(a[0]["batch"].is_null());
   EXPECT_EQ(a[0]["smallest_batch_out_of_memory"], 64);
 }
+#endif  // NB_HAVE_CUDNN
 
 namespace {
 json on(json r, const std::string& host, int rank) {
@@ -202,11 +208,12 @@ TEST(AnalysisKeys, GpuZeroOfTwoHostsDoesNotMerge) {
   EXPECT_EQ(gpu_briefs(json::object(), {{0, "x", 7, 0}})[0].rank, -1);
 }
 
+#ifdef NB_HAVE_CUDNN
 TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
   // GPU 0 on two hosts: two series, each with its own plateau and batch.
   json recs = json::array({on(net(16, 500, 0.1), "hostA", 0), on(net(32, 1000, 0.2), "hostA", 0),
                            on(net(16, 2000, 0.1), "hostB", 1), on(net(32, 2010, 0.2), "hostB", 1)});
-  json a = batch_recommendation(recs, 0.9);
+  json a = conv::batch_recommendation(recs, 0.9);
   ASSERT_EQ(a.size(), 2u);
   for (const auto& e : a) {
     if (e["host"] == "hostA") {
@@ -219,8 +226,9 @@ TEST(AnalysisKeys, BatchSeriesPerHostAndRank) {
       EXPECT_DOUBLE_EQ(e["plateau_images_per_s"].get<double>(), 2010);
     }
   }
-  const auto lines = batch_recommendation_lines(a);
+  const auto lines = conv::batch_recommendation_lines(a);
   EXPECT_NE(lines[0].find("(hostA) gpu0"), std::string::npos) << lines[0];
   // A one-process run's entries carry neither.
-  EXPECT_FALSE(batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
+  EXPECT_FALSE(conv::batch_recommendation(json::array({net(16, 500, 0.1)}), 0.9)[0].contains("host"));
 }
+#endif  // NB_HAVE_CUDNN

@@ -3,14 +3,19 @@
 // checks read from a result document.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
 #include "bench/benchmark.hpp"
 #include "check/doctor.hpp"
 #include "check/validate.hpp"
+#include "bench/analysis.hpp"
 #include "bench/validate_values.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -79,9 +84,9 @@ TEST(FamilyChecks, DeclaredByTheirFamiliesWithThresholds) {
 
 TEST(ValidateValues, RecordsAndLinks) {
   const json one = {{"gpus", {1}}}, two = {{"gpus", {0, 1}}};
-  EXPECT_TRUE(record_on_gpu(one, 1));
-  EXPECT_FALSE(record_on_gpu(one, 0));
-  EXPECT_FALSE(record_on_gpu(two, 0));
+  EXPECT_TRUE(record_on(one, GpuBrief{1}));
+  EXPECT_FALSE(record_on(one, GpuBrief{0}));
+  EXPECT_FALSE(record_on(two, GpuBrief{0}));
   const json recs = json::array({{{"id", "a"}, {"params", {{"bytes", 8}}}},
                                  {{"id", "b"}, {"params", {{"bytes", 64}}}},
                                  {{"id", "c"}, {"params", {{"bytes", 64}}}},
@@ -111,4 +116,110 @@ TEST(ValidateValues, RecordsAndLinks) {
   EXPECT_EQ(link_class(doc, json::object(), {0, 1, 2}), "sys");
   EXPECT_EQ(link_class(doc, json::object(), {0, 3}), "pcie");  // GPU 3 not in the matrix
   EXPECT_EQ(link_class(json::object(), json::object(), {0, 1}), "pcie");
+}
+
+// Each family's threshold keys are in its own folder (benchmarks/<family>/thresholds.json, built
+// in with the family): a fragment holds only keys of its family's checks, and the core file
+// keeps none of any family's.
+TEST(FamilyThresholds, EachFragmentHoldsOnlyItsFamilysKeys) {
+  std::map<std::string, const Family*> families;
+  for (const auto& f : family_registry()) families[f->name()] = f.get();
+  std::set<std::string> with_fragment;
+  for (const ThresholdFragment& frag : threshold_fragments()) {
+    EXPECT_TRUE(with_fragment.insert(frag.family).second) << frag.family << ": two fragments";
+    EXPECT_EQ(frag.origin, "benchmarks/" + frag.family + "/thresholds.json");
+    ASSERT_TRUE(families.count(frag.family)) << frag.origin << ": no such family";
+    const auto checks = families[frag.family]->validation_checks();
+    auto own = [&](const std::string& key) {
+      for (const auto& vc : checks)
+        if (vc.has_key(key)) return true;
+      return false;
+    };
+    const json j = json::parse(frag.json);
+    for (auto it = j.at("defaults").begin(); it != j.at("defaults").end(); ++it)
+      EXPECT_TRUE(own(it.key())) << frag.origin << ": defaults." << it.key() << " is not a key of " << frag.family;
+    for (auto m = j.at("models").begin(); m != j.at("models").end(); ++m)
+      for (auto it = m.value().begin(); it != m.value().end(); ++it)
+        EXPECT_TRUE(own(it.key())) << frag.origin << ": models." << m.key() << "." << it.key();
+  }
+  // Every family with a check has its thresholds in its folder.
+  for (const auto& [name, f] : families)
+    if (!f->validation_checks().empty()) EXPECT_TRUE(with_fragment.count(name)) << name << " has checks but no thresholds.json";
+  std::ifstream core(std::string(NB_TEST_DATA_DIR) + "/../../harness/profiles/thresholds.json");
+  ASSERT_TRUE(core);
+  const json c = json::parse(core);
+  EXPECT_TRUE(c.at("defaults").empty()) << c.at("defaults").dump();
+  EXPECT_TRUE(c.at("models").empty()) << c.at("models").dump();
+}
+
+TEST(FamilyThresholds, EachEntrySaysWhichFileItCameFrom) {
+  ThresholdDb db = ThresholdDb::builtin();
+  EXPECT_NE(db.get("gemm.fp32", "")->source.find("defaults (built-in benchmarks/gemm/thresholds.json)"), std::string::npos);
+  EXPECT_NE(db.get("p2p.nvlink", "H200 SXM")->source.find("model:H200 SXM (built-in benchmarks/p2p/thresholds.json)"),
+            std::string::npos);
+  EXPECT_NE(db.origin().find("harness/profiles/thresholds.json"), std::string::npos);
+  EXPECT_NE(db.origin().find("benchmarks/nccl/thresholds.json"), std::string::npos);
+  db.merge({{"defaults", {{"memory.copy", {{"min", 1}}}}}}, "file mine.json");
+  EXPECT_NE(db.get("memory.copy", "")->source.find("(file mine.json)"), std::string::npos);
+  EXPECT_EQ(db.get("memory.copy", "")->unit, "percent_of_peak");  // kept from the family's entry
+  EXPECT_NE(db.get("memory.triad", "")->source.find("benchmarks/memory/thresholds.json"), std::string::npos);
+  // An unknown id is refused, naming the ids the families declare.
+  try {
+    db.merge({{"defaults", {{"gemm.fp23", {{"min", 1}}}}}}, "x");
+    FAIL() << "an unknown id was accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    for (const char* known : {"gemm.fp32", "memory.triad", "hostlink.d2h", "p2p.<link>", "nccl.all_reduce.<link>"})
+      EXPECT_NE(m.find(known), std::string::npos) << known << " not in: " << m;
+  }
+}
+
+// validate names no family's check id: they come from the families (a source check, so that a
+// table of ids does not come back).
+TEST(FamilyThresholds, ValidateNamesNoFamilyCheck) {
+  for (const char* file : {"harness/check/validate.cpp", "harness/check/validate.hpp", "harness/check/validate_report.cpp"}) {
+    std::ifstream in(std::string(NB_TEST_DATA_DIR) + "/../../" + file);
+    ASSERT_TRUE(in) << file;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* family : {"gemm", "memory", "hostlink", "p2p", "nccl", "conv", "train"})
+      EXPECT_EQ(text.find("\"" + std::string(family) + "."), std::string::npos) << file << " names a " << family << " check";
+  }
+}
+
+TEST(ValidationCheckKeys, IdOrPrefixAndALinkWord) {
+  ValidationCheck node;
+  node.id = "p2p.bandwidth";
+  node.keys_prefix = "p2p.";
+  EXPECT_TRUE(node.has_key("p2p.bandwidth"));
+  EXPECT_TRUE(node.has_key("p2p.nvlink"));
+  EXPECT_TRUE(node.has_key("p2p.pcie_gen5"));
+  EXPECT_FALSE(node.has_key("p2p."));
+  EXPECT_FALSE(node.has_key("p2p.NVLink"));
+  EXPECT_FALSE(node.has_key("p2p.a.b"));
+  EXPECT_FALSE(node.has_key("nccl.all_reduce.pcie"));
+  ValidationCheck one;
+  one.id = "gemm.fp32";
+  EXPECT_TRUE(one.has_key("gemm.fp32"));
+  EXPECT_FALSE(one.has_key("gemm.fp16"));
+}
+
+TEST(ValidateValues, RatesAgainstTheSlowestLink) {
+  // Two GPUs at Gen5 x16 and Gen4 x16 (maximum), one without PCIe facts.
+  const json env = {{"gpus",
+                     {{{"index", 0}, {"pcie", {{"gen_max", 5}, {"width_max", 16}}}},
+                      {{"index", 1}, {"pcie", {{"gen_max", 4}, {"width_max", 16}}}},
+                      {{"index", 2}}}}};
+  const double gen4 = *max_link_gbps(env, 1), gen5 = *max_link_gbps(env, 0);
+  EXPECT_LT(gen4, gen5);
+  EXPECT_DOUBLE_EQ(*slowest_link_gbps(env, {0, 1}, true), gen4);
+  EXPECT_FALSE(slowest_link_gbps(env, {0, 2}, true).has_value());
+  EXPECT_DOUBLE_EQ(*slowest_link_gbps(env, {0, 2}, false), gen5);
+  EXPECT_FALSE(slowest_link_gbps(env, {2}, false).has_value());
+  std::string how;
+  EXPECT_DOUBLE_EQ(*rate_against_link(gen4 / 2, "percent_of_link", gen4, "x: ", "the link", "pcie", how), 50.0);
+  EXPECT_EQ(how, "x: " + fmt(gen4 / 2, 1) + " GB/s of " + fmt(gen4, 1) + " GB/s (the link), link pcie");
+  EXPECT_DOUBLE_EQ(*rate_against_link(300, "gbps", std::nullopt, "", "the link", "nvlink", how), 300.0);
+  EXPECT_EQ(how, "300.0 GB/s, link nvlink");
+  EXPECT_FALSE(rate_against_link(300, "percent_of_link", std::nullopt, "", "l", "pcie", how).has_value());
+  EXPECT_FALSE(rate_against_link(NAN, "gbps", gen4, "", "l", "pcie", how).has_value());
 }

@@ -12,6 +12,7 @@
 #include "cluster/cluster.hpp"
 #include "node/topology.hpp"
 #include "shared/nccl/collectives.hpp"
+#include "bench/benchmark.hpp"
 #include "cluster/mpi.hpp"
 #include "app/runner.hpp"
 
@@ -84,11 +85,12 @@ TEST(Names, CollectivesDtypesSizes) {
   EXPECT_FALSE(parse_collective("alltoall"));
   EXPECT_EQ(all_collectives().front(), Collective::all_reduce);
   EXPECT_EQ(elem_size(DType::bf16), 2u);
-  EXPECT_EQ(size_name(8), "8B");
-  EXPECT_EQ(size_name(65536), "64KiB");
-  EXPECT_EQ(size_name(size_t(256) << 20), "256MiB");
-  EXPECT_EQ(size_name(size_t(4) << 30), "4GiB");
-  EXPECT_EQ(size_name(1536), "1536B");
+  // The size in a case name (bench's bytes_label, which the p2p and nccl names use).
+  EXPECT_EQ(bytes_label(8), "8B");
+  EXPECT_EQ(bytes_label(65536), "64KiB");
+  EXPECT_EQ(bytes_label(int64_t(256) << 20), "256MiB");
+  EXPECT_EQ(bytes_label(int64_t(4) << 30), "4GiB");
+  EXPECT_EQ(bytes_label(1536), "1536B");
   const auto every = size_ladder(8, size_t(4) << 30, 1);
   EXPECT_EQ(every.size(), 30u);
   EXPECT_EQ(every.front(), 8u);
@@ -499,4 +501,38 @@ TEST(CollectiveData, SwappedChunkIsCaughtAtThreeAndSixRanks) {
     for (size_t i = 0; i < n; ++i) bad += all[i] != nb::kernels::coll_expected(CollKind::all_reduce, 1, nranks, n, n, i, seed);
     EXPECT_GT(bad, 0u) << nranks << " ranks";
   }
+}
+
+#if NB_HAVE_NCCL
+#include "shared/nccl/nccl_team.hpp"
+
+// The Session's NCCL teams take their watchdog, blocking mode and trace from the settings in force
+// (no GPU needed: no team is made).
+TEST(NcclTeams, SettingsOfTheSession) {
+  const nccl::Teams defaults(Settings::from_map({}));
+  EXPECT_DOUBLE_EQ(defaults.watchdog().seconds, 120.0);
+  EXPECT_FALSE(defaults.nonblocking(false));
+  EXPECT_TRUE(defaults.nonblocking(true));
+  EXPECT_EQ(defaults.absent_rank(), -1);
+  nccl::Teams set(Settings::from_map({{"NODEBENCH_NCCL_TIMEOUT_S", "7.5"}, {"NODEBENCH_NCCL_NONBLOCKING", "1"}}));
+  EXPECT_DOUBLE_EQ(set.watchdog().seconds, 7.5);
+  EXPECT_TRUE(set.nonblocking(false));
+  EXPECT_DOUBLE_EQ(set.take_stall_s(), 0.0);  // no hook set (and none in a build without the hooks)
+  const auto d0 = set.watchdog().deadline();
+  EXPECT_GT(d0, nccl::Clock::now() + std::chrono::seconds(7));
+  EXPECT_LT(d0, nccl::Clock::now() + std::chrono::seconds(8));
+}
+#endif
+
+// One description of each collective: its shape decides its buffers.
+TEST(Collectives, ShapesFromTheOneTable) {
+  EXPECT_EQ(shape(Collective::all_reduce), Shape::same);
+  EXPECT_EQ(shape(Collective::broadcast), Shape::same);
+  EXPECT_EQ(shape(Collective::reduce_scatter), Shape::scatter);
+  EXPECT_EQ(shape(Collective::all_gather), Shape::gather);
+  EXPECT_TRUE(reduces(Collective::reduce_scatter));
+  EXPECT_FALSE(reduces(Collective::all_gather));
+  EXPECT_EQ(elem_size(DType::bf16), 2u);
+  EXPECT_EQ(all_collectives().size(), 4u);
+  EXPECT_EQ(all_collectives().front(), Collective::all_reduce);
 }

@@ -10,8 +10,10 @@
 #include "run/plan.hpp"
 #include "run/result.hpp"
 #include "run/run_combine.hpp"
+#include "bench/resources_store.hpp"
 #include "bench/settings.hpp"
 #include "base/status.hpp"
+#include "base/error.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -287,4 +289,64 @@ TEST(Axes, CartesianProductNamesAndParams) {
   EXPECT_EQ(bytes_label(int64_t(3) << 30), "3GiB");
   EXPECT_EQ(bytes_label(1000), "1000B");
   EXPECT_TRUE(Axes().points().empty());
+}
+
+TEST(Axes, ValuesSettingSeveralParamsFiltersAndTemplates) {
+  // A shape axis whose values set m, n and k, a fixed param, a filter and a template that places
+  // the labels in another order than the axes and reads a param where no axis has the name.
+  Axes a;
+  a.add_values("shape", {{{{"shape", "square"}, {"m", 8}, {"n", 8}}, "square_8"}, {{{"shape", "mlp"}, {"m", 4}, {"n", 2}}, "mlp"}})
+      .add_string("precision", {"fp32", "fp16", "bf16"})
+      .set("api", "lt")
+      .where([](const AxisPoint& p) { return !(p.str("shape") == "mlp" && p.str("precision") == "bf16"); })
+      .name("{precision}/{api}/{shape}_m{m}");
+  const std::vector<AxisPoint> p = a.points();
+  ASSERT_EQ(p.size(), 5u);  // 2 x 3, less mlp/bf16
+  EXPECT_EQ(p[0].name, "fp32/lt/square_8_m8");
+  EXPECT_EQ(p[2].name, "bf16/lt/square_8_m8");
+  EXPECT_EQ(p[3].name, "fp32/lt/mlp_m4");
+  EXPECT_EQ(p[4].name, "fp16/lt/mlp_m4");
+  EXPECT_EQ(p[4].params, (json{{"shape", "mlp"}, {"m", 4}, {"n", 2}, {"precision", "fp16"}, {"api", "lt"}}));
+  EXPECT_EQ(p[4].labels.at("shape"), "mlp");
+  EXPECT_TRUE(p[4].has("api"));
+  EXPECT_FALSE(p[4].has("k"));
+  // Without a template: the non-empty labels in declaration order (a fixed param has none).
+  Axes b;
+  b.set("test", "bandwidth").add_string("mode", {"one_way"}).add_bytes("bytes", {4});
+  ASSERT_EQ(b.points().size(), 1u);
+  EXPECT_EQ(b.points()[0].name, "one_way/4B");
+  // A template naming nothing known is a programming error, said loudly.
+  EXPECT_THROW(Axes().add_string("x", {"1"}).name("{y}").points(), Error);
+  EXPECT_THROW(Axes().add_string("x", {"1"}).name("{x").points(), Error);
+  // A suite of two products: their cases one after the other.
+  std::vector<Case> all = a.cases("fam", {});
+  append_cases(all, b.cases("fam", {}));
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[5].id(), "fam/one_way/4B");
+  EXPECT_EQ(all[5].params, (json{{"test", "bandwidth"}, {"mode", "one_way"}, {"bytes", 4}}));
+}
+
+// The store makes an item once, by `make` or by default construction; a type that cannot be
+// default-constructed needs `make` (asking without it is a programming error, said loudly).
+TEST(ResourceStore, MakesOnceAndKnowsWhatItCannotMake) {
+  struct Counted {
+    explicit Counted(int v) : value(v) {}
+    int value;
+  };
+  ResourceStore store;
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return std::make_unique<Counted>(42);
+  };
+  EXPECT_EQ(store.get<Counted>(make).value, 42);
+  EXPECT_EQ(store.get<Counted>(make).value, 42);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(store.get<Counted>().value, 42);  // made already: no `make` needed
+  struct Other {
+    explicit Other(int) {}
+  };
+  EXPECT_THROW(store.get<Other>(), std::logic_error);
+  EXPECT_EQ(store.get<std::string>(), "");
+  EXPECT_EQ(store.size(), 2u);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "bench/settings.hpp"
 #include "nccl/nccl_spec.hpp"
 #include "run/case_records.hpp"
 
@@ -75,7 +76,8 @@ TEST(NcclSingleRank, OneRankHasNoBandwidthAndTheFlag) {
   json metrics = json::object(), details = json::object();
   std::vector<std::string> flags;
   // 64 MiB in 0.30 us "is" 223,696 GB/s: a figure of nothing.
-  fill_output(metrics, details, flags, measured(67108864.0, 0.30e-6, 0.0), spec, 1);
+  const Teams teams(Settings::from_map({}));
+  fill_output(metrics, details, flags, measured(67108864.0, 0.30e-6, 0.0), spec, 1, teams);
   for (const char* k : {"algbw_gbps", "busbw_gbps", "bus_factor_x"}) EXPECT_FALSE(metrics.contains(k)) << k;
   EXPECT_EQ(metrics["gpu_count"], 1);
   EXPECT_DOUBLE_EQ(metrics["data_bytes"].get<double>(), 67108864.0);
@@ -84,7 +86,7 @@ TEST(NcclSingleRank, OneRankHasNoBandwidthAndTheFlag) {
   // Two ranks: the bandwidths, no flag, no note. 64 MiB in 400 us: algbw 167.77 GB/s, busbw x 2(2-1)/2.
   json m2 = json::object(), d2 = json::object();
   std::vector<std::string> f2;
-  fill_output(m2, d2, f2, measured(67108864.0, 400e-6, 1.0), spec, 2);
+  fill_output(m2, d2, f2, measured(67108864.0, 400e-6, 1.0), spec, 2, teams);
   EXPECT_NEAR(m2["algbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
   EXPECT_NEAR(m2["busbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
   EXPECT_TRUE(f2.empty());

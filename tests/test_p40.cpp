@@ -15,6 +15,7 @@
 
 #include "peak/peak_rules.hpp"
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
 #include "bench/benchmark.hpp"
 #include "app/cli.hpp"
 #include "check/doctor.hpp"

@@ -9,6 +9,7 @@
 #include "fixture_util.hpp"
 
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
 #include "check/doctor.hpp"
 #include "check/doctor_from.hpp"
 #include "node/environment.hpp"

@@ -12,6 +12,7 @@
 #include "train/train_analysis.hpp"
 #include "kernels/train/train_kernels.cuh"
 #include "bench/analysis.hpp"
+#include "bench/precision.hpp"
 
 namespace nb {
 namespace {

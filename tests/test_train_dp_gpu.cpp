@@ -31,11 +31,12 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(TrainDpGpu, HookCoversEveryParameterOnceAndGradientsAreFinal) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  test::Lent lent;
   Stream s;
   train::StepConfig cfg;
   cfg.prec = &cudnn::prec_by_name("fp32");
   cfg.batch = 2;
-  train::TrainStep st(cfg, 0, prop.name, s.get());
+  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
   st.setup();
   st.forward(s.get());
   st.backward(s.get());
@@ -81,7 +82,9 @@ TEST(TrainDpGpu, AccumulationAveragesTheMicroSteps) {
   cfg.prec = &cudnn::prec_by_name("fp32");
   cfg.batch = 2;
   for (const size_t bucket : {size_t(1) << 20, size_t(25) << 20}) {
-    train_dp::Engine one(cfg, {0}, {prop.name}, bucket, 1), two(cfg, {0}, {prop.name}, bucket, 2);
+    test::Lent lent;
+    const std::vector<train_dp::EngineGpu> gpu0 = {{0, prop.name, lent.libs(0)}};
+    train_dp::Engine one(cfg, gpu0, bucket, 1), two(cfg, gpu0, bucket, 2);
     one.setup();
     two.setup();
     ASSERT_GE(one.buckets().size(), 1u);

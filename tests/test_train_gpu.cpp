@@ -20,11 +20,12 @@ using test::have_gpu;
 TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  test::Lent lent;
   Stream s;
   train::StepConfig cfg;
   cfg.prec = &cudnn::prec_by_name("fp32");
   cfg.batch = 2;
-  train::TrainStep st(cfg, 0, prop.name, s.get());
+  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
   st.setup();
   st.forward(s.get());
   st.backward(s.get());
@@ -99,13 +100,14 @@ TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
 TEST(TrainStepGpu, Fp16OverflowIsSkippedAndTheScaleAdapts) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  test::Lent lent;
   Stream s;
   train::StepConfig cfg;
   cfg.prec = &cudnn::prec_by_name("fp16");
   cfg.nhwc = true;
   cfg.batch = 4;
   cfg.loss_scale = 16777216.f;
-  train::TrainStep st(cfg, 0, prop.name, s.get());
+  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
   st.setup();
   st.step(s.get());
   const float l0 = st.read_loss();
@@ -130,6 +132,7 @@ TEST(TrainStepGpu, Fp16OverflowIsSkippedAndTheScaleAdapts) {
 TEST(TrainStepGpu, EveryPrecisionAndLayoutVerifiesAndLearns) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  test::Lent lent;
   const int cc = prop.major * 10 + prop.minor;
   for (const char* prec : {"fp32", "tf32", "fp16"})
     for (bool nhwc : {false, true}) {
@@ -141,7 +144,7 @@ TEST(TrainStepGpu, EveryPrecisionAndLayoutVerifiesAndLearns) {
       cfg.nhwc = nhwc;
       cfg.batch = 4;
       cfg.loss_scale = train::default_loss_scale(*cfg.prec);
-      train::TrainStep st(cfg, 0, prop.name, s.get());
+      train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
       st.setup();
       st.forward(s.get());
       size_t failures = 0;

@@ -1,1 +1,1 @@
-nb_family(gemm SOURCES gemm.cpp)
+nb_family(gemm SOURCES gemm.cpp gemm_run.cpp THRESHOLDS thresholds.json)

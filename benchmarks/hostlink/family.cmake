@@ -1,1 +1,1 @@
-nb_family(hostlink SOURCES hostlink.cpp)
+nb_family(hostlink SOURCES hostlink.cpp THRESHOLDS thresholds.json)

@@ -22,12 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string size_name(size_t b) {
-  if (b >= (size_t(1) << 30)) return std::to_string(b >> 30) + "GiB";
-  if (b >= (size_t(1) << 20)) return std::to_string(b >> 20) + "MiB";
-  return std::to_string(b >> 10) + "KiB";
-}
-
 HostMemKind parse_kind(const std::string& m) {
   if (m == "pinned") return HostMemKind::pinned;
   if (m == "pageable") return HostMemKind::pageable;
@@ -282,6 +276,32 @@ std::vector<ValidationCheck> hostlink_checks() {
   return out;
 }
 
+// One copy of the quick suite's lists: memory, engine, size (and the direction, where given), named
+// as the full suite's cases are.
+AxisValue copy_value(const std::string& memory, const std::string& engine, int64_t bytes, const std::string& dir = "") {
+  AxisValue v{{{"memory", memory}, {"engine", engine}, {"bytes", bytes}}, memory + "/" + engine + "/" + bytes_label(bytes)};
+  if (!dir.empty()) {
+    v.params["direction"] = dir;
+    v.label = dir + "/" + v.label;
+  }
+  return v;
+}
+
+void fill_case(const AxisPoint& p, Case& c) {
+  const std::string dir = p.str("direction"), memory = p.str("memory"), engine = p.str("engine");
+  const size_t bytes = size_t(p.int64("bytes"));
+  c.l2 = L2Mode::hot;
+  if (dir == "bidir") {
+    c.run = [bytes](CaseContext& ctx) { run_bidir(ctx, bytes); };
+  } else if (dir == "h2d_all_gpus") {
+    c.multi_gpu = true;
+    c.min_gpus = 2;
+    c.run = [bytes](CaseContext& ctx) { run_all_gpus(ctx, bytes); };
+  } else {
+    c.run = [dir, memory, engine, bytes](CaseContext& ctx) { run_one_way(ctx, dir, memory, engine, bytes); };
+  }
+}
+
 class HostLinkFamily : public Family {
  public:
   std::string name() const override { return "hostlink"; }
@@ -290,44 +310,42 @@ class HostLinkFamily : public Family {
   std::string description() const override {
     return "Host<->device bandwidth: pinned/pageable/write-combined, copy engine and SM copies, both ways, all GPUs";
   }
+  // Params direction, memory, engine, bytes; name <direction>/<memory>/<engine>/<size>.
   std::vector<Case> cases(Suite suite) const override {
+    const int64_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
     std::vector<Case> out;
-    auto add = [&](const std::string& dir, const std::string& memory, const std::string& engine, size_t bytes) {
-      Case c;
-      c.family = "hostlink";
-      c.name = dir + "/" + memory + "/" + engine + "/" + size_name(bytes);
-      c.params = {{"direction", dir}, {"memory", memory}, {"engine", engine}, {"bytes", bytes}};
-      c.l2 = L2Mode::hot;
-      if (dir == "bidir") c.run = [bytes](CaseContext& ctx) { run_bidir(ctx, bytes); };
-      else if (dir == "h2d_all_gpus") {
-        c.multi_gpu = true;
-        c.min_gpus = 2;
-        c.run = [bytes](CaseContext& ctx) { run_all_gpus(ctx, bytes); };
-      } else {
-        c.run = [dir, memory, engine, bytes](CaseContext& ctx) { run_one_way(ctx, dir, memory, engine, bytes); };
-      }
-      out.push_back(std::move(c));
-    };
-    const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
     if (suite == Suite::quick) {
-      for (const char* dir : {"h2d", "d2h"}) {
-        for (size_t b : {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB}) add(dir, "pinned", "ce", b);
-        add(dir, "pageable", "ce", 1 * GiB);
-        add(dir, "pinned", "sm", 256 * MiB);
-      }
-      add("h2d", "write_combined", "ce", 1 * GiB);
-      add("bidir", "pinned", "ce", 256 * MiB);
-      add("h2d_all_gpus", "pinned", "ce", 256 * MiB);
+      std::vector<AxisValue> one_way;
+      for (int64_t b : {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB}) one_way.push_back(copy_value("pinned", "ce", b));
+      one_way.push_back(copy_value("pageable", "ce", 1 * GiB));
+      one_way.push_back(copy_value("pinned", "sm", 256 * MiB));
+      append_cases(out, Axes().add_string("direction", {"h2d", "d2h"}).add_values("copy", one_way).cases("hostlink", fill_case));
+      append_cases(out, Axes()
+                            .add_values("copy", {copy_value("write_combined", "ce", 1 * GiB, "h2d"),
+                                                 copy_value("pinned", "ce", 256 * MiB, "bidir"),
+                                                 copy_value("pinned", "ce", 256 * MiB, "h2d_all_gpus")})
+                            .cases("hostlink", fill_case));
       return out;
     }
-    for (const char* dir : {"h2d", "d2h"})
-      for (const char* mem : {"pinned", "pageable", "write_combined"})
-        for (size_t b = 4 * KiB; b <= GiB; b *= 4) {
-          add(dir, mem, "ce", b);
-          if (std::string(mem) != "pageable" && b >= MiB) add(dir, mem, "sm", b);
-        }
-    for (size_t b : {1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB}) add("bidir", "pinned", "ce", b);
-    add("h2d_all_gpus", "pinned", "ce", 1 * GiB);
+    std::vector<int64_t> sizes;
+    for (int64_t b = 4 * KiB; b <= GiB; b *= 4) sizes.push_back(b);
+    append_cases(out, Axes()
+                          .add_string("direction", {"h2d", "d2h"})
+                          .add_string("memory", {"pinned", "pageable", "write_combined"})
+                          .add_bytes("bytes", sizes)
+                          .add_string("engine", {"ce", "sm"})
+                          .where([MiB](const AxisPoint& p) {
+                            return p.str("engine") == "ce" || (p.str("memory") != "pageable" && p.int64("bytes") >= MiB);
+                          })
+                          .name("{direction}/{memory}/{engine}/{bytes}")
+                          .cases("hostlink", fill_case));
+    append_cases(out, Axes()
+                          .add_string("direction", {"bidir"})
+                          .add_string("memory", {"pinned"})
+                          .add_string("engine", {"ce"})
+                          .add_bytes("bytes", {1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB})
+                          .cases("hostlink", fill_case));
+    append_cases(out, Axes().add_values("copy", {copy_value("pinned", "ce", 1 * GiB, "h2d_all_gpus")}).cases("hostlink", fill_case));
     return out;
   }
   std::vector<ValidationCheck> validation_checks() const override { return hostlink_checks(); }

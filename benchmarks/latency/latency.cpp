@@ -52,17 +52,11 @@ class LatencyFamily : public Family {
     return "Latencies: 4-byte H2D/D2H copies, kernel launch round trip and host cost, idle stream synchronize";
   }
   std::vector<Case> cases(Suite) const override {
-    std::vector<Case> out;
-    for (const char* w : {"h2d_4b", "d2h_4b", "launch_roundtrip", "launch_host", "sync_idle"}) {
-      Case c;
-      c.family = "latency";
-      c.name = w;
-      c.params = {{"what", w}};
-      const std::string what = w;
-      c.run = [what](CaseContext& ctx) { run_latency(ctx, what); };
-      out.push_back(std::move(c));
-    }
-    return out;
+    return Axes()
+        .add_string("what", {"h2d_4b", "d2h_4b", "launch_roundtrip", "launch_host", "sync_idle"})
+        .cases("latency", [](const AxisPoint& p, Case& c) {
+          c.run = [what = p.str("what")](CaseContext& ctx) { run_latency(ctx, what); };
+        });
   }
 };
 

@@ -1,1 +1,1 @@
-nb_family(memory SOURCES memory.cpp KERNELS memory)
+nb_family(memory SOURCES memory.cpp KERNELS memory THRESHOLDS thresholds.json)

@@ -2,6 +2,7 @@
 // accesses over arrays at least 8x the L2, and cudaMemcpy device-to-device as a reference.
 // Bandwidth counts bytes read plus bytes written. Verified against the known input pattern.
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "bench/benchmark.hpp"
@@ -29,13 +30,11 @@ const OpInfo kOps[] = {
     {"triad", StreamOp::triad, 3, 3}, {"read", StreamOp::read, 1, 1},
 };
 
-// Array size: "8xL2" means max(8 x L2, 256 MiB), rounded to 1 MiB; otherwise a byte count.
-size_t array_bytes(const std::string& size, const GpuInfo& g) {
-  if (size == "8xL2") {
-    size_t b = std::max<size_t>(8 * g.l2_bytes, size_t(256) << 20);
-    return (b + (1 << 20) - 1) / (1 << 20) * (1 << 20);
-  }
-  return std::stoull(size);
+// Array size: the case's bytes, else ("8xL2") max(8 x L2, 256 MiB), rounded to 1 MiB.
+size_t array_bytes(std::optional<size_t> bytes, const GpuInfo& g) {
+  if (bytes) return *bytes;
+  size_t b = std::max<size_t>(8 * g.l2_bytes, size_t(256) << 20);
+  return (b + (1 << 20) - 1) / (1 << 20) * (1 << 20);
 }
 
 double pattern_at(size_t i) { return double(i % 1024) * 0.25 - 128.0; }
@@ -60,48 +59,19 @@ std::string check_samples(const float* dev, size_t n, const std::function<double
   return os.str();
 }
 
-void run_stream(CaseContext& ctx, const OpInfo& op, const std::string& size) {
-  const GpuInfo& g = ctx.gpu();
-  const size_t bytes = array_bytes(size, g);
-  const size_t n = bytes / sizeof(float), n4 = n / 4;
-  size_t free_b = 0, total_b = 0;
-  NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  if (double(bytes) * op.arrays > 0.9 * double(free_b))
-    ctx.skip("out of memory: does not fit: needs " + std::to_string(bytes * op.arrays) + " bytes, " +
-             std::to_string(free_b) + " free");
-  DeviceBuffer a(bytes), b(op.arrays >= 2 ? bytes : 0), c(op.arrays >= 3 ? bytes : 0);
-  int max_threads = 0;
-  NB_CUDA(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerMultiProcessor, g.index));
-  const unsigned threads = 256, blocks = unsigned(g.sm_count) * unsigned(std::max(1, max_threads / 256));
-  DeviceBuffer partial(blocks * sizeof(float));
-  cudaStream_t s = ctx.stream();
-  float* pa = a.as<float>();
-  float* pb = b.as<float>();
-  float* pc = c.as<float>();
-  kernels::launch_pattern(s, pa, n);
-  if (pb) kernels::launch_pattern(s, pb, n);
-  if (pc) kernels::launch_pattern(s, pc, n);
-  NB_CUDA_LAUNCH();
-  NB_CUDA(cudaStreamSynchronize(s));
-  const float scalar = 2.0f;
-  auto launch = [&](cudaStream_t st) {
-    kernels::launch_stream(st, op.op, pa, pb, pc, scalar, n4, partial.as<float>(), blocks, threads);
-  };
-  ctx.measure(launch);
-  ctx.set_throughput("gbps", double(bytes) * op.bytes_factor / 1e9, "mem_gbps");
-  ctx.details()["array_bytes"] = bytes;
-  ctx.details()["bytes_per_run"] = bytes * size_t(op.bytes_factor);
-  ctx.details()["grid"] = {{"blocks", blocks}, {"threads", threads}};
-
-  // Verify: poison the output, run once, check against the pattern.
+// Poisons the kernel's output, runs it once and checks it against the input pattern; the first
+// mismatch, or "" when right.
+std::string verify_stream(StreamOp op, size_t bytes, size_t n, unsigned blocks, cudaStream_t s,
+                          const std::function<void(cudaStream_t)>& launch, float* pa, float* pb, float* pc,
+                          DeviceBuffer& partial) {
   std::string err;
-  switch (op.op) {
+  switch (op) {
     case StreamOp::copy:
     case StreamOp::scale: {
       NB_CUDA(cudaMemsetAsync(pb, 0xFF, bytes, s));
       launch(s);
       NB_CUDA(cudaStreamSynchronize(s));
-      const double f = op.op == StreamOp::copy ? 1.0 : 2.0;
+      const double f = op == StreamOp::copy ? 1.0 : 2.0;
       err = check_samples(pb, n, [f](size_t i) { return f * pattern_at(i); });
       break;
     }
@@ -137,12 +107,50 @@ void run_stream(CaseContext& ctx, const OpInfo& op, const std::string& size) {
       break;
     }
   }
+  return err;
+}
+
+void run_stream(CaseContext& ctx, const OpInfo& op, std::optional<size_t> size) {
+  const GpuInfo& g = ctx.gpu();
+  const size_t bytes = array_bytes(size, g);
+  const size_t n = bytes / sizeof(float), n4 = n / 4;
+  size_t free_b = 0, total_b = 0;
+  NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  if (double(bytes) * op.arrays > 0.9 * double(free_b))
+    ctx.skip("out of memory: does not fit: needs " + std::to_string(bytes * op.arrays) + " bytes, " +
+             std::to_string(free_b) + " free");
+  DeviceBuffer a(bytes), b(op.arrays >= 2 ? bytes : 0), c(op.arrays >= 3 ? bytes : 0);
+  int max_threads = 0;
+  NB_CUDA(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerMultiProcessor, g.index));
+  const unsigned threads = 256, blocks = unsigned(g.sm_count) * unsigned(std::max(1, max_threads / 256));
+  DeviceBuffer partial(blocks * sizeof(float));
+  cudaStream_t s = ctx.stream();
+  float* pa = a.as<float>();
+  float* pb = b.as<float>();
+  float* pc = c.as<float>();
+  kernels::launch_pattern(s, pa, n);
+  if (pb) kernels::launch_pattern(s, pb, n);
+  if (pc) kernels::launch_pattern(s, pc, n);
+  NB_CUDA_LAUNCH();
+  NB_CUDA(cudaStreamSynchronize(s));
+  const float scalar = 2.0f;
+  auto launch = [&](cudaStream_t st) {
+    kernels::launch_stream(st, op.op, pa, pb, pc, scalar, n4, partial.as<float>(), blocks, threads);
+  };
+  ctx.measure(launch);
+  ctx.set_throughput("gbps", double(bytes) * op.bytes_factor / 1e9, "mem_gbps");
+  ctx.details()["array_bytes"] = bytes;
+  ctx.details()["bytes_per_run"] = bytes * size_t(op.bytes_factor);
+  ctx.details()["grid"] = {{"blocks", blocks}, {"threads", threads}};
+
+  // Verify: poison the output, run once, check against the pattern.
+  const std::string err = verify_stream(op.op, bytes, n, blocks, s, launch, pa, pb, pc, partial);
   ctx.details()["verification"] = {{"method", "input pattern (i mod 1024)/4 - 128; sampled outputs compared exactly"},
                                    {"ok", err.empty()}};
   if (!err.empty()) ctx.wrong(err);
 }
 
-void run_memcpy(CaseContext& ctx, const std::string& size) {
+void run_memcpy(CaseContext& ctx, std::optional<size_t> size) {
   const GpuInfo& g = ctx.gpu();
   const size_t bytes = array_bytes(size, g);
   size_t free_b = 0, total_b = 0;
@@ -198,30 +206,34 @@ class MemoryFamily : public Family {
   std::string description() const override {
     return "Device memory bandwidth: STREAM copy/scale/add/triad/read kernels and cudaMemcpy D2D";
   }
+  // Params kernel and size ("8xL2", or "<n>MiB" with bytes); name <kernel>/<size>. The quick
+  // suite runs every kernel at 8xL2 and the copies at 4 GiB.
   std::vector<Case> cases(Suite suite) const override {
-    std::vector<Case> out;
-    auto add = [&](const std::string& kernel, const std::string& size, std::function<void(CaseContext&)> run) {
-      Case c;
-      c.family = "memory";
-      const std::string size_name = size == "8xL2" ? "8xL2" : std::to_string(std::stoull(size) >> 20) + "MiB";
-      c.name = kernel + "/" + size_name;
-      c.params = {{"kernel", kernel}, {"size", size_name}};
-      if (size != "8xL2") c.params["bytes"] = std::stoull(size);
-      c.run = std::move(run);
-      c.l2 = L2Mode::hot;  // the arrays are many times the L2: nothing of them stays there
-      out.push_back(std::move(c));
-    };
-    std::vector<std::string> sizes = {"8xL2", std::to_string(size_t(4) << 30)};
-    if (suite == Suite::full) sizes.insert(sizes.begin() + 1, std::to_string(size_t(1) << 30));
-    for (const auto& size : sizes) {
-      for (const auto& op : kOps) {
-        if (suite == Suite::quick && size != "8xL2" && op.op != StreamOp::copy) continue;
-        const OpInfo* p = &op;
-        add(op.name, size, [p, size](CaseContext& ctx) { run_stream(ctx, *p, size); });
-      }
-      add("memcpy_d2d", size, [size](CaseContext& ctx) { run_memcpy(ctx, size); });
+    std::vector<AxisValue> sizes = {{{{"size", "8xL2"}}, "8xL2"}};
+    for (size_t gib : suite == Suite::full ? std::vector<size_t>{1, 4} : std::vector<size_t>{4}) {
+      const std::string label = std::to_string(gib << 10) + "MiB";
+      sizes.push_back({{{"size", label}, {"bytes", gib << 30}}, label});
     }
-    return out;
+    std::vector<std::string> kernels;
+    for (const auto& op : kOps) kernels.push_back(op.name);
+    kernels.push_back("memcpy_d2d");
+    const bool quick = suite == Suite::quick;
+    return Axes()
+        .add_values("size", sizes)
+        .add_string("kernel", kernels)
+        .where([quick](const AxisPoint& p) {
+          return !quick || p.str("size") == "8xL2" || p.str("kernel") == "copy" || p.str("kernel") == "memcpy_d2d";
+        })
+        .name("{kernel}/{size}")
+        .cases("memory", [](const AxisPoint& p, Case& c) {
+          const std::optional<size_t> bytes = p.has("bytes") ? std::optional<size_t>(size_t(p.int64("bytes"))) : std::nullopt;
+          const OpInfo* op = nullptr;
+          for (const auto& o : kOps)
+            if (p.str("kernel") == o.name) op = &o;
+          if (op) c.run = [op, bytes](CaseContext& ctx) { run_stream(ctx, *op, bytes); };
+          else c.run = [bytes](CaseContext& ctx) { run_memcpy(ctx, bytes); };
+          c.l2 = L2Mode::hot;  // the arrays are many times the L2: nothing of them stays there
+        });
   }
   std::vector<ValidationCheck> validation_checks() const override { return memory_checks(); }
 };

@@ -82,23 +82,24 @@ bool ranks_share_gpus(const std::vector<RankDesc>& world, std::string& why) {
   return false;
 }
 
-void check_mpi_layout(CaseContext& ctx) {
-  const auto& world = world_ranks(ctx.gpu());
+void check_mpi_layout(CaseContext& ctx, Teams& teams) {
+  const auto& world = teams.world_ranks(ctx.gpu());
   std::string why;
-  if (test_absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
+  if (teams.absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
 }
 
 void run_collective(CaseContext& ctx, const Spec& spec) {
   prepare_env();
+  Teams& teams = nccl::teams(ctx);
   Lockstep ls;
   Team* team = nullptr;
   int nranks = 0;
   if (mpi::active()) {
-    check_mpi_layout(ctx);
+    check_mpi_layout(ctx, teams);
     std::vector<int> all(size_t(mpi::size()));
     for (int r = 0; r < mpi::size(); ++r) all[size_t(r)] = r;
     nranks = mpi::size();
-    team = mpi_team(all, ctx.gpu(), ls);
+    team = teams.mpi_team(all, ctx.gpu(), ls);
   } else {
     std::vector<int> devices;
     for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index);
@@ -108,21 +109,21 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     // before instantiating, hung until the watchdog (120 s a case). Under MPI (one GPU per
     // process) the graph cases ran and verified. Until the one-process path is shown to work,
     // it is skipped rather than left to hang.
-    if (spec.graph && devices.size() > 1 && !current_settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
+    if (spec.graph && devices.size() > 1 && !ctx.settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
       ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
                "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
                "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
-    ls.step([&] { team = &local_team(devices); });
+    ls.step([&] { team = &teams.local_team(devices); });
   }
   if (ls.failed()) ls.raise();
-  const TeamResult r = measure_team(team, nranks, spec, ctx.config(), ls);
+  const TeamResult r = measure_team(teams, ctx.settings(), team, nranks, spec, ctx.config(), ls);
   if (ls.failed()) {
-    drop_team(team->key);
+    teams.drop(team->key);
     ls.raise();
   }
   ctx.set_measurement(r.m);
   ctx.extra_params()["ngpus"] = nranks;
-  fill_output(ctx.metrics(), ctx.details(), ctx.output().flags, r, spec, nranks);
+  fill_output(ctx.metrics(), ctx.details(), ctx.output().flags, r, spec, nranks, teams);
   ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
   ctx.details()["members"] = team->members;
   if (r.wrong > 0 && mpi::rank() == 0)
@@ -131,9 +132,9 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
 
 // The distance between every pair of GPUs the sweep may choose from: this process's GPUs, or
 // under MPI every rank's (NVML on each host; ranks on different hosts are a network apart).
-std::vector<std::vector<int>> sweep_distances(CaseContext& ctx) {
+std::vector<std::vector<int>> sweep_distances(CaseContext& ctx, Teams& teams) {
   if (!mpi::active()) return distance_matrix(ctx.nvml(), ctx.gpus());
-  const auto& world = world_ranks(ctx.gpu());
+  const auto& world = teams.world_ranks(ctx.gpu());
   std::vector<int> row(world.size(), 0);
   for (size_t j = 0; j < world.size(); ++j) {
     if (int(j) == mpi::rank()) continue;
@@ -148,10 +149,24 @@ std::vector<std::vector<int>> sweep_distances(CaseContext& ctx) {
   return d;
 }
 
+// A step of the sweep that failed on some process: rank 0's record says why (skipped when every
+// failed process skipped or ran out of memory); the other ranks' say rank 0 reports it.
+void fail_part(CasePart& part, const Lockstep& ls) {
+  const auto reason = ls.collect();
+  part.status = reason.skip ? Status::skipped : Status::failed;
+  if (reason.timeout) part.reason_kind = ReasonKind::timeout;
+  part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
+  if (mpi::rank() != 0) {
+    part.status = Status::skipped;
+    part.reason_kind = ReasonKind::peer_rank;
+  }
+}
+
 void run_sweep(CaseContext& ctx, const Spec& spec) {
   prepare_env();
-  if (mpi::active()) check_mpi_layout(ctx);
-  const auto dist = sweep_distances(ctx);
+  Teams& teams = nccl::teams(ctx);
+  if (mpi::active()) check_mpi_layout(ctx, teams);
+  const auto dist = sweep_distances(ctx, teams);
   const auto steps = topo::sweep_subsets(dist);
   json points = json::array();
   std::optional<double> reference;
@@ -166,34 +181,27 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
     if (mpi::active()) {
       part.params["ranks"] = step.members;
       part.gpus = {ctx.gpu().index};
-      team = mpi_team(step.members, ctx.gpu(), ls);
+      team = teams.mpi_team(step.members, ctx.gpu(), ls);
     } else {
       std::vector<int> devices;
       for (int i : step.members) devices.push_back(ctx.gpus()[size_t(i)]->index);
       part.params["members"] = devices;
       part.gpus = devices;
-      ls.step([&] { team = &local_team(devices); });
+      ls.step([&] { team = &teams.local_team(devices); });
     }
     TeamResult r;
     if (!ls.failed()) {
-      r = measure_team(team, step.count, spec, ctx.config(), ls);
-      if (ls.failed()) drop_team(team->key);
+      r = measure_team(teams, ctx.settings(), team, step.count, spec, ctx.config(), ls);
+      if (ls.failed()) teams.drop(team->key);
     }
     json point = {{"ngpus", step.count}, {"members", part.params.contains("ranks") ? part.params["ranks"] : part.params["members"]}};
     if (ls.failed()) {
-      const auto reason = ls.collect();
-      part.status = reason.skip ? Status::skipped : Status::failed;
-      if (reason.timeout) part.reason_kind = ReasonKind::timeout;
-      part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
-      if (mpi::rank() != 0) {
-        part.status = Status::skipped;
-        part.reason_kind = ReasonKind::peer_rank;
-      }
+      fail_part(part, ls);
       point["status"] = to_string(part.status);
     } else {
       part.out.measurement = r.m;
       part.out.config = ctx.config();
-      fill_output(part.out.metrics, part.out.details, part.out.flags, r, spec, step.count);
+      fill_output(part.out.metrics, part.out.details, part.out.flags, r, spec, step.count, teams);
       part.out.details["members"] = team ? team->members : json::array();
       if (r.wrong > 0 && mpi::rank() == 0) {
         part.out.wrong = true;
@@ -208,7 +216,7 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
   }
   ctx.extra_params()["ngpus_max"] = int(dist.size());
   ctx.analysis()["nccl_scaling"][coll::to_string(spec.coll) + "/" + coll::to_string(spec.dtype) + "/" +
-                                 coll::size_name(spec.bytes)] = {
+                                 bytes_label(int64_t(spec.bytes))] = {
       {"case", "nccl/" + case_name(spec)},
       {"collective", coll::to_string(spec.coll)},
       {"dtype", coll::to_string(spec.dtype)},
@@ -227,6 +235,7 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
 std::vector<ValidationCheck> nccl_checks() {
   ValidationCheck c;
   c.id = "nccl.all_reduce";
+  c.keys_prefix = "nccl.all_reduce.";
   c.min_level = 3;
   c.required_level = 3;
   c.min_gpus = 2;
@@ -267,25 +276,73 @@ std::vector<ValidationCheck> nccl_checks() {
     j.what = "all-reduce over two or more GPUs";
     const std::string unit = in.unit(j.id, in.gpus.front());
     const json* env = &at(doc, "environment");
-    j.value = [env, unit, link, members](const json& r, std::string& how) -> std::optional<double> {
-      const double bus = num_or(at(r, "metrics"), "busbw_gbps", NAN);
-      if (!std::isfinite(bus)) return std::nullopt;
+    j.value = [env, unit, link, members](const json& r, std::string& how) {
       const std::string size = fmt(num_or(at(r, "params"), "bytes", 0) / double(1 << 20), 0) + " MiB over " +
-                               fmt(num_or(at(r, "params"), "ngpus", 0), 0) + " GPUs: ";
-      if (unit == "percent_of_link") {
-        std::optional<double> l;
-        for (int g : members)
-          if (auto v = max_link_gbps(*env, g)) l = l ? std::min(*l, *v) : *v;
-        if (!l) return std::nullopt;
-        how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s of " + fmt(*l, 1) + " GB/s (slowest PCIe link)";
-        return 100.0 * bus / *l;
-      }
-      how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s, link " + link;
-      return bus;
+                               fmt(num_or(at(r, "params"), "ngpus", 0), 0) + " GPUs: bus bandwidth ";
+      return rate_against_link(num_or(at(r, "metrics"), "busbw_gbps", NAN), unit, slowest_link_gbps(*env, members, false),
+                               size, "slowest PCIe link", link, how);
     };
     return std::vector<Judgement>{j};
   };
   return {c};
+}
+
+// A case's spec from its params.
+Spec spec_of(const AxisPoint& p) {
+  Spec s;
+  s.coll = *coll::parse_collective(p.str("collective"));
+  s.dtype = *coll::parse_dtype(p.str("dtype"));
+  s.bytes = size_t(p.int64("bytes"));
+  s.in_place = p.params.at("in_place").get<bool>();
+  s.graph = p.params.at("graph").get<bool>();
+  s.sweep = p.has("sweep");
+  return s;
+}
+
+std::vector<AxisValue> collective_values(const std::vector<Collective>& cs) {
+  std::vector<AxisValue> v;
+  for (Collective c : cs) v.push_back({{{"collective", coll::to_string(c)}}, coll::to_string(c)});
+  return v;
+}
+
+std::vector<AxisValue> dtype_values(const std::vector<DType>& ts) {
+  std::vector<AxisValue> v;
+  for (DType t : ts) v.push_back({{{"dtype", coll::to_string(t)}}, coll::to_string(t)});
+  return v;
+}
+
+std::vector<int64_t> sizes_of(const std::vector<size_t>& bytes) { return std::vector<int64_t>(bytes.begin(), bytes.end()); }
+
+// <collective>/<dtype>/<in_place|out_of_place>/<graph|eager>/<size>, in that order of axes.
+Axes collective_axes(const std::vector<Collective>& cs, const std::vector<DType>& ts, const std::vector<bool>& in_place,
+                     const std::vector<bool>& graph, const std::vector<size_t>& bytes) {
+  std::vector<AxisValue> places, launches;
+  for (bool b : in_place) places.push_back({{{"in_place", b}}, b ? "in_place" : "out_of_place"});
+  for (bool b : graph) launches.push_back({{{"graph", b}}, b ? "graph" : "eager"});
+  Axes a;
+  a.add_values("collective", collective_values(cs)).add_values("dtype", dtype_values(ts)).add_values("in_place", places);
+  return a.add_values("graph", launches).add_bytes("bytes", sizes_of(bytes));
+}
+
+// The GPU-count sweep of a float all-reduce: sweep/all_reduce/float/<size>.
+Axes sweep_axes(const std::vector<size_t>& bytes) {
+  Axes a;
+  a.set("sweep", true).add_values("collective", collective_values({Collective::all_reduce}));
+  a.add_values("dtype", dtype_values({DType::f32})).set("in_place", false).set("graph", false);
+  return a.add_bytes("bytes", sizes_of(bytes)).name("sweep/{collective}/{dtype}/{bytes}");
+}
+
+void fill_case(const AxisPoint& p, Case& c) {
+  c.multi_gpu = true;
+  c.min_gpus = 1;
+#if NB_HAVE_NCCL
+  const Spec s = spec_of(p);
+  if (s.sweep) c.run = [s](CaseContext& ctx) { run_sweep(ctx, s); };
+  else c.run = [s](CaseContext& ctx) { run_collective(ctx, s); };
+#else
+  (void)p;
+  nccl::skip_without_nccl(c);
+#endif
 }
 
 class NcclFamily : public Family {
@@ -295,39 +352,21 @@ class NcclFamily : public Family {
     return "NCCL all-reduce, reduce-scatter, all-gather, broadcast: time, algorithm and bus bandwidth, checked "
            "results; GPU-count scaling; one process or MPI";
   }
+  // Params collective, dtype, bytes, in_place, graph (and sweep); names as nccl::case_name.
   std::vector<Case> cases(Suite suite) const override {
-    std::vector<Case> out;
-    auto add = [&](Spec s) {
-      Case c;
-      c.family = "nccl";
-      c.name = case_name(s);
-      c.params = {{"collective", coll::to_string(s.coll)}, {"dtype", coll::to_string(s.dtype)}, {"bytes", s.bytes},
-                  {"in_place", s.in_place}, {"graph", s.graph}};
-      if (s.sweep) c.params["sweep"] = true;
-      c.multi_gpu = true;
-      c.min_gpus = 1;
-#if NB_HAVE_NCCL
-      if (s.sweep) c.run = [s](CaseContext& ctx) { run_sweep(ctx, s); };
-      else c.run = [s](CaseContext& ctx) { run_collective(ctx, s); };
-#else
-      c.available = [](const GpuInfo&) {
-        return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
-      };
-      c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
-#endif
-      out.push_back(std::move(c));
-    };
     const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+    const auto all_reduce = {Collective::all_reduce};
+    const auto f32 = {DType::f32};
+    std::vector<Case> out;
+    auto add = [&](const Axes& a) { append_cases(out, a.cases("nccl", fill_case)); };
     if (suite == Suite::quick) {
-      for (size_t b : {size_t(8), 64 * KiB, 1 * MiB, 64 * MiB, 256 * MiB}) add({Collective::all_reduce, DType::f32, b});
-      add({Collective::all_reduce, DType::f16, 64 * MiB});
-      add({Collective::all_reduce, DType::bf16, 64 * MiB});
-      add({Collective::all_reduce, DType::f32, 64 * MiB, true});
-      add({Collective::all_reduce, DType::f32, 8, false, true});
-      add({Collective::all_reduce, DType::f32, 64 * KiB, false, true});
-      for (Collective c : {Collective::reduce_scatter, Collective::all_gather, Collective::broadcast})
-        for (size_t b : {1 * MiB, 256 * MiB}) add({c, DType::f32, b});
-      add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
+      add(collective_axes(all_reduce, f32, {false}, {false}, {8, 64 * KiB, 1 * MiB, 64 * MiB, 256 * MiB}));
+      add(collective_axes(all_reduce, {DType::f16, DType::bf16}, {false}, {false}, {64 * MiB}));
+      add(collective_axes(all_reduce, f32, {true}, {false}, {64 * MiB}));
+      add(collective_axes(all_reduce, f32, {false}, {true}, {8, 64 * KiB}));
+      add(collective_axes({Collective::reduce_scatter, Collective::all_gather, Collective::broadcast}, f32, {false}, {false},
+                          {1 * MiB, 256 * MiB}));
+      add(sweep_axes({256 * MiB}));
       return out;
     }
     // Full: all-reduce in float, out of place, every power of two from 8 B to 4 GiB; every
@@ -335,18 +374,14 @@ class NcclFamily : public Family {
     // matters only to the reductions: all-gather and broadcast run in float.
     const auto every = coll::size_ladder(8, 4 * GiB, 1);
     const auto sparse = coll::size_ladder(8, 4 * GiB, 3);
-    for (Collective c : coll::all_collectives()) {
-      for (DType t : coll::all_dtypes()) {
-        if (!coll::reduces(c) && t != DType::f32) continue;
-        for (bool in_place : {false, true})
-          for (bool graph : {false, true}) {
-            const bool main = c == Collective::all_reduce && t == DType::f32 && !in_place && !graph;
-            for (size_t b : main ? every : sparse) add({c, t, b, in_place, graph});
-          }
-      }
-    }
-    add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
-    add({Collective::all_reduce, DType::f32, 1 * GiB, false, false, true});
+    add(collective_axes(coll::all_collectives(), coll::all_dtypes(), {false, true}, {false, true}, every)
+            .where([sparse](const AxisPoint& p) {
+              const Spec s = spec_of(p);
+              if (!coll::reduces(s.coll) && s.dtype != DType::f32) return false;
+              const bool main = s.coll == Collective::all_reduce && s.dtype == DType::f32 && !s.in_place && !s.graph;
+              return main || std::find(sparse.begin(), sparse.end(), s.bytes) != sparse.end();
+            }));
+    add(sweep_axes({256 * MiB, 1 * GiB}));
     return out;
   }
   std::vector<ValidationCheck> validation_checks() const override { return nccl_checks(); }

@@ -1,21 +1,17 @@
-// The nccl family's shared driver: the collectives' table (CollectiveDef: byte counts, data,
-// expected results, bus-bandwidth factors, calls) and the measurement of one collective on a team
-// of GPUs, in one process or under MPI, with its check of every output element.
+// The nccl family's shared driver: the measurement of one collective on a team of GPUs, in one
+// process or under MPI, with its check of every output element. What a collective is (its
+// buffers, its bus-bandwidth factor) is described once, in shared/nccl/collectives.cpp; here only
+// how its buffers are placed (by their shape) and which NCCL call runs it.
 #include "nccl_spec.hpp"
+#include "nccl_buffers.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <iostream>
-#include <map>
-#include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 
-#include "bench/settings.hpp"
 #include "kernels/nccl/collective_kernels.cuh"
 #include "shared/nccl/collectives.hpp"
 #include "kernels/common/kernels.cuh"
@@ -24,14 +20,11 @@
 #include "base/text.hpp"
 #include "base/resources.hpp"
 #include "base/stats.hpp"
-#include "node/topology.hpp"
 #include "base/verify.hpp"
 
 #if NB_HAVE_NCCL
 #include <nccl.h>
 #endif
-
-extern char** environ;
 
 namespace nb::nccl {
 
@@ -43,481 +36,359 @@ using nlohmann::json;
 
 namespace {
 
-// ---------------------------------------------------------------- the collectives' table
+// ---------------------------------------------------------------- the shared driver
 
-ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::f32: return ncclFloat32;
-    case DType::f16: return ncclFloat16;
-    case DType::bf16:
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-      return ncclBfloat16;
-#else
-      throw SkipCase{"this NCCL has no bfloat16 (2.10 or newer needed)"};
-#endif
+// One measurement of a collective on a team, in steps every process takes in lockstep: buffers
+// and fresh input, warm-up and a pilot, the sample plan (rank 0 decides), the timed samples, the
+// check of every output element on fresh data.
+class TeamRun {
+ public:
+  TeamRun(Teams& teams, const Settings& settings, Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg,
+          Lockstep& ls)
+      : teams_(teams), team_(team), nranks_(nranks), spec_(spec), cfg_(cfg), ls_(ls),
+        esize_(coll::elem_size(spec.dtype)), what_(coll::to_string(spec.coll) + " of " + bytes_label(int64_t(spec.bytes))),
+        // Opt-in (NODEBENCH_NCCL_HOLD=1; not yet seen working on several GPUs); off after a hold
+        // that timed out. Without it a sample of small collectives includes the host's enqueue pace.
+        hold_ok_(settings.flag("NODEBENCH_NCCL_HOLD")) {
+    res_.k = coll::counts(spec.coll, spec.bytes, esize_, nranks);
+    res_.factor = coll::bus_factor(spec.coll, nranks);
   }
-  return ncclFloat32;
-}
-
-kernels::CollDType kernel_type(DType t) {
-  return t == DType::f32 ? kernels::CollDType::f32 : t == DType::f16 ? kernels::CollDType::f16 : kernels::CollDType::bf16;
-}
-
-// A rank's buffers: `a` the send buffer (out of place), `b` the receive buffer; `in`/`out`
-// where the collective reads and writes (in place: both inside `b`).
-struct Slot {
-  Member* member = nullptr;
-  DeviceBuffer a, b;
-  void* in = nullptr;
-  void* out = nullptr;
-  std::unique_ptr<Stream> stream;
-  std::unique_ptr<Event> e0, e1;
-  cudaGraphExec_t graph = nullptr;
-  DeviceBuffer counters;  // [0] wrong elements, [1] first wrong index
-  PinnedBuffer hold;      // [0] release, [1] timed out: the flag of the kernel that holds the stream
-  int32_t* hold_dev = nullptr;
-  Slot() = default;
-  Slot(Slot&& o) noexcept
-      : member(o.member), a(std::move(o.a)), b(std::move(o.b)), in(o.in), out(o.out), stream(std::move(o.stream)),
-        e0(std::move(o.e0)), e1(std::move(o.e1)), graph(std::exchange(o.graph, nullptr)), counters(std::move(o.counters)),
-        hold(std::move(o.hold)), hold_dev(std::exchange(o.hold_dev, nullptr)) {}
-  Slot& operator=(Slot&&) = delete;
-  Slot(const Slot&) = delete;
-  ~Slot() {
-    if (graph) (void)cudaGraphExecDestroy(graph);
+  // After a failed step the communicators are aborted before the buffers are freed: freeing
+  // waits for the GPU, and a collective that hangs only ends when its communicator is aborted.
+  ~TeamRun() {
+    if (team_ && ls_.failed()) abort_team(*team_);
   }
+  TeamRun(const TeamRun&) = delete;
+  TeamRun& operator=(const TeamRun&) = delete;
+
+  TeamResult go();
+
+ private:
+  void enqueue(size_t count);
+  void record(bool start);
+  double elapsed(size_t count) const;
+  void capture(size_t count);
+  void instantiate_all();
+  void launch_graphs();
+  double timed(size_t count, bool use_graph);
+  void setup();
+  void warm_up();
+  void stall_hook();
+  std::vector<double> plan_samples();
+  void verify();
+  void note_first_wrong(size_t j, const unsigned long long c[2], uint64_t seed);
+  void gather_wrong(uint64_t local_wrong);
+
+  static constexpr size_t kWarmup = 5, kPilot = 3;
+  // The hold's kernel lets go by itself after this long.
+  static constexpr uint64_t kHoldNs = 2'000'000'000ull;
+  Teams& teams_;
+  Team* team_;
+  int nranks_;
+  const Spec& spec_;
+  const MeasureConfig& cfg_;
+  Lockstep& ls_;
+  size_t esize_;
+  std::string what_;
+  bool hold_ok_;
+  TeamResult res_;
+  std::vector<Slot> slots_;
+  std::vector<Layout> layouts_;
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaEvent_t> ends_;
+  double host_per_op_ = 0, pilot_ = 0, pilot_host_ = 0;
 };
 
-struct Layout {
-  const coll::Counts& k;
-  size_t esize;
-  int rank, nranks;
-  DType dtype;
-  bool in_place;
-};
-
-void place_same(Slot& s, const Layout& l) {  // all-reduce, broadcast
-  s.b = DeviceBuffer(l.k.recv * l.esize);
-  if (!l.in_place) s.a = DeviceBuffer(l.k.send * l.esize);
-  s.out = s.b.get();
-  s.in = l.in_place ? s.b.get() : s.a.get();
-}
-void place_scatter(Slot& s, const Layout& l) {  // reduce-scatter: in place, the output is the rank's chunk of the input
-  if (l.in_place) {
-    s.b = DeviceBuffer(l.k.send * l.esize);
-    s.in = s.b.get();
-    s.out = s.b.as<char>() + size_t(l.rank) * l.k.chunk * l.esize;
-  } else {
-    s.a = DeviceBuffer(l.k.send * l.esize);
-    s.b = DeviceBuffer(l.k.recv * l.esize);
-    s.in = s.a.get();
-    s.out = s.b.get();
-  }
-}
-void place_gather(Slot& s, const Layout& l) {  // all-gather: in place, the input is the rank's chunk of the output
-  s.b = DeviceBuffer(l.k.recv * l.esize);
-  s.out = s.b.get();
-  if (l.in_place) {
-    s.in = s.b.as<char>() + size_t(l.rank) * l.k.chunk * l.esize;
-  } else {
-    s.a = DeviceBuffer(l.k.send * l.esize);
-    s.in = s.a.get();
+// Enqueues `count` collectives on every local member, each a group over the members.
+void TeamRun::enqueue(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    NB_NCCL(ncclGroupStart());
+    ncclResult_t first = ncclSuccess;
+    ncclComm_t first_comm = nullptr;
+    for (size_t j = 0; j < slots_.size() && (first == ncclSuccess || first == ncclInProgress); ++j) {
+      first = call(spec_.coll, slots_[j], layouts_[j], slots_[j].member->comm, slots_[j].stream->get());
+      first_comm = slots_[j].member->comm;
+    }
+    const ncclResult_t end = ncclGroupEnd();  // always closed, whatever failed inside
+    check_nccl(first, "collective", first_comm);
+    if (check_nccl(end, "ncclGroupEnd") == ncclInProgress) settle(comms_, teams_.watchdog(), what_);
   }
 }
 
-struct CollectiveDef {
-  Collective id;
-  kernels::CollKind kind;
-  coll::Counts (*count)(size_t bytes, size_t esize, int nranks);  // byte count: the buffers
-  double (*bus_factor)(int nranks);
-  void (*place)(Slot&, const Layout&);
-  void (*init)(Slot&, const Layout&, kernels::CollKind, uint64_t seed, cudaStream_t);    // data initialisation
-  void (*expect)(Slot&, const Layout&, kernels::CollKind, uint64_t seed, cudaStream_t);  // expected result: counts mismatches
-  ncclResult_t (*run)(const Slot&, const Layout&, ncclComm_t, cudaStream_t);
-};
-
-void init_input(Slot& s, const Layout& l, kernels::CollKind kind, uint64_t seed, cudaStream_t st) {
-  // Everything the collective may write is poisoned first (all-ones bits: NaN in every type),
-  // so an element it failed to write is caught.
-  if (s.a.get()) NB_CUDA(cudaMemsetAsync(s.a.get(), 0xFF, s.a.bytes(), st));
-  NB_CUDA(cudaMemsetAsync(s.b.get(), 0xFF, s.b.bytes(), st));
-  kernels::launch_coll_fill(st, s.in, l.k.send, kernel_type(l.dtype), kind, l.rank, seed);
-  NB_CUDA_LAUNCH();
+void TeamRun::record(bool start) {
+  for (auto& s : slots_) {
+    DeviceGuard g(s.member->device);
+    (start ? s.e0 : s.e1)->record(s.stream->get());
+  }
 }
 
-double tolerance(DType t, int nranks) {
-  // Sums of {0, 1} over up to 256 ranks are exact in bfloat16 (2048 in half).
-  if (t == DType::bf16 && nranks > 256) return nranks / 64.0;
-  if (t == DType::f16 && nranks > 2048) return nranks / 512.0;
-  return 0.0;
-}
-
-void expect_output(Slot& s, const Layout& l, kernels::CollKind kind, uint64_t seed, cudaStream_t st) {
-  NB_CUDA(cudaMemsetAsync(s.counters.get(), 0, 8, st));
-  NB_CUDA(cudaMemsetAsync(s.counters.as<char>() + 8, 0xFF, 8, st));
-  kernels::launch_coll_check(st, s.out, l.k.recv, kernel_type(l.dtype), kind, l.rank, l.nranks, l.k.chunk, seed,
-                             tolerance(l.dtype, l.nranks), s.counters.as<unsigned long long>());
-  NB_CUDA_LAUNCH();
-}
-
-const std::vector<CollectiveDef>& table() {
-  static const std::vector<CollectiveDef> t = {
-      {Collective::all_reduce, kernels::CollKind::all_reduce,
-       [](size_t b, size_t e, int n) { return coll::counts(Collective::all_reduce, b, e, n); },
-       [](int n) { return coll::bus_factor(Collective::all_reduce, n); }, place_same, init_input, expect_output,
-       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
-         return ncclAllReduce(s.in, s.out, l.k.send, nccl_type(l.dtype), ncclSum, c, st);
-       }},
-      {Collective::reduce_scatter, kernels::CollKind::reduce_scatter,
-       [](size_t b, size_t e, int n) { return coll::counts(Collective::reduce_scatter, b, e, n); },
-       [](int n) { return coll::bus_factor(Collective::reduce_scatter, n); }, place_scatter, init_input, expect_output,
-       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
-         return ncclReduceScatter(s.in, s.out, l.k.chunk, nccl_type(l.dtype), ncclSum, c, st);
-       }},
-      {Collective::all_gather, kernels::CollKind::all_gather,
-       [](size_t b, size_t e, int n) { return coll::counts(Collective::all_gather, b, e, n); },
-       [](int n) { return coll::bus_factor(Collective::all_gather, n); }, place_gather, init_input, expect_output,
-       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
-         return ncclAllGather(s.in, s.out, l.k.chunk, nccl_type(l.dtype), c, st);
-       }},
-      {Collective::broadcast, kernels::CollKind::broadcast,
-       [](size_t b, size_t e, int n) { return coll::counts(Collective::broadcast, b, e, n); },
-       [](int n) { return coll::bus_factor(Collective::broadcast, n); }, place_same, init_input, expect_output,
-       [](const Slot& s, const Layout& l, ncclComm_t c, cudaStream_t st) {
-         return ncclBroadcast(s.in, s.out, l.k.send, nccl_type(l.dtype), 0, c, st);
-       }},
-  };
+// Seconds per collective: the slowest local member's events.
+double TeamRun::elapsed(size_t count) const {
+  double t = 0;
+  for (const auto& s : slots_) t = std::max(t, s.e1->seconds_since(*s.e0) / double(count));
   return t;
 }
 
-const CollectiveDef& def_of(Collective c) {
-  for (const auto& d : table())
-    if (d.id == c) return d;
-  throw Error("no table entry for collective " + coll::to_string(c));
-}
-
-double decode(const void* p, DType t) {
-  if (t == DType::f32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
+// Captures `count` collectives on every member's stream into its graph (an earlier graph goes).
+// A failed capture is ended on every stream before the error goes on.
+void TeamRun::capture(size_t count) {
+  for (auto& s : slots_) {
+    s.drop_graph();
+    NB_CUDA(cudaStreamBeginCapture(s.stream->get(), cudaStreamCaptureModeThreadLocal));
   }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return t == DType::f16 ? half_to_double(h) : bf16_to_double(h);
+  try {
+    enqueue(count);
+  } catch (...) {
+    for (auto& s : slots_) {
+      cudaGraph_t g = nullptr;
+      (void)cudaStreamEndCapture(s.stream->get(), &g);
+      if (g) (void)cudaGraphDestroy(g);
+    }
+    throw;
+  }
+  // Every capture ends before any graph is instantiated: instantiating is not allowed while this
+  // thread still captures another GPU's stream.
+  instantiate_all();
 }
 
+// Ends the capture of every member's stream, then instantiates each graph (on its GPU).
+void TeamRun::instantiate_all() {
+  std::vector<cudaGraph_t> graphs(slots_.size(), nullptr);
+  cudaError_t first = cudaSuccess;
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    const cudaError_t e = cudaStreamEndCapture(slots_[j].stream->get(), &graphs[j]);
+    if (first == cudaSuccess) first = e;
+  }
+  for (size_t j = 0; j < slots_.size() && first == cudaSuccess; ++j) {
+    DeviceGuard dg(slots_[j].member->device);
+    first = cudaGraphInstantiate(&slots_[j].graph, graphs[j], 0);
+  }
+  for (cudaGraph_t g : graphs)
+    if (g) (void)cudaGraphDestroy(g);
+  NB_CUDA(first);
+}
 
-}  // namespace
+void TeamRun::launch_graphs() {
+  for (auto& s : slots_) {
+    DeviceGuard g(s.member->device);
+    NB_CUDA(cudaGraphLaunch(s.graph, s.stream->get()));
+  }
+}
 
-// ---------------------------------------------------------------- the shared driver
-
-
-TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg, Lockstep& ls) {
-  const CollectiveDef& def = def_of(spec.coll);
-  const size_t esize = coll::elem_size(spec.dtype);
-  TeamResult res;
-  res.k = def.count(spec.bytes, esize, nranks);
-  res.factor = def.bus_factor(nranks);
-  std::vector<Slot> slots;
-  std::vector<Layout> layouts;
-  std::vector<ncclComm_t> comms;
-  std::vector<cudaEvent_t> ends;
-  // After a failed step the communicators are aborted before the buffers are freed: freeing
-  // waits for the GPU, and a collective that hangs only ends when its communicator is aborted.
-  struct AbortOnFailure {
-    Team* team;
-    const Lockstep& ls;
-    ~AbortOnFailure() {
-      if (team && ls.failed()) abort_team(*team);
-    }
-  } abort_on_failure{team, ls};
-  constexpr size_t kWarmup = 5, kPilot = 3;
-  const std::string what = coll::to_string(spec.coll) + " of " + coll::size_name(spec.bytes);
-
-  // Enqueues `count` collectives on every local member, each a group over the members.
-  auto enqueue = [&](size_t count) {
-    for (size_t i = 0; i < count; ++i) {
-      NB_NCCL(ncclGroupStart());
-      ncclResult_t first = ncclSuccess;
-      ncclComm_t first_comm = nullptr;
-      for (size_t j = 0; j < slots.size() && (first == ncclSuccess || first == ncclInProgress); ++j) {
-        first = def.run(slots[j], layouts[j], slots[j].member->comm, slots[j].stream->get());
-        first_comm = slots[j].member->comm;
-      }
-      const ncclResult_t end = ncclGroupEnd();  // always closed, whatever failed inside
-      check_nccl(first, "collective", first_comm);
-      if (check_nccl(end, "ncclGroupEnd") == ncclInProgress) settle(comms, deadline(), what);
-    }
-  };
-  auto record = [&](bool start) {
-    for (auto& s : slots) {
+// One timed sample of `count` collectives (or of each member's graph). With the hold, a kernel
+// holds every member's stream while the host queues the work and is released after it, so the
+// time is the GPUs' and not the host's enqueue cost (a non-blocking communicator's enqueue can
+// take longer than a small collective). Returns seconds per collective (the slowest member's
+// events) and sets host_per_op_ to the host's time.
+double TeamRun::timed(size_t count, bool use_graph) {
+  if (hold_ok_)
+    for (auto& s : slots_) {
+      volatile int32_t* f = s.hold.as<volatile int32_t>();
+      f[0] = 0;
+      f[1] = 0;
       DeviceGuard g(s.member->device);
-      (start ? s.e0 : s.e1)->record(s.stream->get());
-    }
-  };
-  // Seconds per collective: the slowest local member's events.
-  auto elapsed = [&](size_t count) {
-    double t = 0;
-    for (auto& s : slots) t = std::max(t, s.e1->seconds_since(*s.e0) / double(count));
-    return t;
-  };
-
-  // Ends the capture of every member's stream, then instantiates each graph (on its GPU).
-  auto instantiate_all = [&] {
-    std::vector<cudaGraph_t> graphs(slots.size(), nullptr);
-    cudaError_t first = cudaSuccess;
-    for (size_t j = 0; j < slots.size(); ++j) {
-      const cudaError_t e = cudaStreamEndCapture(slots[j].stream->get(), &graphs[j]);
-      if (first == cudaSuccess) first = e;
-    }
-    for (size_t j = 0; j < slots.size() && first == cudaSuccess; ++j) {
-      DeviceGuard dg(slots[j].member->device);
-      first = cudaGraphInstantiate(&slots[j].graph, graphs[j], 0);
-    }
-    for (cudaGraph_t g : graphs)
-      if (g) (void)cudaGraphDestroy(g);
-    NB_CUDA(first);
-  };
-
-  // One timed sample of `count` collectives (or of each member's graph). A kernel holds every
-  // member's stream while the host queues the work and is released after it, so the time is
-  // the GPUs' and not the host's enqueue cost (a non-blocking communicator's enqueue can take
-  // longer than a small collective); it lets go by itself after kHoldNs. Returns seconds per
-  // collective (the slowest member's events) and sets `host_per_op` to the host's time.
-  constexpr uint64_t kHoldNs = 2'000'000'000ull;
-  // Opt-in (NODEBENCH_NCCL_HOLD=1; not yet seen working on several GPUs); off after a hold that
-  // timed out. Without it a sample of small collectives includes the host's enqueue pace.
-  bool hold_ok = current_settings().flag("NODEBENCH_NCCL_HOLD");
-  double host_per_op = 0;
-  auto timed = [&](size_t count, bool use_graph) -> double {
-    if (hold_ok) {
-      for (auto& s : slots) {
-        volatile int32_t* f = s.hold.as<volatile int32_t>();
-        f[0] = 0;
-        f[1] = 0;
-        DeviceGuard g(s.member->device);
-        kernels::launch_blocking(s.stream->get(), s.hold_dev, s.hold_dev + 1, kHoldNs);
-        NB_CUDA_LAUNCH();
-      }
-    }
-    struct Release {  // whatever happens, no kernel is left holding a stream
-      std::vector<Slot>& v;
-      void operator()() {
-        for (auto& s : v) s.hold.as<volatile int32_t>()[0] = 1;
-      }
-      ~Release() { (*this)(); }
-    } release{slots};
-    const auto h0 = Clock::now();
-    record(true);
-    if (use_graph) {
-      for (auto& s : slots) {
-        DeviceGuard g(s.member->device);
-        NB_CUDA(cudaGraphLaunch(s.graph, s.stream->get()));
-      }
-    } else {
-      enqueue(count);
-    }
-    record(false);
-    host_per_op = std::chrono::duration<double>(Clock::now() - h0).count() / double(count);
-    release();
-    wait_events(ends, comms, what);
-    for (auto& s : slots)
-      if (hold_ok && s.hold.as<volatile int32_t>()[1]) {
-        res.m.blocking_timeout = true;
-        hold_ok = false;
-      }
-    return elapsed(count);
-  };
-
-  // 1. Buffers, streams, events; fresh input.
-  trace(what + ": setup");
-  ls.step([&] {
-    if (!team) return;
-    for (auto& m : team->local) {
-      DeviceGuard g(m.device);
-      Slot s;
-      s.member = &m;
-      layouts.push_back({res.k, esize, m.rank, nranks, spec.dtype, spec.in_place});
-      def.place(s, layouts.back());
-      s.stream = std::make_unique<Stream>();
-      s.e0 = std::make_unique<Event>();
-      s.e1 = std::make_unique<Event>();
-      s.counters = DeviceBuffer(16);
-      s.hold = PinnedBuffer(8, cudaHostAllocMapped | cudaHostAllocPortable);
-      std::memset(s.hold.get(), 0, 8);
-      NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.hold_dev), s.hold.get(), 0));
-      def.init(s, layouts.back(), def.kind, 1, s.stream->get());
-      comms.push_back(m.comm);
-      slots.push_back(std::move(s));
-    }
-    for (auto& s : slots) {
-      ends.push_back(s.e1->get());
-      s.stream->sync();
-    }
-  });
-
-  // 2. Warm-up, and a first estimate of one collective's time.
-  double pilot = 0, pilot_host = 0;
-  trace(what + ": warm-up");
-  ls.step([&] {
-    if (slots.empty()) return;
-    if (const double stall = test_stall_s(); stall > 0 && mpi::rank() == 0) {
-      // The test hook: work that does not finish before the watchdog's timeout (a kernel that
-      // spins S seconds on the GPU, with no collective queued behind it).
-      static PinnedBuffer* flag = new PinnedBuffer(8, cudaHostAllocMapped | cudaHostAllocPortable);  // outlives the kernel
-      std::memset(flag->get(), 0, 8);
-      int32_t* dev = nullptr;
-      NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), flag->get(), 0));
-      DeviceGuard g(slots[0].member->device);
-      kernels::launch_blocking(slots[0].stream->get(), dev, dev + 1, uint64_t(stall * 1e9));
+      kernels::launch_blocking(s.stream->get(), s.hold_dev, s.hold_dev + 1, kHoldNs);
       NB_CUDA_LAUNCH();
-      record(false);
-      wait_events(ends, comms, "warm-up " + what + " (held by NODEBENCH_NCCL_TEST_STALL_S)");
     }
-    record(true);
-    enqueue(kWarmup);
-    record(false);
-    wait_events(ends, comms, "warm-up " + what);
-    pilot = timed(kPilot, false);
-    pilot_host = host_per_op;
-  });
-  if (ls.failed()) return res;
+  struct Release {  // whatever happens, no kernel is left holding a stream
+    std::vector<Slot>& v;
+    void operator()() {
+      for (auto& s : v) s.hold.as<volatile int32_t>()[0] = 1;
+    }
+    ~Release() { (*this)(); }
+  } release{slots_};
+  const auto h0 = Clock::now();
+  record(true);
+  if (use_graph) launch_graphs();
+  else enqueue(count);
+  record(false);
+  host_per_op_ = std::chrono::duration<double>(Clock::now() - h0).count() / double(count);
+  release();
+  wait_events(ends_, comms_, what_, teams_.watchdog());
+  for (auto& s : slots_)
+    if (hold_ok_ && s.hold.as<volatile int32_t>()[1]) {
+      res_.m.blocking_timeout = true;
+      hold_ok_ = false;
+    }
+  return elapsed(count);
+}
 
-  // 3. Rank 0 decides the batch (collectives per sample) and the sample count for everyone.
-  pilot = mpi::allreduce(pilot, mpi::Op::max);
-  pilot_host = mpi::allreduce(pilot_host, mpi::Op::max);
+// 1. Buffers, streams, events; fresh input.
+void TeamRun::setup() {
+  if (!team_) return;
+  for (auto& m : team_->local) {
+    DeviceGuard g(m.device);
+    Slot s;
+    s.member = &m;
+    layouts_.push_back({res_.k, esize_, m.rank, nranks_, spec_.dtype, spec_.in_place});
+    place(s, layouts_.back(), coll::shape(spec_.coll));
+    s.stream = std::make_unique<Stream>();
+    s.e0 = std::make_unique<Event>();
+    s.e1 = std::make_unique<Event>();
+    s.counters = DeviceBuffer(16);
+    s.hold = PinnedBuffer(8, cudaHostAllocMapped | cudaHostAllocPortable);
+    std::memset(s.hold.get(), 0, 8);
+    NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.hold_dev), s.hold.get(), 0));
+    init_input(s, layouts_.back(), spec_.coll, 1, s.stream->get());
+    comms_.push_back(m.comm);
+    slots_.push_back(std::move(s));
+  }
+  for (auto& s : slots_) {
+    ends_.push_back(s.e1->get());
+    s.stream->sync();
+  }
+}
+
+// The test hook: work that does not finish before the watchdog's timeout (a kernel that spins S
+// seconds on the GPU, with no collective queued behind it).
+void TeamRun::stall_hook() {
+  const double stall = teams_.take_stall_s();
+  if (stall <= 0 || mpi::rank() != 0) return;
+  PinnedBuffer& flag = teams_.stall_flag();  // kept by the Teams: it outlives the kernel
+  std::memset(flag.get(), 0, 8);
+  int32_t* dev = nullptr;
+  NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), flag.get(), 0));
+  DeviceGuard g(slots_[0].member->device);
+  kernels::launch_blocking(slots_[0].stream->get(), dev, dev + 1, uint64_t(stall * 1e9));
+  NB_CUDA_LAUNCH();
+  record(false);
+  wait_events(ends_, comms_, "warm-up " + what_ + " (held by NODEBENCH_NCCL_TEST_STALL_S)", teams_.watchdog());
+}
+
+// 2. Warm-up, and a first estimate of one collective's time.
+void TeamRun::warm_up() {
+  if (slots_.empty()) return;
+  stall_hook();
+  record(true);
+  enqueue(kWarmup);
+  record(false);
+  wait_events(ends_, comms_, "warm-up " + what_, teams_.watchdog());
+  pilot_ = timed(kPilot, false);
+  pilot_host_ = host_per_op_;
+}
+
+// 3. Rank 0 decides the batch (collectives per sample) and the sample count for everyone.
+std::vector<double> TeamRun::plan_samples() {
+  const double pilot = mpi::allreduce(pilot_, mpi::Op::max);
+  const double pilot_host = mpi::allreduce(pilot_host_, mpi::Op::max);
   int64_t plan[2] = {1, 1};
   if (mpi::rank() == 0) {
-    const double min_sample = std::max(cfg.min_sample_s, 1e-3);  // long enough to cover the ranks' skew
+    const double min_sample = std::max(cfg_.min_sample_s, 1e-3);  // long enough to cover the ranks' skew
     const double t = std::max(pilot, 1e-7);
-    const size_t batch = std::clamp<size_t>(size_t(std::ceil(min_sample / t)), 1, std::max<size_t>(cfg.max_batch, 1));
-    size_t samples = cfg.fixed_samples;
+    const size_t batch = std::clamp<size_t>(size_t(std::ceil(min_sample / t)), 1, std::max<size_t>(cfg_.max_batch, 1));
+    size_t samples = cfg_.fixed_samples;
     if (samples == 0) {
       // Within the time cap at the pace of the slower of the GPUs and the host's enqueue.
-      const size_t cap = std::min<size_t>(cfg.max_samples, 100);
-      const size_t fit = size_t(cfg.max_time_s / (std::max(t, pilot_host) * double(batch)));
-      samples = std::clamp<size_t>(fit, std::min(cfg.min_samples, cap), cap);
+      const size_t cap = std::min<size_t>(cfg_.max_samples, 100);
+      const size_t fit = size_t(cfg_.max_time_s / (std::max(t, pilot_host) * double(batch)));
+      samples = std::clamp<size_t>(fit, std::min(cfg_.min_samples, cap), cap);
     }
     plan[0] = int64_t(batch);
     plan[1] = int64_t(std::max<size_t>(samples, 1));
   }
   mpi::broadcast(plan, sizeof plan, 0);
-  res.m.batch = size_t(plan[0]);
-  res.m.warmup_runs = kWarmup + kPilot;
-  res.m.stop = StopReason::fixed;
-  std::vector<double> samples(size_t(plan[1]), 0.0);
+  res_.m.batch = size_t(plan[0]);
+  res_.m.warmup_runs = kWarmup + kPilot;
+  res_.m.stop = StopReason::fixed;
+  return std::vector<double>(size_t(plan[1]), 0.0);
+}
 
+void TeamRun::note_first_wrong(size_t j, const unsigned long long c[2], uint64_t seed) {
+  const Slot& s = slots_[j];
+  const Layout& l = layouts_[j];
+  unsigned char raw[4] = {};
+  NB_CUDA(cudaMemcpy(raw, static_cast<const char*>(s.out) + size_t(c[1]) * esize_, esize_, cudaMemcpyDeviceToHost));
+  const double want = kernels::coll_expected(spec_.coll, l.rank, nranks_, l.k.recv, l.k.chunk, size_t(c[1]), seed);
+  std::ostringstream os;
+  os << "rank " << l.rank << " (GPU " << s.member->device << "): " << c[0] << " of " << l.k.recv
+     << " elements wrong; first at index " << c[1] << ": got " << decode(raw, spec_.dtype) << ", expected " << want;
+  res_.first_wrong = os.str();
+}
+
+// 5. Correctness on fresh data: one collective (by the same launch path), every output element
+//    checked on the GPU.
+void TeamRun::verify() {
+  if (slots_.empty()) return;
+  const uint64_t seed = 0xC0FFEEull + spec_.bytes;
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    DeviceGuard g(slots_[j].member->device);
+    init_input(slots_[j], layouts_[j], spec_.coll, seed, slots_[j].stream->get());
+  }
+  if (spec_.graph) {
+    capture(1);
+    launch_graphs();
+  } else {
+    enqueue(1);
+  }
+  record(false);
+  wait_events(ends_, comms_, "verification of " + what_, teams_.watchdog());
+  uint64_t local_wrong = 0;
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    Slot& s = slots_[j];
+    DeviceGuard g(s.member->device);
+    expect_output(s, layouts_[j], spec_.coll, seed, s.stream->get());
+    unsigned long long c[2] = {0, 0};
+    NB_CUDA(cudaMemcpyAsync(c, s.counters.get(), 16, cudaMemcpyDeviceToHost, s.stream->get()));
+    s.stream->sync();
+    local_wrong += c[0];
+    res_.checked += layouts_[j].k.recv;
+    if (c[0] && res_.first_wrong.empty()) note_first_wrong(j, c, seed);
+  }
+  res_.wrong = local_wrong;  // this process's, until gather_wrong
+}
+
+// Wrong elements of every rank, and the first description, at rank 0.
+void TeamRun::gather_wrong(uint64_t local_wrong) {
+  res_.wrong = 0;
+  res_.wrong_per_rank.assign(size_t(mpi::size()), 0.0);
+  res_.wrong_per_rank[size_t(mpi::rank())] = double(local_wrong);
+  mpi::allreduce(res_.wrong_per_rank, mpi::Op::sum);
+  for (double w : res_.wrong_per_rank) res_.wrong += uint64_t(w);
+  const std::vector<std::string> firsts = mpi::gather_strings(res_.first_wrong, 0);
+  for (const auto& f : firsts)
+    if (res_.first_wrong.empty() && !f.empty()) res_.first_wrong = f;
+  res_.checked = uint64_t(mpi::allreduce(double(res_.checked), mpi::Op::sum));
+}
+
+TeamResult TeamRun::go() {
+  teams_.trace(what_ + ": setup");
+  ls_.step([&] { setup(); });
+  teams_.trace(what_ + ": warm-up");
+  ls_.step([&] { warm_up(); });
+  if (ls_.failed()) return res_;
+  std::vector<double> samples = plan_samples();
   // 4. The timed samples (through a CUDA graph of `batch` collectives when asked).
-  trace(what + ": " + std::to_string(samples.size()) + " samples of " + std::to_string(res.m.batch) +
-        (spec.graph ? " (graph)" : ""));
-  ls.step([&] {
-    if (slots.empty()) return;
-    if (spec.graph) {
-      for (auto& s : slots) NB_CUDA(cudaStreamBeginCapture(s.stream->get(), cudaStreamCaptureModeThreadLocal));
-      try {
-        enqueue(res.m.batch);
-      } catch (...) {
-        for (auto& s : slots) {
-          cudaGraph_t g = nullptr;
-          (void)cudaStreamEndCapture(s.stream->get(), &g);
-          if (g) (void)cudaGraphDestroy(g);
-        }
-        throw;
-      }
-      // Every capture ends before any graph is instantiated: instantiating is not allowed
-      // while this thread still captures another GPU's stream.
-      instantiate_all();
-    }
-    for (double& out : samples) out = timed(res.m.batch, spec.graph);
+  teams_.trace(what_ + ": " + std::to_string(samples.size()) + " samples of " + std::to_string(res_.m.batch) +
+               (spec_.graph ? " (graph)" : ""));
+  ls_.step([&] {
+    if (slots_.empty()) return;
+    if (spec_.graph) capture(res_.m.batch);
+    for (double& out : samples) out = timed(res_.m.batch, spec_.graph);
   });
-  if (ls.failed()) return res;
+  if (ls_.failed()) return res_;
   // Every rank's samples: a sample is the slowest rank's.
   mpi::allreduce(samples, mpi::Op::max);
-  res.m.samples_s = samples;
+  res_.m.samples_s = samples;
+  teams_.trace(what_ + ": verification");
+  ls_.step([&] { verify(); });
+  if (ls_.failed()) return res_;
+  gather_wrong(res_.wrong);
+  res_.median = compute_stats(res_.m.samples_s).median;
+  res_.algbw = double(res_.k.bytes) / 1e9 / res_.median;
+  res_.busbw = res_.algbw * res_.factor;
+  return res_;
+}
 
-  // 5. Correctness on fresh data: one collective (by the same launch path), every output
-  //    element checked on the GPU.
-  const uint64_t seed = 0xC0FFEEull + spec.bytes;
-  uint64_t local_wrong = 0;
-  trace(what + ": verification");
-  ls.step([&] {
-    if (slots.empty()) return;
-    for (size_t j = 0; j < slots.size(); ++j) {
-      DeviceGuard g(slots[j].member->device);
-      def.init(slots[j], layouts[j], def.kind, seed, slots[j].stream->get());
-    }
-    if (spec.graph) {
-      for (auto& s : slots) {
-        if (s.graph) (void)cudaGraphExecDestroy(s.graph);
-        s.graph = nullptr;
-        NB_CUDA(cudaStreamBeginCapture(s.stream->get(), cudaStreamCaptureModeThreadLocal));
-      }
-      std::string err;
-      try {
-        enqueue(1);
-      } catch (const std::exception& e) {
-        err = e.what();
-      }
-      if (!err.empty()) {
-        for (auto& s : slots) {
-          cudaGraph_t g = nullptr;
-          (void)cudaStreamEndCapture(s.stream->get(), &g);
-          if (g) (void)cudaGraphDestroy(g);
-        }
-        throw Error(err);
-      }
-      instantiate_all();
-      for (auto& s : slots) {
-        DeviceGuard g(s.member->device);
-        NB_CUDA(cudaGraphLaunch(s.graph, s.stream->get()));
-      }
-    } else {
-      enqueue(1);
-    }
-    record(false);
-    wait_events(ends, comms, "verification of " + what);
-    for (size_t j = 0; j < slots.size(); ++j) {
-      Slot& s = slots[j];
-      DeviceGuard g(s.member->device);
-      def.expect(s, layouts[j], def.kind, seed, s.stream->get());
-      unsigned long long c[2] = {0, 0};
-      NB_CUDA(cudaMemcpyAsync(c, s.counters.get(), 16, cudaMemcpyDeviceToHost, s.stream->get()));
-      s.stream->sync();
-      local_wrong += c[0];
-      res.checked += layouts[j].k.recv;
-      if (c[0] && res.first_wrong.empty()) {
-        unsigned char raw[4] = {};
-        NB_CUDA(cudaMemcpy(raw, static_cast<const char*>(s.out) + size_t(c[1]) * esize, esize, cudaMemcpyDeviceToHost));
-        const double want = kernels::coll_expected(def.kind, layouts[j].rank, nranks, layouts[j].k.recv,
-                                                   layouts[j].k.chunk, size_t(c[1]), seed);
-        std::ostringstream os;
-        os << "rank " << layouts[j].rank << " (GPU " << s.member->device << "): " << c[0] << " of "
-           << layouts[j].k.recv << " elements wrong; first at index " << c[1] << ": got " << decode(raw, spec.dtype)
-           << ", expected " << want;
-        res.first_wrong = os.str();
-      }
-    }
-  });
-  if (ls.failed()) return res;
-  // Wrong elements of every rank, and the first description, at rank 0.
-  res.wrong_per_rank.assign(size_t(mpi::size()), 0.0);
-  res.wrong_per_rank[size_t(mpi::rank())] = double(local_wrong);
-  mpi::allreduce(res.wrong_per_rank, mpi::Op::sum);
-  for (double w : res.wrong_per_rank) res.wrong += uint64_t(w);
-  const std::vector<std::string> firsts = mpi::gather_strings(res.first_wrong, 0);
-  for (const auto& f : firsts)
-    if (res.first_wrong.empty() && !f.empty()) res.first_wrong = f;
-  res.checked = uint64_t(mpi::allreduce(double(res.checked), mpi::Op::sum));
+}  // namespace
 
-  res.median = compute_stats(res.m.samples_s).median;
-  res.algbw = double(res.k.bytes) / 1e9 / res.median;
-  res.busbw = res.algbw * res.factor;
-  return res;
+TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int nranks, const Spec& spec,
+                        const MeasureConfig& cfg, Lockstep& ls) {
+  TeamRun run(teams, settings, team, nranks, spec, cfg, ls);
+  return run.go();
 }
 
 void fill_output(json& metrics, json& details, std::vector<std::string>& flags, const TeamResult& r, const Spec& spec,
-                 int nranks) {
+                 int nranks, const Teams& teams) {
   if (nranks > 1) {  // one rank moves nothing between GPUs: no link figure at all (single_rank_note)
     metrics["algbw_gbps"] = r.algbw;
     metrics["busbw_gbps"] = r.busbw;
@@ -536,8 +407,8 @@ void fill_output(json& metrics, json& details, std::vector<std::string>& flags, 
                            {"samples", r.m.samples_s.size()},
                            {"warmup", r.m.warmup_runs}};
   details["buffers"] = {{"send_elements", r.k.send}, {"recv_elements", r.k.recv}, {"chunk_elements", r.k.chunk}};
-  details["watchdog_s"] = watchdog_s();
-  details["nonblocking_communicators"] = nonblocking(mpi::active());
+  details["watchdog_s"] = teams.watchdog().seconds;
+  details["nonblocking_communicators"] = teams.nonblocking(mpi::active());
   std::vector<uint64_t> per_rank;
   for (double w : r.wrong_per_rank) per_rank.push_back(uint64_t(w));
   details["verification"] = {{"method", "fresh data (small integers, exact in every type), one collective, every "

@@ -8,8 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shared/nccl/collectives.hpp"
+#include "bench/benchmark.hpp"
 #include "bench/measure.hpp"
+#include "shared/nccl/collectives.hpp"
 
 #if NB_HAVE_NCCL
 #include "shared/nccl/nccl_team.hpp"
@@ -27,9 +28,9 @@ struct Spec {
 };
 
 inline std::string case_name(const Spec& s) {
-  if (s.sweep) return "sweep/" + coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + coll::size_name(s.bytes);
+  if (s.sweep) return "sweep/" + coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + bytes_label(int64_t(s.bytes));
   return coll::to_string(s.coll) + "/" + coll::to_string(s.dtype) + "/" + (s.in_place ? "in_place" : "out_of_place") +
-         "/" + (s.graph ? "graph" : "eager") + "/" + coll::size_name(s.bytes);
+         "/" + (s.graph ? "graph" : "eager") + "/" + bytes_label(int64_t(s.bytes));
 }
 
 // What the time of a collective over one rank is (its record's details.note): nothing crosses a
@@ -50,12 +51,14 @@ struct TeamResult {
 };
 
 // Measures `spec` on `team` (nullptr or no local member: this process only keeps step with the
-// others). Called by every process; on failure `ls` says so and the result is empty.
-TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureConfig& cfg, Lockstep& ls);
+// others), with the watchdog, trace and hooks of `teams` and the hold of `settings`. Called by
+// every process; on failure `ls` says so and the result is empty.
+TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int nranks, const Spec& spec,
+                        const MeasureConfig& cfg, Lockstep& ls);
 // The record's metrics, details and flags of a measured collective; over one rank, no bandwidth
 // metric and the flag single_rank.
 void fill_output(nlohmann::json& metrics, nlohmann::json& details, std::vector<std::string>& flags,
-                 const TeamResult& r, const Spec& spec, int nranks);
+                 const TeamResult& r, const Spec& spec, int nranks, const Teams& teams);
 
 // One GPU count of the sweep: its point of analysis.nccl_scaling (status, time, bandwidths,
 // efficiency_pct against `reference`, the bus bandwidth at the smallest count above one, set here

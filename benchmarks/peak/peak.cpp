@@ -5,6 +5,8 @@
 // kernel (clock64 cycles over %globaltimer time), and against the device profile's figure.
 #include <cmath>
 
+#include "bench/analysis.hpp"
+#include "bench/precision.hpp"
 #include "base/resources.hpp"
 #include "bench/benchmark.hpp"
 #include "kernels/common/kernels.cuh"
@@ -182,14 +184,13 @@ class PeakFamily : public Family {
            "wgmma on Hopper, mma.sync elsewhere)";
   }
   std::vector<Case> cases(Suite) const override {
-    std::vector<Case> out;
-    for (const auto& u : kUnits) {
-      Case c;
-      c.family = "peak";
-      c.name = u.name;
-      c.params = {{"unit", u.name}};
-      const UnitInfo* up = &u;
-      const int min_cc = kernels::peak_min_cc(u.unit);
+    std::vector<std::string> units;
+    for (const auto& u : kUnits) units.push_back(u.name);
+    return Axes().add_string("unit", units).cases("peak", [](const AxisPoint& p, Case& c) {
+      const UnitInfo* up = nullptr;
+      for (const auto& u : kUnits)
+        if (p.str("unit") == u.name) up = &u;
+      const int min_cc = kernels::peak_min_cc(up->unit);
       c.available = [up, min_cc](const GpuInfo& g) {
         if (g.cc() < min_cc)
           return Availability::no(std::string(up->name) + " needs " + up->what + "; this GPU has compute capability " +
@@ -198,13 +199,44 @@ class PeakFamily : public Family {
       };
       c.run = [up](CaseContext& ctx) { run_peak(ctx, *up); };
       c.l2 = L2Mode::hot;
-      out.push_back(std::move(c));
-    }
-    return out;
+    });
   }
 };
 
 const Registrar registrar(std::make_unique<PeakFamily>());
+
+// The evidence for the FP16-versus-FP32 verdict (bench/precision.hpp): the units' rates against
+// FP32 FFMA; synthetic, so the least preferred. Its FP16 rows head the table, its INT8 row
+// follows the GEMM's rows.
+double unit_rate(const json& records, const GpuBrief& g, const char* unit) {
+  return best_metric(records, g, {"tflops", "tops"},
+                     [&](const json& r) { return r["family"] == "peak" && r["params"]["unit"] == unit; });
+}
+
+// A tensor case that measured another instruction than the GPU's dense path says so in its
+// details (mma.sync where the dense rate needs tcgen05): the row says it too.
+std::string tensor_note(const json& records, const GpuBrief& g, const char* unit) {
+  for (const auto& r : records)
+    if (r["family"] == "peak" && r["params"].value("unit", "") == unit && record_on(r, g) && r.contains("details") &&
+        r["details"].is_object() && r["details"].value("dense_tensor_peak", true) == false)
+      return " (mma.sync, not the dense tensor rate)";
+  return "";
+}
+
+std::vector<PrecisionRow> fp16_evidence(const json& records, const GpuBrief& g, std::vector<std::string>&) {
+  const double fp32 = unit_rate(records, g, "fp32_ffma");
+  return {{"peak: fp16_hfma2 / fp32_ffma", "peak", "fp16", fp32, unit_rate(records, g, "fp16_hfma2")},
+          {"peak: mma_fp16" + tensor_note(records, g, "mma_fp16") + " / fp32_ffma", "peak", "fp16", fp32,
+           unit_rate(records, g, "mma_fp16")}};
+}
+
+std::vector<PrecisionRow> int8_evidence(const json& records, const GpuBrief& g, std::vector<std::string>&) {
+  return {{"peak: int8_dp4a / fp32_ffma", "int8", "int8", unit_rate(records, g, "fp32_ffma"),
+           unit_rate(records, g, "int8_dp4a")}};
+}
+
+const PrecisionEvidenceRegistrar fp16_rows({"peak", 10, 3, true, true, fp16_evidence});
+const PrecisionEvidenceRegistrar int8_rows({"peak", 30, 3, false, true, int8_evidence});
 
 }  // namespace
 }  // namespace nb

@@ -5,13 +5,14 @@
 // by call (host_issue_ms, eager_step_ms: the host's cost a loop without graphs pays); its memory is the arena's
 // high-water mark and cudaMemGetInfo's total - free. The full suite sweeps batch 1, 2, 4, ...
 // until a batch does not fit (recorded as skipped, reason_kind oom; larger ones smaller_oom).
+#include <array>
 #include <climits>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <mutex>
 
 #include "shared/common/oom_series.hpp"
-#include "bench/analysis.hpp"
 #include "bench/benchmark.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
@@ -26,36 +27,151 @@ using nlohmann::json;
 using namespace cudnn;
 using train::Kind;
 
-// The smallest batch of each (GPU, precision, layout) series that did not fit.
-OomSeries& oom_series() {
-  static OomSeries o;
-  return o;
-}
+// The smallest batch of each (GPU, precision, layout) series that did not fit, kept by the
+// Session with the GPU's resources (its own type: the conv family keeps its own series).
+struct TrainOomSeries : OomSeries {};
 
 constexpr int kLossSteps = 20;
+
+// cuDNN's tensor descriptors count elements in 32 bits: a batch whose largest activation has
+// 2^31 elements or more cannot be described (FP16 NHWC b4096 failed in cudnnSetTensor4dDescriptor
+// with CUDNN_STATUS_NOT_SUPPORTED). Such a batch is skipped before anything is allocated: as out
+// of memory when the step's memory plan is over the device's memory, else as unsupported.
+void skip_if_undescribable(CaseContext& ctx, const Prec& P, int64_t batch, const std::function<void()>& record_oom) {
+  const GpuInfo& g = ctx.gpu();
+  const int64_t largest = resnet50::max_activation_elems_per_image(resnet50::net()) * batch;
+  if (largest <= int64_t(INT32_MAX)) return;
+  const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
+  const std::string limit = "its largest activation has " + std::to_string(largest) +
+                            " elements, over cuDNN's limit of 2^31 - 1 per tensor";
+  if (g.memory_bytes && plan.total() > int64_t(g.memory_bytes)) {
+    record_oom();
+    ctx.skip("out of memory by the step's memory plan: " + fmt(double(plan.total()) / double(1ull << 30), 1) + " GiB against " +
+                 fmt(double(g.memory_bytes) / double(1ull << 30), 1) + " GiB of device memory (not allocated: " + limit + ")",
+             ReasonKind::oom);
+  }
+  ctx.skip("batch " + std::to_string(batch) + " cannot run: " + limit, ReasonKind::unsupported);
+}
+
+// Verification: sampled points of the first forward, then the loss over 20 steps of the step as
+// one CUDA graph (nothing runs in the capture; the loss steps run the graph, so the check covers
+// what is timed). Returns whether the graph was captured (`graph_why`: why not).
+bool verify_step(CaseContext& ctx, train::TrainStep& st, std::string& graph_why) {
+  cudaStream_t s = ctx.stream();
+  st.forward(s);
+  size_t failures = 0;
+  std::string first;
+  json v = st.verify_samples(8, failures, first);
+  const bool graph = st.capture_graph(graph_why);
+  ctx.details()["cuda_graph"] = graph ? json{{"used", true}} : json{{"used", false}, {"reason", graph_why}};
+  std::vector<double> losses;
+  for (int i = 0; i < kLossSteps; ++i) {
+    st.run(s);
+    losses.push_back(st.read_loss());
+  }
+  bool finite = true;
+  for (double l : losses) finite = finite && std::isfinite(l);
+  const bool falling = finite && losses.back() < losses.front();
+  // fp16: steps skipped for FP16 overflow (their update is not applied). The loss check means
+  // something only when most steps were applied.
+  const int skipped = st.skipped_steps();
+  v["losses"] = losses;
+  v["loss_falling"] = falling;
+  v["skipped_steps"] = skipped;
+  v["loss_scale_final"] = st.loss_scale();
+  ctx.details()["verification"] = v;
+  if (failures) ctx.wrong(std::to_string(failures) + " sampled layer outputs outside the bound; first: " + first);
+  else if (2 * skipped > kLossSteps)
+    ctx.wrong(std::to_string(skipped) + " of " + std::to_string(kLossSteps) +
+              " steps skipped for non-finite FP16 gradients: the loss check is not meaningful");
+  else if (!finite) ctx.wrong("the loss is not finite over " + std::to_string(kLossSteps) + " steps on the fixed batch");
+  else if (!falling)
+    ctx.wrong("the loss does not fall over " + std::to_string(kLossSteps) + " steps on the fixed batch (" +
+              fmt(losses.front(), 4) + " -> " + fmt(losses.back(), 4) + ")");
+  return graph;
+}
+
+// The time per layer kind (metrics time_<kind>_ms, elementwise_share) and whether it adds up to
+// the step of `med` seconds.
+void record_profile(CaseContext& ctx, train::TrainStep& st, const std::array<double, train::kKinds>& kinds, double med) {
+  auto& m = ctx.metrics();
+  double sum = 0;
+  for (int k = 0; k < train::kKinds; ++k) {
+    m[std::string("time_") + train::kind_name(Kind(k)) + "_ms"] = kinds[size_t(k)];
+    sum += kinds[size_t(k)];
+  }
+  const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
+  m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
+  ctx.details()["profile_note"] =
+      "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
+      "operations; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
+  ctx.details()["profile_sum_ms"] = sum;
+  // The kinds should add up to about the step; when they do not, the split is not to be trusted.
+  if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)
+    ctx.details()["profile_warning"] = "the per-kind times add up to " + fmt(sum, 2) + " ms for a " + fmt(med * 1e3, 2) +
+                                       " ms step" + (st.profile_host_bound() ? " (the step could not be queued in full "
+                                                                                "behind the blocking kernel)" : "") +
+                                       ": the split by layer kind is not reliable for this case";
+}
+
+// The timed step (the graph, else the eager loop), its call-by-call cost, memory and profile.
+void measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfig& cfg, bool graph,
+                  const std::string& graph_why) {
+  const GpuInfo& g = ctx.gpu();
+  const int64_t batch = cfg.batch;
+  size_t free_b = 0, total_b = 0;
+  NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  const double device_used = double(total_b) - double(free_b);
+  ctx.measure([&](cudaStream_t s) { st.run(s); });
+  const auto kinds = st.profile(5);
+  // The same step issued call by call: the host's cost of one step, and what a loop issuing the
+  // calls one by one sustains (the host's cost or the GPU's time, whichever is larger).
+  const double host_issue = st.host_issue_s(3);
+  const double eager = st.eager_step_s(0.3);
+  double med = compute_stats(ctx.output().measurement->samples_s).median;
+  if (!graph) {
+    // Without a graph the measured samples (queued behind a blocking kernel) leave the host's
+    // cost out; the step a loop gets is the eager one.
+    ctx.details()["step_time_note"] = "no CUDA graph (" + graph_why + "): step_time_ms and images_per_s are the eager "
+                                      "loop's; the samples are the GPU's time with the host's cost left out";
+    med = std::max(med, eager);
+  }
+  ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
+  ctx.set_primary_metric("images_per_s", true);
+  auto& m = ctx.metrics();
+  m["step_time_ms"] = med * 1e3;
+  m["images_per_s"] = double(batch) / med;
+  m["host_issue_ms"] = host_issue * 1e3;
+  m["eager_step_ms"] = eager * 1e3;
+  m["eager_images_per_s"] = double(batch) / eager;
+  m["peak_memory_bytes"] = double(st.peak_bytes());
+  m["device_used_bytes"] = device_used;
+  m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
+  m["workspace_bytes"] = double(st.workspace_bytes());
+  record_profile(ctx, st, kinds, med);
+}
+
+// What the record says of the step itself: algorithms, loss scale, optimizer, memory plan.
+void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::StepConfig& cfg) {
+  const Prec& P = *cfg.prec;
+  ctx.details()["algorithms"] = st.algorithms();
+  ctx.details()["loss_scale"] = cfg.loss_scale;
+  ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
+  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(P.elem));
+  ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
+                                        {"parameters", plan.parameters}, {"other", plan.other},
+                                        {"workspace", st.workspace_bytes()}};
+  const std::string note = train::fp16_arithmetic_note(P.data == CUDNN_DATA_HALF, ctx.gpu().cc_major, ctx.gpu().cc_minor);
+  if (!note.empty()) ctx.details()["note"] = note;
+}
 
 void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   const GpuInfo& g = ctx.gpu();
   const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
-  oom_series().skip_if_larger_than_failed(ctx, series, batch);
-  auto record_oom = [&] { oom_series().failed(series, batch); };
-  // cuDNN's tensor descriptors count elements in 32 bits: a batch whose largest activation has
-  // 2^31 elements or more cannot be described (FP16 NHWC b4096 failed in cudnnSetTensor4dDescriptor
-  // with CUDNN_STATUS_NOT_SUPPORTED). Such a batch is skipped before anything is allocated: as out
-  // of memory when the step's memory plan is over the device's memory, else as unsupported.
-  const int64_t largest = resnet50::max_activation_elems_per_image(resnet50::net()) * batch;
-  if (largest > int64_t(INT32_MAX)) {
-    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
-    const std::string limit = "its largest activation has " + std::to_string(largest) +
-                              " elements, over cuDNN's limit of 2^31 - 1 per tensor";
-    if (g.memory_bytes && plan.total() > int64_t(g.memory_bytes)) {
-      record_oom();
-      ctx.skip("out of memory by the step's memory plan: " + fmt(double(plan.total()) / double(1ull << 30), 1) + " GiB against " +
-                   fmt(double(g.memory_bytes) / double(1ull << 30), 1) + " GiB of device memory (not allocated: " + limit + ")",
-               ReasonKind::oom);
-    }
-    ctx.skip("batch " + std::to_string(batch) + " cannot run: " + limit, ReasonKind::unsupported);
-  }
+  OomSeries& oom = ctx.gpu_resources().get<TrainOomSeries>();
+  oom.skip_if_larger_than_failed(ctx, series, batch);
+  auto record_oom = [&] { oom.failed(series, batch); };
+  skip_if_undescribable(ctx, P, batch, record_oom);
   train::StepConfig cfg;
   cfg.prec = &P;
   cfg.nhwc = nhwc;
@@ -63,99 +179,12 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   try {
-    train::TrainStep st(cfg, g.index, g.name, ctx.stream());
+    train::TrainStep st(cfg, cudnn::libraries(ctx, g.index), g.index, g.name, ctx.stream());
     st.setup();
-    cudaStream_t s = ctx.stream();
-    // Verification: sampled points of the first forward, then the loss over 20 steps.
-    st.forward(s);
-    size_t failures = 0;
-    std::string first;
-    json v = st.verify_samples(8, failures, first);
-    // The step as one CUDA graph (nothing runs in the capture): the verification's steps below
-    // run the graph, so the loss check covers what is timed.
     std::string graph_why;
-    const bool graph = st.capture_graph(graph_why);
-    ctx.details()["cuda_graph"] = graph ? json{{"used", true}} : json{{"used", false}, {"reason", graph_why}};
-    std::vector<double> losses;
-    for (int i = 0; i < kLossSteps; ++i) {
-      st.run(s);
-      losses.push_back(st.read_loss());
-    }
-    bool finite = true;
-    for (double l : losses) finite = finite && std::isfinite(l);
-    const bool falling = finite && losses.back() < losses.front();
-    // fp16: steps skipped for FP16 overflow (their update is not applied). The loss check means
-    // something only when most steps were applied.
-    const int skipped = st.skipped_steps();
-    v["losses"] = losses;
-    v["loss_falling"] = falling;
-    v["skipped_steps"] = skipped;
-    v["loss_scale_final"] = st.loss_scale();
-    ctx.details()["verification"] = v;
-    if (failures) ctx.wrong(std::to_string(failures) + " sampled layer outputs outside the bound; first: " + first);
-    else if (2 * skipped > kLossSteps)
-      ctx.wrong(std::to_string(skipped) + " of " + std::to_string(kLossSteps) +
-                " steps skipped for non-finite FP16 gradients: the loss check is not meaningful");
-    else if (!finite) ctx.wrong("the loss is not finite over " + std::to_string(kLossSteps) + " steps on the fixed batch");
-    else if (!falling)
-      ctx.wrong("the loss does not fall over " + std::to_string(kLossSteps) + " steps on the fixed batch (" +
-                fmt(losses.front(), 4) + " -> " + fmt(losses.back(), 4) + ")");
-    size_t free_b = 0, total_b = 0;
-    NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    const double device_used = double(total_b) - double(free_b);
-
-    ctx.measure([&](cudaStream_t st_s) { st.run(st_s); });
-    const auto kinds = st.profile(5);
-    // The same step issued call by call: the host's cost of one step, and what a loop issuing the
-    // calls one by one sustains (the host's cost or the GPU's time, whichever is larger).
-    const double host_issue = st.host_issue_s(3);
-    const double eager = st.eager_step_s(0.3);
-    double med = compute_stats(ctx.output().measurement->samples_s).median;
-    if (!graph) {
-      // Without a graph the measured samples (queued behind a blocking kernel) leave the host's
-      // cost out; the step a loop gets is the eager one.
-      ctx.details()["step_time_note"] = "no CUDA graph (" + graph_why + "): step_time_ms and images_per_s are the eager "
-                                        "loop's; the samples are the GPU's time with the host's cost left out";
-      med = std::max(med, eager);
-    }
-    ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
-    ctx.set_primary_metric("images_per_s", true);
-    auto& m = ctx.metrics();
-    m["step_time_ms"] = med * 1e3;
-    m["images_per_s"] = double(batch) / med;
-    m["host_issue_ms"] = host_issue * 1e3;
-    m["eager_step_ms"] = eager * 1e3;
-    m["eager_images_per_s"] = double(batch) / eager;
-    m["peak_memory_bytes"] = double(st.peak_bytes());
-    m["device_used_bytes"] = device_used;
-    m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
-    m["workspace_bytes"] = double(st.workspace_bytes());
-    double sum = 0;
-    for (int k = 0; k < train::kKinds; ++k) {
-      m[std::string("time_") + train::kind_name(Kind(k)) + "_ms"] = kinds[size_t(k)];
-      sum += kinds[size_t(k)];
-    }
-    const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
-    m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
-    ctx.details()["algorithms"] = st.algorithms();
-    ctx.details()["loss_scale"] = cfg.loss_scale;
-    ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
-    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
-    ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
-                                          {"parameters", plan.parameters}, {"other", plan.other},
-                                          {"workspace", st.workspace_bytes()}};
-    ctx.details()["profile_note"] =
-        "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
-        "operations; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
-    ctx.details()["profile_sum_ms"] = sum;
-    // The kinds should add up to about the step; when they do not, the split is not to be trusted.
-    if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)
-      ctx.details()["profile_warning"] = "the per-kind times add up to " + fmt(sum, 2) + " ms for a " + fmt(med * 1e3, 2) +
-                                         " ms step" + (st.profile_host_bound() ? " (the step could not be queued in full "
-                                                                                  "behind the blocking kernel)" : "") +
-                                         ": the split by layer kind is not reliable for this case";
-    const std::string note = train::fp16_arithmetic_note(P.data == CUDNN_DATA_HALF, g.cc_major, g.cc_minor);
-    if (!note.empty()) ctx.details()["note"] = note;
+    const bool graph = verify_step(ctx, st, graph_why);
+    measure_step(ctx, st, cfg, graph, graph_why);
+    describe_step(ctx, st, cfg);
   } catch (const train::OutOfMemory& e) {
     record_oom();
     ctx.skip(e.message(), ReasonKind::oom);
@@ -167,10 +196,15 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
 
 Availability train_available(const Prec& P, const GpuInfo& g) { return prec_available(P, g); }
 
+// Params precision, layout, batch; name resnet50/<precision>/<layout>/b<batch>.
+Axes train_axes(const std::vector<std::string>& precs, const std::vector<std::string>& layouts,
+                const std::vector<int64_t>& batches) {
+  return Axes().add_string("precision", precs).add_string("layout", layouts).add_int64("batch", batches, "b").name(
+      "resnet50/{precision}/{layout}/{batch}");
+}
+
 std::vector<Case> make_cases(Suite suite) {
-  std::vector<Case> out;
   auto fill = [](const AxisPoint& p, Case& c) {
-    c.name = "resnet50/" + p.name;
     const Prec* pp = &prec_by_name(p.str("precision"));
     const bool nhwc = p.str("layout") == "nhwc";
     const int64_t batch = p.int64("batch");
@@ -179,29 +213,25 @@ std::vector<Case> make_cases(Suite suite) {
   };
   if (suite == Suite::quick) {
     // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.
-    for (auto& c : Axes().add_string("precision", {"fp16"}).add_string("layout", {"nhwc"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+    std::vector<Case> out = train_axes({"fp16"}, {"nhwc"}, {32}).cases("train", [&](const AxisPoint& p, Case& c) {
+      fill(p, c);
       c.available = [](const GpuInfo& g) {
         return g.cc() >= 70 ? Availability::yes() : Availability::no("the quick suite's mixed-precision case needs FP16 tensor cores (compute capability 7.0 or "
                                    "newer); this GPU has " + g.cc_string() + ": the quick suite runs fp32/nchw here");
       };
-      out.push_back(std::move(c));
-    }
-    for (auto& c : Axes().add_string("precision", {"fp32"}).add_string("layout", {"nchw"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+    });
+    append_cases(out, train_axes({"fp32"}, {"nchw"}, {32}).cases("train", [&](const AxisPoint& p, Case& c) {
+      fill(p, c);
       c.available = [](const GpuInfo& g) {
         return g.cc() < 70 ? Availability::yes() : Availability::no("the quick suite's fp32/nchw case needs a GPU below compute capability 7.0; this GPU "
                                    "has " + g.cc_string() + ": the quick suite runs fp16/nhwc here");
       };
-      out.push_back(std::move(c));
-    }
+    }));
     return out;
   }
   std::vector<int64_t> batches;
   for (int64_t b = 1; b <= 4096; b *= 2) batches.push_back(b);
-  return Axes()
-      .add_string("precision", {"fp32", "tf32", "fp16"})
-      .add_string("layout", {"nchw", "nhwc"})
-      .add_int64("batch", batches, "b")
-      .cases("train", fill);
+  return train_axes({"fp32", "tf32", "fp16"}, {"nchw", "nhwc"}, batches).cases("train", fill);
 }
 
 class TrainFamily : public Family {

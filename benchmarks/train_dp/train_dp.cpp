@@ -32,9 +32,7 @@
 #include "kernels/train/train_kernels.cuh"
 #include "shared/resnet50/train_step.hpp"
 
-#if NB_HAVE_NCCL
 #include "shared/nccl/nccl_team.hpp"
-#endif
 
 namespace nb {
 namespace {
@@ -75,6 +73,139 @@ json nccl_facts() {
   return {{"nccl_env", nccl::nccl_env()}, {"nccl_version", nccl::nccl_version()}};
 }
 
+// One case's run: the engine over every GPU of the case, the 1-GPU figure, one part per GPU
+// count of the sweep.
+class DpRun {
+ public:
+  DpRun(CaseContext& ctx, const Point& pt)
+      : ctx_(ctx), pt_(pt), P_(cudnn::prec_by_name(pt.precision)), teams_(nccl::teams(ctx)),
+        k_(int(ctx.settings().integer("NODEBENCH_DP_ACCUMULATION"))),
+        bucket_bytes_(size_t(ctx.settings().number("NODEBENCH_DP_BUCKET_MIB") * 1048576.0)) {
+    for (const GpuInfo* g : ctx.gpus()) devices_.push_back(g->index);
+  }
+  // The engine set up on every GPU (out of memory: the case is skipped), then the first GPU alone.
+  void start();
+  // The part of one step of the sweep, measured and verified.
+  void part(const topo::SweepStep& step);
+
+ private:
+  CasePart new_part(const topo::SweepStep& step, std::vector<size_t>& members, std::vector<int>& devs) const;
+  void measure_reduced(CasePart& part, const std::vector<size_t>& members, const std::vector<int>& devs,
+                       std::string& key);
+  CaseContext& ctx_;
+  const Point& pt_;
+  const cudnn::Prec& P_;
+  nccl::Teams& teams_;
+  int k_;
+  size_t bucket_bytes_;
+  std::vector<int> devices_;
+  std::optional<train_dp::Engine> eng_;
+  Measurement one_;
+  double one_s_ = 0;
+};
+
+void DpRun::start() {
+  train::StepConfig cfg;
+  cfg.prec = &P_;
+  cfg.nhwc = pt_.layout == "nhwc";
+  cfg.batch = pt_.batch;
+  cfg.loss_scale = train::default_loss_scale(P_);
+  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  std::vector<train_dp::EngineGpu> gpus;
+  for (const GpuInfo* g : ctx_.gpus()) gpus.push_back({g->index, g->name, cudnn::libraries(ctx_, g->index)});
+  try {
+    eng_.emplace(cfg, gpus, bucket_bytes_, k_, teams_.watchdog());
+    eng_->setup();
+  } catch (const train::OutOfMemory& e) {
+    ctx_.skip(e.message(), ReasonKind::oom);
+  } catch (const CudaError& e) {
+    if (!e.out_of_memory()) throw;
+    (void)cudaGetLastError();
+    ctx_.skip(std::string("out of memory: ") + e.what(), ReasonKind::oom);
+  }
+  // The 1-GPU figure: the first GPU alone, compute only.
+  eng_->run({0}, {}, 1);
+  one_ = sample_until_stop(ctx_.config(), [&] { return eng_->run({0}, {}, kStepsPerSample); });
+  one_s_ = median_s(one_);
+  ctx_.extra_params()["accumulation"] = k_;
+}
+
+CasePart DpRun::new_part(const topo::SweepStep& step, std::vector<size_t>& members, std::vector<int>& devs) const {
+  CasePart part;
+  part.name = train_dp::part_name(step.count);
+  for (int i : step.members) members.push_back(size_t(i)), devs.push_back(devices_[size_t(i)]);
+  part.params = {{"gpus", step.count}, {"members", devs}, {"accumulation", k_}};
+  part.gpus = devs;
+  part.out.config = ctx_.config();
+  part.out.details = nccl_facts();
+  part.out.details["mode"] = "single_process";
+  part.out.details["gradient_dtype"] = {{"weights", P_.data == CUDNN_DATA_HALF ? "half" : "float"},
+                                        {"batch_norm_and_bias", "float"}};
+  part.out.details["reduction"] = "ncclAvg, in place, one ncclAllReduce per segment per bucket";
+  part.out.details["one_gpu_reference"] = {{"gpu", devices_[0]}, {"note", "the first GPU alone, compute only"}};
+  part.out.details["exposed_comm_note"] =
+      "step_time_ms minus compute_step_ms (the same GPUs, all-reduce skipped); noise can make it slightly negative";
+  return part;
+}
+
+// Two GPUs or more: the checks, the step with the all-reduce, then the same GPUs compute only.
+void DpRun::measure_reduced(CasePart& part, const std::vector<size_t>& members, const std::vector<int>& devs,
+                            std::string& key) {
+  nccl::Team& team = teams_.local_team(devs);
+  key = team.key;
+  std::vector<ncclComm_t> comms;
+  for (int d : devs)
+    for (const auto& mem : team.local)
+      if (mem.device == d) comms.push_back(mem.comm);
+  if (comms.size() != devs.size()) throw Error("the NCCL team does not hold every GPU of " + nccl::join(devs));
+  size_t failures = 0;
+  std::string first;
+  // Compute-only steps (the 1-GPU figure, earlier parts) moved each GPU on its own: the first
+  // GPU's optimizer state to every GPU of the part, then the checks.
+  eng_->sync_state(members, comms);
+  json v = eng_->verify_gradients(members, comms, failures, first);
+  eng_->run(members, comms, 1);  // warm-up
+  const Measurement m = sample_until_stop(ctx_.config(), [&] { return eng_->run(members, comms, kStepsPerSample); });
+  v["parameters_after_timed_steps"] = eng_->check_identical(members, failures, first);
+  const Measurement c = sample_until_stop(ctx_.config(), [&] { return eng_->run(members, {}, kStepsPerSample); });
+  fill_part(part, pt_, int(devs.size()), k_, m, median_s(c), one_s_, *eng_, bucket_bytes_);
+  part.out.details["verification"] = v;
+  part.out.details["members"] = team.members;
+  if (failures) {
+    part.out.wrong = true;
+    part.out.wrong_reason = std::to_string(failures) + " checks failed; first: " + first;
+  }
+}
+
+void DpRun::part(const topo::SweepStep& step) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<size_t> members;
+  std::vector<int> devs;
+  CasePart part = new_part(step, members, devs);
+  std::string key;
+  try {
+    if (step.count == 1) {
+      // One GPU: nothing to all-reduce; its step is the compute-only step.
+      const Measurement m = members == std::vector<size_t>{0}
+                                ? one_
+                                : sample_until_stop(ctx_.config(), [&] { return eng_->run(members, {}, kStepsPerSample); });
+      fill_part(part, pt_, 1, k_, m, median_s(m), one_s_, *eng_, bucket_bytes_);
+      part.out.details["note"] = "one GPU: no all-reduce";
+    } else {
+      measure_reduced(part, members, devs, key);
+    }
+  } catch (const train::OutOfMemory& e) {
+    part.status = Status::skipped;
+    part.reason = e.message();
+    part.reason_kind = ReasonKind::oom;
+  } catch (const std::exception& e) {  // a hung communicator (nccl::Hang) among them
+    if (!key.empty()) teams_.drop(key);
+    set_outcome(part, e);
+  }
+  part.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ctx_.add_part(std::move(part));
+}
+
 void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   if (mpi::active())
     ctx.skip("train_dp under MPI (one rank per GPU) is not yet supported: run it in one process over the node's GPUs");
@@ -93,133 +224,34 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
     const Availability a = cudnn::prec_available(P, *g);
     if (!a.ok) ctx.skip("GPU " + std::to_string(g->index) + ": " + a.reason);
   }
-  const Settings& S = current_settings();
-  const int k = int(S.integer("NODEBENCH_DP_ACCUMULATION"));
-  const size_t bucket_bytes = size_t(S.number("NODEBENCH_DP_BUCKET_MIB") * 1048576.0);
   const auto steps = topo::sweep_subsets(distance_matrix(ctx.nvml(), ctx.gpus()));
-  const int all = int(ctx.gpus().size());
-  train::StepConfig cfg;
-  cfg.prec = &P;
-  cfg.nhwc = pt.layout == "nhwc";
-  cfg.batch = pt.batch;
-  cfg.loss_scale = train::default_loss_scale(P);
-  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
-  std::vector<int> devices;
-  std::vector<std::string> models;
-  for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index), models.push_back(g->name);
-  std::optional<train_dp::Engine> eng;
-  try {
-    eng.emplace(cfg, devices, models, bucket_bytes, k);
-    eng->setup();
-  } catch (const train::OutOfMemory& e) {
-    ctx.skip(e.message(), ReasonKind::oom);
-  } catch (const CudaError& e) {
-    if (!e.out_of_memory()) throw;
-    (void)cudaGetLastError();
-    ctx.skip(std::string("out of memory: ") + e.what(), ReasonKind::oom);
-  }
-  // The 1-GPU figure: the first GPU alone, compute only.
-  eng->run({0}, {}, 1);
-  const Measurement one = sample_until_stop(ctx.config(), [&] { return eng->run({0}, {}, kStepsPerSample); });
-  const double one_s = median_s(one);
-  ctx.extra_params()["accumulation"] = k;
-  for (const auto& step : steps) {
-    if (quick && step.count != all) continue;
-    const auto t0 = std::chrono::steady_clock::now();
-    CasePart part;
-    part.name = train_dp::part_name(step.count);
-    std::vector<size_t> members;
-    std::vector<int> devs;
-    for (int i : step.members) members.push_back(size_t(i)), devs.push_back(devices[size_t(i)]);
-    part.params = {{"gpus", step.count}, {"members", devs}, {"accumulation", k}};
-    part.gpus = devs;
-    part.out.config = ctx.config();
-    part.out.details = nccl_facts();
-    part.out.details["mode"] = "single_process";
-    part.out.details["gradient_dtype"] = {{"weights", P.data == CUDNN_DATA_HALF ? "half" : "float"},
-                                          {"batch_norm_and_bias", "float"}};
-    part.out.details["reduction"] = "ncclAvg, in place, one ncclAllReduce per segment per bucket";
-    part.out.details["one_gpu_reference"] = {{"gpu", devices[0]}, {"note", "the first GPU alone, compute only"}};
-    part.out.details["exposed_comm_note"] =
-        "step_time_ms minus compute_step_ms (the same GPUs, all-reduce skipped); noise can make it slightly negative";
-    std::string key;
-    try {
-      if (step.count == 1) {
-        // One GPU: nothing to all-reduce; its step is the compute-only step.
-        const Measurement m = members == std::vector<size_t>{0}
-                                  ? one
-                                  : sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
-        fill_part(part, pt, 1, k, m, median_s(m), one_s, *eng, bucket_bytes);
-        part.out.details["note"] = "one GPU: no all-reduce";
-      } else {
-        nccl::Team& team = nccl::local_team(devs);
-        key = team.key;
-        std::vector<ncclComm_t> comms;
-        for (int d : devs)
-          for (const auto& mem : team.local)
-            if (mem.device == d) comms.push_back(mem.comm);
-        if (comms.size() != devs.size()) throw Error("the NCCL team does not hold every GPU of " + nccl::join(devs));
-        size_t failures = 0;
-        std::string first;
-        // Compute-only steps (the 1-GPU figure, earlier parts) moved each GPU on its own: the
-        // first GPU's optimizer state to every GPU of the part, then the checks.
-        eng->sync_state(members, comms);
-        json v = eng->verify_gradients(members, comms, failures, first);
-        eng->run(members, comms, 1);  // warm-up
-        const Measurement m = sample_until_stop(ctx.config(), [&] { return eng->run(members, comms, kStepsPerSample); });
-        v["parameters_after_timed_steps"] = eng->check_identical(members, failures, first);
-        const Measurement c = sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
-        fill_part(part, pt, step.count, k, m, median_s(c), one_s, *eng, bucket_bytes);
-        part.out.details["verification"] = v;
-        part.out.details["members"] = team.members;
-        if (failures) {
-          part.out.wrong = true;
-          part.out.wrong_reason = std::to_string(failures) + " checks failed; first: " + first;
-        }
-      }
-    } catch (const nccl::Hang& e) {
-      if (!key.empty()) nccl::drop_team(key);
-      set_outcome(part, e);
-    } catch (const train::OutOfMemory& e) {
-      part.status = Status::skipped;
-      part.reason = e.message();
-      part.reason_kind = ReasonKind::oom;
-    } catch (const std::exception& e) {
-      if (!key.empty()) nccl::drop_team(key);
-      set_outcome(part, e);
-    }
-    part.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ctx.add_part(std::move(part));
-  }
+  DpRun run(ctx, pt);
+  run.start();
+  for (const auto& step : steps)
+    if (!quick || step.count == int(ctx.gpus().size())) run.part(step);
 }
 
 #endif  // NB_HAVE_NCCL
 
 std::vector<Case> make_cases(Suite suite) {
-  std::vector<Case> out;
   // Not in the quick suite (the main job on every node) until the data-parallel step has run on a
-  // multi-GPU machine: `run --suite full --family train_dp` runs it.
-  if (suite == Suite::quick) return out;
+  // multi-GPU machine: `run --suite full --family train_dp` runs it. The accumulation is read when
+  // the cases are listed, before any case context exists.
+  if (suite == Suite::quick) return {};
   const bool quick = false;
-  for (const Point& pt : train_dp::points(!quick)) {
-    Case c;
-    c.family = "train_dp";
-    c.name = pt.name();
-    c.params = {{"precision", pt.precision}, {"layout", pt.layout}, {"batch", pt.batch},
-                {"accumulation", current_settings().integer("NODEBENCH_DP_ACCUMULATION")}};
-    c.multi_gpu = true;
-    c.min_gpus = quick ? 2 : 1;
+  return train_dp::axes(!quick)
+      .set("accumulation", current_settings().integer("NODEBENCH_DP_ACCUMULATION"))
+      .name("resnet50/{precision}/{layout}/{batch}")
+      .cases("train_dp", [quick](const AxisPoint& p, Case& c) {
+        c.multi_gpu = true;
+        c.min_gpus = quick ? 2 : 1;
 #if NB_HAVE_NCCL
-    c.run = [pt, quick](CaseContext& ctx) { run_dp_case(ctx, pt, quick); };
+        c.run = [pt = train_dp::point_of(p), quick](CaseContext& ctx) { run_dp_case(ctx, pt, quick); };
 #else
-    c.available = [](const GpuInfo&) {
-      return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
-    };
-    c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+        (void)p;
+        nccl::skip_without_nccl(c);
 #endif
-    out.push_back(std::move(c));
-  }
-  return out;
+      });
 }
 
 class TrainDpFamily : public Family {

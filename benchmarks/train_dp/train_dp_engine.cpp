@@ -34,12 +34,12 @@ void on_threads(Engine& e, const std::vector<size_t>& members, const std::functi
     if (x) std::rethrow_exception(x);
 }
 
-Engine::Engine(const train::StepConfig& cfg, const std::vector<int>& devices, const std::vector<std::string>& models,
-               size_t bucket_bytes, int accumulation)
-    : bucket_bytes_(bucket_bytes), k_(std::max(1, accumulation)) {
-  for (size_t i = 0; i < devices.size(); ++i) {
+Engine::Engine(const train::StepConfig& cfg, const std::vector<EngineGpu>& gpus, size_t bucket_bytes, int accumulation,
+               const nccl::Watchdog& watchdog)
+    : bucket_bytes_(bucket_bytes), k_(std::max(1, accumulation)), watchdog_(watchdog) {
+  for (size_t i = 0; i < gpus.size(); ++i) {
     auto w = std::make_unique<Worker>();
-    w->device = devices[i];
+    w->device = gpus[i].device;
     NB_CUDA(cudaSetDevice(w->device));
     w->s = std::make_unique<Stream>();
     w->comm = std::make_unique<Stream>();
@@ -47,7 +47,7 @@ Engine::Engine(const train::StepConfig& cfg, const std::vector<int>& devices, co
     w->end = std::make_unique<Event>();
     train::StepConfig c = cfg;
     c.data_seed = 7919 * uint64_t(i);
-    w->st = std::make_unique<train::TrainStep>(c, w->device, models[i], w->s->get());
+    w->st = std::make_unique<train::TrainStep>(c, gpus[i].libs, w->device, gpus[i].model, w->s->get());
     w_.push_back(std::move(w));
   }
 }
@@ -153,7 +153,7 @@ double Engine::run(const std::vector<size_t>& members, const std::vector<ncclCom
   });
   std::vector<cudaEvent_t> ev;
   for (size_t m : members) ev.push_back(w_[m]->end->get());
-  nccl::wait_events(ev, comms, "the data-parallel step");
+  nccl::wait_events(ev, comms, "the data-parallel step", watchdog_);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
 }
 
@@ -167,7 +167,7 @@ void Engine::sync_state(const std::vector<size_t>& members, const std::vector<nc
   });
   std::vector<cudaEvent_t> ev;
   for (size_t m : members) ev.push_back(w_[m]->end->get());
-  nccl::wait_events(ev, comms, "the broadcast of the optimizer state");
+  nccl::wait_events(ev, comms, "the broadcast of the optimizer state", watchdog_);
 }
 
 std::vector<size_t> Engine::sample_params() const {
@@ -200,7 +200,7 @@ json Engine::verify_gradients(const std::vector<size_t>& members, const std::vec
   });
   std::vector<cudaEvent_t> ev;
   for (size_t m : members) ev.push_back(w_[m]->end->get());
-  nccl::wait_events(ev, comms, "the data-parallel verification step");
+  nccl::wait_events(ev, comms, "the data-parallel verification step", watchdog_);
   // 3. Every GPU's reduced gradient against the host mean, and identical across GPUs.
   const double rel = half ? 2e-2 : 5e-3;
   json per = json::array();

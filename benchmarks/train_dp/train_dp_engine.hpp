@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/resources.hpp"
+#include "shared/nccl/nccl_team.hpp"
 #include "train_dp_plan.hpp"
 #include "shared/resnet50/train_step.hpp"
 
@@ -34,12 +35,21 @@ struct Worker {
   std::unique_ptr<Event> comm_done, end;
 };
 
+// A GPU of the engine: its CUDA index, its model (for the algorithm choice) and the session's
+// libraries of it (cudnn::libraries).
+struct EngineGpu {
+  int device = 0;
+  std::string model;
+  cudnn::Libraries libs;
+};
+
 class Engine {
  public:
-  // One worker per GPU of `devices`, GPU i's batch seeded with data_seed i (identical initial
-  // weights everywhere, different images).
-  Engine(const train::StepConfig& cfg, const std::vector<int>& devices, const std::vector<std::string>& models,
-         size_t bucket_bytes, int accumulation);
+  // One worker per GPU of `gpus`, GPU i's batch seeded with data_seed i (identical initial
+  // weights everywhere, different images); `watchdog`: how long a step may take before its
+  // communicators are taken for hung.
+  Engine(const train::StepConfig& cfg, const std::vector<EngineGpu>& gpus, size_t bucket_bytes, int accumulation,
+         const nccl::Watchdog& watchdog = {});
   ~Engine();
   // Sets every step up at once (a thread per GPU); throws train::OutOfMemory or the first error.
   void setup();
@@ -69,6 +79,7 @@ class Engine {
   std::vector<BucketRange> ranges_;
   size_t bucket_bytes_ = 0, grad_bytes_ = 0;
   int k_ = 1;
+  nccl::Watchdog watchdog_;
 };
 
 // Runs f(j) on one thread per j in [0, n) with the device of worker members[j] current; throws

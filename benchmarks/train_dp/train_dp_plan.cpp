@@ -79,12 +79,21 @@ double images_per_s(int n, int64_t batch, int k, double step_s) {
 
 std::string Point::name() const { return "resnet50/" + precision + "/" + layout + "/b" + std::to_string(batch); }
 
+Axes axes(bool full) {
+  Axes a;
+  if (!full) return a.add_string("precision", {"fp16"}).add_string("layout", {"nhwc"}).add_int64("batch", {32}, "b");
+  a.add_values("series", {{{{"precision", "fp16"}, {"layout", "nhwc"}}, "fp16/nhwc"},
+                          {{{"precision", "fp16"}, {"layout", "nchw"}}, "fp16/nchw"},
+                          {{{"precision", "tf32"}, {"layout", "nhwc"}}, "tf32/nhwc"},
+                          {{{"precision", "fp32"}, {"layout", "nchw"}}, "fp32/nchw"}});
+  return a.add_int64("batch", {32, 64, 128, 256}, "b");
+}
+
+Point point_of(const AxisPoint& p) { return {p.str("precision"), p.str("layout"), p.int64("batch")}; }
+
 std::vector<Point> points(bool full) {
-  if (!full) return {{"fp16", "nhwc", 32}};
   std::vector<Point> out;
-  const std::pair<const char*, const char*> series[] = {{"fp16", "nhwc"}, {"fp16", "nchw"}, {"tf32", "nhwc"}, {"fp32", "nchw"}};
-  for (const auto& [p, l] : series)
-    for (int64_t b : {32, 64, 128, 256}) out.push_back({p, l, b});
+  for (const AxisPoint& p : axes(full).points()) out.push_back(point_of(p));
   return out;
 }
 

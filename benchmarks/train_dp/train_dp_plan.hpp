@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/benchmark.hpp"
+
 namespace nb::train_dp {
 
 // A bucket: the parameters [first, end) by index. Buckets are filled in backward order (the
@@ -53,7 +55,10 @@ struct Point {
   std::string name() const;  // resnet50/<precision>/<layout>/b<batch>
 };
 // quick: fp16/nhwc b32 (all GPUs only); full: fp16 nhwc and nchw, tf32 nhwc, fp32 nchw, each
-// at per-GPU batch 32, 64, 128, 256 (every GPU count of the sweep).
+// at per-GPU batch 32, 64, 128, 256 (every GPU count of the sweep). The cases' axes (params
+// precision, layout, batch; their points named as Point::name), and the points as Points.
+Axes axes(bool full);
+Point point_of(const AxisPoint& p);
 std::vector<Point> points(bool full);
 std::string part_name(int gpus);  // g<gpus>
 std::string record_id(const Point& p, int gpus);

@@ -306,9 +306,4 @@ json AlgoCache::summary() const {
           {"search_again", search_again_}};
 }
 
-AlgoCache& global_algo_cache() {
-  static AlgoCache cache;
-  return cache;
-}
-
 }  // namespace nb

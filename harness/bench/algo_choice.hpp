@@ -139,9 +139,6 @@ class AlgoCache {
   bool search_again_ = false;
 };
 
-// The process's cache, used by the cuDNN and cuBLASLt choices.
-AlgoCache& global_algo_cache();
-
 // UTC now as ISO 8601 ("2026-12-01T08:00:00Z").
 std::string utc_now_iso();
 

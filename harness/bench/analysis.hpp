@@ -1,5 +1,12 @@
-// Findings derived from a run's records: the FP16-versus-FP32 verdict.
+// Generic helpers of the analyses families declare (bench/benchmark.hpp: Analysis): which GPU a
+// record ran on, the GPUs of a result, their labels, the best value of a metric.
 #pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -8,14 +15,10 @@
 
 namespace nb {
 
-// For each GPU: a table of FP16/FP32 speedups (peak kernels, GEMM, and convolution when
-// present) and a verdict: mixed precision "pays" when the best practical speedup (GEMM, else
-// convolution, else the peak kernels) is at least 1.5x; otherwise "does_not_pay", and when
-// INT8 runs at least 2x FP32 (DP4A on sm_61) the recommendation names INT8 for inference.
-// `gpus`: index and compute capability of each GPU, as in the environment.
-// Under MPI a brief also names its `host` and `rank`: GPU 0 of two hosts (or of two ranks with
-// their own CUDA_VISIBLE_DEVICES) are different GPUs, and a record belongs to a brief only when
-// its `rank`/`host` match too. Without them (one process) the GPU index alone identifies it.
+// A GPU of the run. Under MPI a brief also names its `host` and `rank`: GPU 0 of two hosts (or
+// of two ranks with their own CUDA_VISIBLE_DEVICES) are different GPUs, and a record belongs to
+// a brief only when its `rank`/`host` match too. Without them (one process) the GPU index alone
+// identifies it.
 struct GpuBrief {
   int index = 0;
   std::string name;
@@ -23,7 +26,6 @@ struct GpuBrief {
   std::string host;  // empty: any (one process)
   int rank = -1;     // -1: any (one process)
 };
-nlohmann::json fp16_vs_fp32(const nlohmann::json& records, const std::vector<GpuBrief>& gpus);
 
 // Whether a single-GPU record ran on this GPU (index, and rank and host where the brief has them).
 bool record_on(const nlohmann::json& record, const GpuBrief& g);
@@ -36,17 +38,40 @@ std::vector<GpuBrief> gpu_briefs(const nlohmann::json& environment, const std::v
 // "gpu0", or "rank 1 (hostB) gpu0" for a brief or an analysis entry with rank and host.
 std::string where_label(const nlohmann::json& entry);
 
-// One line per GPU for the console.
-std::vector<std::string> fp16_verdict_lines(const nlohmann::json& analysis);
+// The largest finite value among the ok records on `g` that `pred` accepts, of the first of
+// `metrics` a record has (e.g. {"tflops", "tops"}); NaN when none.
+double best_metric(const nlohmann::json& records, const GpuBrief& g, const std::vector<std::string>& metrics,
+                   const std::function<bool(const nlohmann::json& record)>& pred);
 
-}  // namespace nb
+// Whether a record was skipped because it did not fit (reason_kind oom or smaller_oom; files
+// written before reason_kind existed said so only in the reason's text).
+bool skipped_for_memory(const nlohmann::json& record);
 
-namespace nb {
-// Per GPU (host, rank and index: records of GPU 0 on two hosts are two series), precision and
-// layout, from the conv family's network records: the smallest batch
-// whose training throughput reaches `plateau_share` (95%) of the best measured and whose
-// measured memory stays at most `memory_fraction` of the device.
-nlohmann::json batch_recommendation(const nlohmann::json& records, double memory_fraction,
-                                    double plateau_share = 0.95);
-std::vector<std::string> batch_recommendation_lines(const nlohmann::json& analysis);
+// The measured points of batch sweeps by series (a family's key: GPU, precision, layout, ...):
+// each ok record's throughput and memory, and the smallest batch skipped for memory; a series
+// with only skipped batches has no point but is listed. Points come sorted by batch (sorted()).
+struct BatchPoint {
+  int64_t batch = 0;
+  double images_per_s = 0, memory_fraction = 0, memory_bytes = 0;
+};
+template <class Key>
+struct BatchSeries {
+  std::map<Key, std::vector<BatchPoint>> points;
+  std::map<Key, int64_t> smallest_oom;
+  void add(const Key& key, const BatchPoint& p) { points[key].push_back(p); }
+  void add_out_of_memory(const Key& key, int64_t batch) {
+    auto& o = smallest_oom[key];
+    if (o == 0 || batch < o) o = batch;
+    points[key];
+  }
+  std::optional<int64_t> oom(const Key& key) const {
+    const auto it = smallest_oom.find(key);
+    return it == smallest_oom.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  static std::vector<BatchPoint> sorted(std::vector<BatchPoint> pts) {
+    std::sort(pts.begin(), pts.end(), [](const BatchPoint& a, const BatchPoint& b) { return a.batch < b.batch; });
+    return pts;
+  }
+};
+
 }  // namespace nb

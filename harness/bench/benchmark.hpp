@@ -7,6 +7,7 @@
 // record. A case that cannot run calls ctx.skip(reason); a wrong result calls ctx.wrong(why).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,14 +75,22 @@ struct Case {
 };
 
 // A case builder from declared axes (as nvbench's add_int64_axis / add_string_axis): the cases
-// are the cartesian product of the axes in declaration order (the last varies fastest); a case's
-// name is its values joined by '/', its params the axis values, so families stop hand-building
-// names in nested loops.
+// are the cartesian product of the axes in declaration order (the last varies fastest), less the
+// points `where` drops; a case's params are what its axis values set, its name the labels of its
+// values joined by '/' (or a template, name()), so that families declare their cases instead of
+// building names and params in nested loops. A suite of several such sets is their cases one
+// after the other (append_cases).
+struct AxisValue {
+  nlohmann::json params = nlohmann::json::object();  // what the value sets: one param or several
+  std::string label;                                  // its part of the case name ("": none)
+};
 struct AxisPoint {
   nlohmann::json params = nlohmann::json::object();
+  std::map<std::string, std::string> labels;  // by axis
   std::string name;
-  int64_t int64(const std::string& axis) const { return params.at(axis).get<int64_t>(); }
-  std::string str(const std::string& axis) const { return params.at(axis).get<std::string>(); }
+  int64_t int64(const std::string& param) const { return params.at(param).get<int64_t>(); }
+  std::string str(const std::string& param) const { return params.at(param).get<std::string>(); }
+  bool has(const std::string& param) const { return params.contains(param); }
 };
 class Axes {
  public:
@@ -90,6 +99,17 @@ class Axes {
   Axes& add_int64(const std::string& name, const std::vector<int64_t>& values, const std::string& prefix = "");
   // Byte counts, named 8B, 64KiB, 1MiB, 4GiB.
   Axes& add_bytes(const std::string& name, const std::vector<int64_t>& values);
+  // An axis whose values each set one or more params (a shape sets m, n and k) and carry their
+  // own label; `name` names the axis (for the template), not a param.
+  Axes& add_values(const std::string& name, const std::vector<AxisValue>& values);
+  // A param every point has, not part of the name.
+  Axes& set(const std::string& param, nlohmann::json value);
+  // Keeps only the points `keep` accepts (called with the point's params and labels).
+  Axes& where(std::function<bool(const AxisPoint&)> keep);
+  // The case name from a template: "{x}" is the label of axis x, or where no axis named x has a
+  // label (a param set()) the value of param x (e.g. "layer/{layer}/{precision}/b{batch}"). Default: every non-empty label
+  // in declaration order, joined by '/'. An unknown name throws nb::Error.
+  Axes& name(std::string tmpl);
   std::vector<AxisPoint> points() const;
   // One case per point with family, name and params set; `fill` sets the rest (run, available...).
   std::vector<Case> cases(const std::string& family, const std::function<void(const AxisPoint&, Case&)>& fill) const;
@@ -97,11 +117,15 @@ class Axes {
  private:
   struct Axis {
     std::string name;
-    std::vector<nlohmann::json> values;
-    std::vector<std::string> labels;
+    std::vector<AxisValue> values;
   };
+  std::string name_of(const AxisPoint& p) const;
   std::vector<Axis> axes_;
+  std::vector<std::function<bool(const AxisPoint&)>> keep_;
+  std::string template_;
 };
+// Appends `more` to `out` (the cases of a suite declared as several products).
+void append_cases(std::vector<Case>& out, std::vector<Case> more);
 std::string bytes_label(int64_t bytes);
 
 // A validation check a family declares (docs/VALIDATE.md), so that what the family knows lives in
@@ -143,6 +167,25 @@ struct ValidationCheck {
   // The value in the threshold's unit, and `how` it was read; nullopt when it cannot be judged.
   std::function<std::optional<double>(const nlohmann::json& record, const CheckInput& in, std::string& how)> value;
   std::function<std::vector<Judgement>(const NodeCheckInput& in)> node;
+  // A node check whose thresholds are chosen per link class: the keys' prefix, e.g. "p2p." for
+  // p2p.nvlink, p2p.pcie, p2p.sys (a lowercase word after it); empty: its one key is `id`.
+  std::string keys_prefix;
+  // Whether `key` is a threshold key of this check.
+  bool has_key(const std::string& key) const;
+};
+
+// A family's threshold keys (docs/VALIDATE.md): its benchmarks/<family>/thresholds.json, the
+// defaults and per-model overrides of its checks' keys in the format of the core's
+// harness/profiles/thresholds.json, built into the binary with the family (nb_family THRESHOLDS,
+// cmake/NodebenchLayers.cmake) and merged over the core file by the threshold loader.
+struct ThresholdFragment {
+  std::string family;
+  std::string origin;  // the file it was built from, e.g. benchmarks/gemm/thresholds.json
+  const char* json = nullptr;
+};
+std::vector<ThresholdFragment>& threshold_fragments();
+struct ThresholdsRegistrar {
+  explicit ThresholdsRegistrar(ThresholdFragment f) { threshold_fragments().push_back(std::move(f)); }
 };
 
 class Family {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <type_traits>
 #include <typeindex>
 #include <utility>
 #include <vector>
@@ -26,7 +28,10 @@ class ResourceStore {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     for (auto& [type, ptr] : items_)
       if (type == std::type_index(typeid(T))) return *static_cast<T*>(ptr.get());
-    std::unique_ptr<T> made = make ? make() : std::make_unique<T>();
+    std::unique_ptr<T> made;
+    if (make) made = make();
+    else if constexpr (std::is_default_constructible_v<T>) made = std::make_unique<T>();
+    else throw std::logic_error("ResourceStore: no way to make an item that is not default-constructible");
     T& ref = *made;
     items_.emplace_back(std::type_index(typeid(T)), std::shared_ptr<void>(made.release(), [](void* p) {
                           delete static_cast<T*>(p);

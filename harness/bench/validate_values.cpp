@@ -25,11 +25,6 @@ ValidationCheck gpu_check(std::string id, std::string what, std::string fix, int
   return c;
 }
 
-bool record_on_gpu(const json& r, int g) {
-  return r.contains("gpus") && r["gpus"].is_array() && r["gpus"].size() == 1 && r["gpus"][0].is_number() &&
-         r["gpus"][0].get<int>() == g;
-}
-
 const json* environment_gpu(const json& env, int index) {
   if (!env.is_object() || !env.contains("gpus") || !env["gpus"].is_array()) return nullptr;
   for (const auto& g : env["gpus"])
@@ -79,6 +74,29 @@ std::optional<double> max_link_gbps(const json& env, int index, const json* reco
   }
   if (!gen || !width) return std::nullopt;
   return pcie_gbps(*gen, *width);
+}
+
+std::optional<double> slowest_link_gbps(const json& env, const std::vector<int>& gpus, bool every) {
+  std::optional<double> slowest;
+  for (int g : gpus) {
+    const std::optional<double> l = max_link_gbps(env, g);
+    if (!l && every) return std::nullopt;
+    if (l) slowest = slowest ? std::min(*slowest, *l) : *l;
+  }
+  return slowest;
+}
+
+std::optional<double> rate_against_link(double gbps, const std::string& unit, std::optional<double> link,
+                                        const std::string& prefix, const std::string& link_note,
+                                        const std::string& link_class, std::string& how) {
+  if (!std::isfinite(gbps)) return std::nullopt;
+  if (unit == "percent_of_link") {
+    if (!link || *link <= 0) return std::nullopt;
+    how = prefix + fmt(gbps, 1) + " GB/s of " + fmt(*link, 1) + " GB/s (" + link_note + "), link " + link_class;
+    return 100.0 * gbps / *link;
+  }
+  how = prefix + fmt(gbps, 1) + " GB/s, link " + link_class;
+  return gbps;
 }
 
 std::string link_class(const json& doc, const json& rec, const std::vector<int>& members) {

@@ -17,8 +17,6 @@ namespace nb {
 // built" from `required_level` (0: never).
 ValidationCheck gpu_check(std::string id, std::string what, std::string fix, int required_level = 0);
 
-// Whether the record ran on exactly this one GPU.
-bool record_on_gpu(const nlohmann::json& r, int gpu);
 // The environment's entry of the GPU with this CUDA index, or null.
 const nlohmann::json* environment_gpu(const nlohmann::json& env, int index);
 // The record with the largest params.bytes among those `pred` accepts (records without bytes
@@ -30,6 +28,15 @@ std::optional<double> percent_of_peak_value(const nlohmann::json& r, std::string
 // The per-direction PCIe rate of a GPU's maximum link (so that a link trained down shows), from
 // the environment, else from the record's details.link.
 std::optional<double> max_link_gbps(const nlohmann::json& env, int index, const nlohmann::json* record = nullptr);
+// The slowest of the GPUs' maximum PCIe links (max_link_gbps); with `every`, nullopt unless every
+// GPU's is known, else from those known (nullopt when none is).
+std::optional<double> slowest_link_gbps(const nlohmann::json& env, const std::vector<int>& gpus, bool every);
+// A rate judged by a link-class threshold: in percent of `link` (GB/s; nullopt: not judged) when
+// the threshold's unit is percent_of_link, else in GB/s. `how`: `prefix`, the rate, what the link
+// is (`link_note`) and its class.
+std::optional<double> rate_against_link(double gbps, const std::string& unit, std::optional<double> link,
+                                        const std::string& prefix, const std::string& link_note,
+                                        const std::string& link_class, std::string& how);
 // The link class a peer or collective threshold is chosen by: "nvlink", "sys" (across CPU
 // sockets) or "pcie". From the record's params.link, else from the p2p family's
 // analysis.p2p.link_type matrix (NVLink, PIX, PXB, PHB, NODE, SYS) over the GPUs involved: NVLink

@@ -3,6 +3,7 @@
 #include "run/session.hpp"
 #include "base/text.hpp"
 #include "base/json_fields.hpp"
+#include "bench/analysis.hpp"
 #include "bench/validate_values.hpp"
 
 #include <unistd.h>
@@ -37,20 +38,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The check ids validate judges: its own (GEMM, memory, host link, peer copies and all-reduce by
-// link class) and those the families declare (Family::validation_checks()).
+// The check ids validate judges are those the families declare (Family::validation_checks()):
+// a check's id, or for a check per link class its prefix and a lowercase word.
 bool known_check_id(const std::string& id) {
-  static const char* const kFixed[] = {"gemm.fp32", "memory.copy", "memory.triad", "hostlink.h2d", "hostlink.d2h"};
-  for (const char* k : kFixed)
-    if (id == k) return true;
-  for (const std::string prefix : {"p2p.", "nccl.all_reduce."})
-    if (id.size() > prefix.size() && id.compare(0, prefix.size(), prefix) == 0 &&
-        id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_", prefix.size()) == std::string::npos)
-      return true;
   for (const auto& f : family_registry())
     for (const ValidationCheck& vc : f->validation_checks())
-      if (vc.id == id) return true;
+      if (vc.has_key(id)) return true;
   return false;
+}
+
+std::string known_check_ids() {
+  std::vector<std::string> ids;
+  for (const auto& f : family_registry())
+    for (const ValidationCheck& vc : f->validation_checks()) ids.push_back(vc.keys_prefix.empty() ? vc.id : vc.keys_prefix + "<link>");
+  return ids.empty() ? "none: no family of this build declares a check" : join(ids, ", ");
 }
 
 void check_entries(const json& entries, const std::string& where, bool need_unit) {
@@ -58,9 +59,8 @@ void check_entries(const json& entries, const std::string& where, bool need_unit
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     const json& e = it.value();
     if (!known_check_id(it.key()))
-      throw Error("thresholds: " + where + "." + it.key() + ": unknown check id '" + it.key() +
-                  "' (known: gemm.fp32, memory.copy, memory.triad, hostlink.h2d, hostlink.d2h, p2p.<link>, "
-                  "nccl.all_reduce.<link>, and the checks families declare)");
+      throw Error("thresholds: " + where + "." + it.key() + ": unknown check id '" + it.key() + "' (known: " +
+                  known_check_ids() + ")");
     if (!e.is_object() || !e.contains("min") || !e["min"].is_number())
       throw Error("thresholds: " + where + "." + it.key() + " needs a numeric 'min'");
     if (need_unit && (!e.contains("unit") || !e["unit"].is_string()))
@@ -143,36 +143,53 @@ std::string unit_text(const std::string& unit) {
 
 // ---- Thresholds --------------------------------------------------------------------------------
 
+// The core file, then each built family's fragment over it (a family's thresholds live in its
+// folder: benchmarks/<family>/thresholds.json).
 ThresholdDb ThresholdDb::builtin() {
-  return from_json(json::parse(kBuiltinThresholdsJson), "built-in harness/profiles/thresholds.json");
+  const std::string core = "harness/profiles/thresholds.json";
+  ThresholdDb db = from_json(json::parse(kBuiltinThresholdsJson), "built-in " + core);
+  std::vector<std::string> files{core};
+  for (const ThresholdFragment& f : threshold_fragments()) {
+    db.merge(json::parse(f.json), "built-in " + f.origin);
+    files.push_back(f.origin);
+  }
+  db.origin_ = "built-in (" + join(files, ", ") + ")";
+  return db;
 }
 
 ThresholdDb ThresholdDb::from_json(const json& j, const std::string& origin) {
   validate_doc(j);
   ThresholdDb db;
-  db.doc_ = {{"defaults", j.value("defaults", json::object())}, {"models", j.value("models", json::object())}};
+  db.doc_ = {{"defaults", json::object()}, {"models", json::object()}};
+  db.merge_entries(j, origin);
   db.origin_ = origin;
   return db;
 }
 
-void ThresholdDb::merge(const json& j, const std::string& origin) {
-  validate_doc(j, false);
-  for (const char* section : {"defaults", "models"}) {
-    if (!j.contains(section)) continue;
-    for (auto it = j[section].begin(); it != j[section].end(); ++it) {
-      json& dst = doc_[section][it.key()];
-      if (std::string(section) == "defaults") {
-        if (!dst.is_object()) dst = json::object();
-        dst.update(it.value());
-      } else {
-        if (!dst.is_object()) dst = json::object();
-        for (auto e = it.value().begin(); e != it.value().end(); ++e) {
-          if (!dst[e.key()].is_object()) dst[e.key()] = json::object();
-          dst[e.key()].update(e.value());
-        }
+// Entry by entry: the fields given replace those there; each entry touched is from `origin`.
+void ThresholdDb::merge_entries(const json& j, const std::string& origin) {
+  if (j.contains("defaults"))
+    for (auto it = j["defaults"].begin(); it != j["defaults"].end(); ++it) {
+      json& dst = doc_["defaults"][it.key()];
+      if (!dst.is_object()) dst = json::object();
+      dst.update(it.value());
+      entry_origin_["defaults|" + it.key()] = origin;
+    }
+  if (j.contains("models"))
+    for (auto it = j["models"].begin(); it != j["models"].end(); ++it) {
+      json& dst = doc_["models"][it.key()];
+      if (!dst.is_object()) dst = json::object();
+      for (auto e = it.value().begin(); e != it.value().end(); ++e) {
+        if (!dst[e.key()].is_object()) dst[e.key()] = json::object();
+        dst[e.key()].update(e.value());
+        entry_origin_["models|" + it.key() + "|" + e.key()] = origin;
       }
     }
-  }
+}
+
+void ThresholdDb::merge(const json& j, const std::string& origin) {
+  validate_doc(j, false);
+  merge_entries(j, origin);
   validate_doc(doc_);  // a new default without a unit
   origin_ += " + " + origin;
 }
@@ -197,7 +214,8 @@ std::optional<Threshold> ThresholdDb::get(const std::string& check, const std::s
   t.min = primary["min"].get<double>();
   t.unit = str_or(primary, "unit", def ? str_or(*def, "unit") : "");
   t.why = str_or(primary, "why", def ? str_or(*def, "why") : "");
-  t.source = (mod ? "model:" + model : std::string("defaults")) + " (" + origin_ + ")";
+  const auto from = entry_origin_.find(mod ? "models|" + model + "|" + check : "defaults|" + check);
+  t.source = (mod ? "model:" + model : std::string("defaults")) + " (" + (from != entry_origin_.end() ? from->second : origin_) + ")";
   if (t.unit.empty()) return std::nullopt;
   return t;
 }
@@ -354,7 +372,7 @@ std::vector<Check> judge_results(const json& doc, const ProfileChoice& profile, 
           continue;
         }
         const json* rec = largest_record(records, [&](const json& r) {
-          return str_or(r, "family") == f->name() && record_on_gpu(r, g) && (!vc.judges || vc.judges(r));
+          return str_or(r, "family") == f->name() && record_on(r, GpuBrief{g, "", 0, 0, "", -1}) && (!vc.judges || vc.judges(r));
         });
         const auto t = profile.db.get(vc.id, model_of(g));
         const CheckInput in{env, g, t ? t->unit : std::string()};

@@ -1,5 +1,6 @@
 // `nodebench validate`: doctor, then benchmarks chosen by level, each judged against the
-// thresholds of the GPU's model (harness/profiles/thresholds.json, overridable), with a verdict per
+// thresholds of the GPU's model (harness/profiles/thresholds.json with every family's
+// benchmarks/<family>/thresholds.json merged over it, overridable), with a verdict per
 // check and for the node; output as a table, the run's result file with `analysis.validation`,
 // JUnit XML and a Prometheus textfile. See docs/VALIDATE.md.
 #pragma once
@@ -39,8 +40,10 @@ class ThresholdDb {
   const std::string& origin() const { return origin_; }
 
  private:
+  void merge_entries(const nlohmann::json& j, const std::string& origin);
   nlohmann::json doc_;
   std::string origin_;
+  std::map<std::string, std::string> entry_origin_;  // the file each entry was last merged from
 };
 
 // What --profile resolves to: the thresholds and, per GPU, the model whose overrides apply
@@ -66,9 +69,8 @@ struct BenchPlan {
 };
 // Level 1: nothing. Level 2: from the quick suite, for each check the built families declare
 // (Family::validation_checks, in registry order) the largest case (params.bytes) its `runs_case`
-// accepts, where the level and GPU count reach the check's: today gemm/fp32/cublas/square_8192;
-// memory copy and triad; hostlink h2d and d2h, pinned, copy engine; with two GPUs or more, the
-// p2p one-way peer-enabled copy-engine bandwidth case. Level 3: every family, full suite.
+// accepts, where the level and GPU count reach the check's (docs/VALIDATE.md lists them).
+// Level 3: every family, full suite.
 // `missing`: registered families not in `built` whose checks the level requires. `built` and
 // `quick_cases` are parameters, so that the choice is tested without the registry's cases.
 BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, const std::vector<Case>& quick_cases,

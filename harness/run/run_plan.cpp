@@ -179,7 +179,7 @@ class PlanRun {
 
   RunOutcome run() {
     RunOutcome out;
-    AlgoCache& cache = global_algo_cache();  // moves to session.algo_cache() with the families (issue 22)
+    AlgoCache& cache = session_.algo_cache();
     cache.set_search_again(plan_.algo_search);
     if (!plan_.algo_cache_file.empty()) cache.load(plan_.algo_cache_file);  // checked while parsing: exit 2 there
     start();

@@ -47,6 +47,9 @@
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
 #   fresh-node   issue 25 (scripts/dev/fresh_node.sh): ctest -L gpu with jsonschema hidden, one-rank
 #                nccl records, the quick conv one-batch line, the build's --filter engine
+#   families     issue 22, the families' side: the GPU tests of what moved (the Session's handles,
+#                choices, NCCL teams and algorithm cache; cases from Axes; the analyses), then the
+#                quick suite on every GPU (families_quick.json), its records by family and analyses
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -60,7 +63,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node"
+ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -106,7 +109,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
                  [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
-                 [fresh-node]=300)
+                 [fresh-node]=300
+                 [families]=300)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -447,6 +451,34 @@ step_fresh_node() {  # scripts/dev/fresh_node.sh
   grep -E "nodebench: RE2" "$RAW/build.log" | tee -a "$OUT/session.log"
   bash scripts/dev/fresh_node.sh "$RAW" "$(tmo 420)" 2>&1 | tee -a "$OUT/session.log" || rc=1
   keep nccl_one_rank.json; keep conv_quick_one_batch.json
+  return $rc
+}
+
+step_families() {
+  local rc=0
+  local tests="gpu_session_resources|gpu_quick_gemm_small|gpu_quick_families_small|gpu_quick_nccl_p2p_small"
+  tests+="|gpu_p2p_loopback_one_gpu|gpu_train_gradients|gpu_train_dp_engine|gpu_validate_level2_passes"
+  timeout "$(tmo 420)" ctest --test-dir build -R "^($tests)\$" --output-on-failure > "$RAW/ctest-families.log" 2>&1 || rc=1
+  grep -E "Test +#|tests passed|tests failed" "$RAW/ctest-families.log" | tee -a "$OUT/session.log"
+  timeout "$(tmo 180)" build/nodebench run --suite quick --out-file "$RAW/families_quick.json" \
+    > "$RAW/families_quick.log" 2>&1 || rc=1
+  [ -f "$RAW/families_quick.json" ] || return 1
+  python3 - "$RAW/families_quick.json" <<'PY' | tee -a "$OUT/session.log"
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+n = collections.defaultdict(collections.Counter)
+for r in d["records"]:
+    n[r["family"]][r["status"]] += 1
+print(f"  quick suite: run_status {d['run_status']}, {len(d['records'])} records")
+print(f"  {'family':10s} {'ok':>4s} {'skipped':>8s} {'failed':>7s} {'wrong':>6s}")
+for f, c in sorted(n.items()):
+    print(f"  {f:10s} {c['ok']:4d} {c['skipped']:8d} {c['failed']:7d} {c['wrong']:6d}")
+for r in d["records"]:
+    if r["status"] in ("failed", "wrong"):
+        print(f"  {r['status']}: {r['id']}: {r['reason']}")
+print("  analyses:", ", ".join(sorted(d.get("analysis", {}))))
+PY
+  keep families_quick.json
   return $rc
 }
 

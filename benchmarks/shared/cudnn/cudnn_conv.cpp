@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/cublas_check.hpp"
 #include "bench/settings.hpp"
 #include "bench/algo_choice.hpp"
 #include "base/stats.hpp"
@@ -20,16 +21,59 @@ void check(cudnnStatus_t s, const char* expr, const char* file, int line) {
                                  std::to_string(line));
 }
 
-cudnnHandle_t handle_for(int device) {
-  static std::mutex mu;
-  static std::map<int, cudnnHandle_t> all;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = all.find(device);
-  if (it != all.end()) return it->second;
-  cudnnHandle_t h = nullptr;
-  NB_CUDNN(cudnnCreate(&h));
-  all[device] = h;
-  return h;
+Handles::Handles(int device) : device_(device) {
+  DeviceGuard g(device);
+  NB_CUDNN(cudnnCreate(&cudnn_));
+}
+
+Handles::~Handles() {
+  int previous = 0;
+  const bool had = cudaGetDevice(&previous) == cudaSuccess;
+  (void)cudaSetDevice(device_);
+  if (cublas_) (void)cublasDestroy(cublas_);
+  if (cudnn_) (void)cudnnDestroy(cudnn_);
+  if (had) (void)cudaSetDevice(previous);
+}
+
+cublasHandle_t Handles::cublas() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cublas_) {
+    DeviceGuard g(device_);
+    NB_CUBLAS(cublasCreate(&cublas_));
+  }
+  return cublas_;
+}
+
+namespace {
+
+// Every GPU's handles, in the session's store (a case of several GPUs needs each one's).
+class HandlesByDevice {
+ public:
+  Handles& on(int device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& h = all_[device];
+    if (!h) h = std::make_unique<Handles>(device);
+    return *h;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int, std::unique_ptr<Handles>> all_;
+};
+
+}  // namespace
+
+Libraries libraries(ResourceStore& session, AlgoCache& cache, const Settings& settings, int device) {
+  Libraries l;
+  l.handles = &session.get<HandlesByDevice>().on(device);
+  l.memo = &session.get<ChoiceMemo>();
+  l.cache = &cache;
+  l.workspace_cap = size_t(settings.integer("NODEBENCH_CUDNN_WORKSPACE_MIB")) << 20;
+  return l;
+}
+
+Libraries libraries(CaseContext& ctx, int device) {
+  return libraries(ctx.session_resources(), ctx.algo_cache(), ctx.settings(), device);
 }
 
 namespace {
@@ -112,11 +156,10 @@ std::string ConvDesc::key() const {
 // With 1 GiB, the H200 sweeps of 2026-11-29 lost the fast algorithms of the largest layers from
 // batch 512 up (ResNet-50's first convolution's filter gradient at batch 1024 fell back to
 // algorithm 0, 100x slower). 4 GiB is the default limit TensorFlow gives cuDNN.
-size_t find_workspace_limit() {
+size_t find_workspace_limit(const Libraries& libs) {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const size_t cap = size_t(current_settings().integer("NODEBENCH_CUDNN_WORKSPACE_MIB")) << 20;
-  return std::min<size_t>(cap, free_b / 4);
+  return std::min<size_t>(libs.workspace_cap, free_b / 4);
 }
 
 namespace {
@@ -188,15 +231,6 @@ std::vector<Candidate> search(cudnnHandle_t h, ConvDesc& c, Pass pass, const Con
 constexpr int kTrialBurst = 3;
 constexpr float kLargeMs = 2.0f;
 
-std::mutex& cache_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::map<std::string, AlgoChoice>& process_cache() {
-  static std::map<std::string, AlgoChoice> m;
-  return m;
-}
-
 // The candidate id of the generic choice: the algorithm first, then the math type, so that a full
 // tie goes to the lower algorithm number (cuDNN lists an algorithm once per math type).
 int candidate_id(int algo, cudnnMathType_t math) { return algo * 4 + int(math); }
@@ -220,78 +254,68 @@ std::string rejection(cudnnStatus_t st) {
          (st == CUDNN_STATUS_ALLOC_FAILED ? " (workspace larger than the search's)" : "");
 }
 
-}  // namespace
+// What one choice works on: the pass's descriptors and operands, the search workspace, the
+// stream, and the math type the descriptor is left with.
+struct Choosing {
+  cudnnHandle_t h;
+  ConvDesc& c;
+  Pass pass;
+  const ConvBuffers& b;
+  DeviceBuffer& ws;
+  cudaStream_t stream;
+  cudnnMathType_t requested;
+};
 
-// cuDNN's search times each algorithm once, cold, and ranks them unreliably: for the 3x3 64->64
-// FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM fifth, and in
-// ResNet-50 at batch 32 the chosen forward algorithm of some 1x1 layers flipped between runs
-// (16.5 us against 137 us). So every candidate it lists is checked to run at all (a listed
-// algorithm can fail with CUDNN_STATUS_BAD_PARAM) and then timed again warm here, in interleaved
-// rounds, and chosen by median with a tie margin (nb::choose_by_timing). A choice is kept for the
-// process and in the algorithm cache (--algo-cache), whose entry is used instead of a search.
-AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
-                       cudaStream_t stream, const std::string& gpu_model) {
-  const std::string library = "cudnn-" + std::to_string(cudnnGetVersion());
-  const std::string key = gpu_model + "|" + library + "|" + c.key() + "|" + pass_name(pass);
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex());
-    auto it = process_cache().find(key);
-    if (it != process_cache().end()) {
-      AlgoChoice ch = it->second;
-      ch.from_cache = true;
-      if (ch.source == "search") ch.source = "process";
-      return ch;
-    }
-  }
-  const cudnnMathType_t requested = c.prec().math;
-  NB_CUDNN(cudnnSetStream(h, stream));
-  AlgoChoice ch;
-  const AlgoCacheKey ckey{library, gpu_model, c.key(), pass_name(pass)};
+// The algorithm cache's entry for the key, when it still runs here with the search's workspace
+// (else the search runs as if there were no entry; the trial row says why).
+bool from_cache(const Choosing& x, AlgoCache& cache, const AlgoCacheKey& ckey, AlgoChoice& ch) {
   bool from_file = false;
-  if (std::optional<AlgoCacheEntry> e = global_algo_cache().get(ckey, &from_file)) {
-    // A cached choice is used when it still runs here with the search's workspace; otherwise the
-    // search runs as if there were no entry.
-    size_t need = 0;
-    const cudnnStatus_t st =
-        runs_here(h, c, pass, e->algo, cudnnMathType_t(e->extra), size_t(e->workspace), b, ws, stream, need);
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-    json row = {{"algo", e->algo}, {"math_type", e->extra}, {"workspace_bytes", need}, {"median_us", e->median_s * 1e6},
-                {"chosen_at", e->chosen_at}};
-    if (st == CUDNN_STATUS_SUCCESS) {
-      ch.algo = e->algo;
-      ch.math = cudnnMathType_t(e->extra);
-      ch.workspace = need;
-      ch.trial_us = e->median_s * 1e6;
-      ch.from_cache = true;
-      ch.source = from_file ? "file" : "process";
-      row["trial"] = "from the algorithm cache";
-      row["chosen"] = true;
-      ch.trials.push_back(row);
-      std::lock_guard<std::mutex> lock(cache_mutex());
-      process_cache().emplace(key, ch);
-      return ch;
-    }
+  const std::optional<AlgoCacheEntry> e = cache.get(ckey, &from_file);
+  if (!e) return false;
+  size_t need = 0;
+  const cudnnStatus_t st =
+      runs_here(x.h, x.c, x.pass, e->algo, cudnnMathType_t(e->extra), size_t(e->workspace), x.b, x.ws, x.stream, need);
+  NB_CUDNN(cudnnSetConvolutionMathType(x.c.conv, x.requested));
+  json row = {{"algo", e->algo}, {"math_type", e->extra}, {"workspace_bytes", need}, {"median_us", e->median_s * 1e6},
+              {"chosen_at", e->chosen_at}};
+  if (st != CUDNN_STATUS_SUCCESS) {
     row["trial"] = "from the algorithm cache, " + rejection(st) + ": searched again";
     ch.trials.push_back(row);
+    return false;
   }
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
+  ch.algo = e->algo;
+  ch.math = cudnnMathType_t(e->extra);
+  ch.workspace = need;
+  ch.trial_us = e->median_s * 1e6;
+  ch.from_cache = true;
+  ch.source = from_file ? "file" : "process";
+  row["trial"] = "from the algorithm cache";
+  row["chosen"] = true;
+  ch.trials.push_back(row);
+  return true;
+}
+
+// A candidate of cuDNN's search that runs here, with the workspace it needs and its trial row.
+struct Live {
+  Candidate cand;
+  size_t workspace;
+  size_t row;
+};
+
+// cuDNN's search, and each candidate it lists checked to run at all; by candidate id.
+std::map<int, Live> live_candidates(const Choosing& x, AlgoChoice& ch, std::vector<AlgoCandidate>& generic, bool& large) {
   int returned = 0;
-  const std::vector<Candidate> cands = search(h, c, pass, b, ws, returned);
+  const std::vector<Candidate> cands = search(x.h, x.c, x.pass, x.b, x.ws, returned);
   ch.candidates = returned;
-  struct Live {
-    Candidate cand;
-    size_t workspace;
-    size_t row;
-  };
-  std::map<int, Live> live;  // by candidate id
-  std::vector<AlgoCandidate> generic;
+  large = !cands.empty() && cands.front().find_ms > kLargeMs;
+  std::map<int, Live> live;
   for (const Candidate& cand : cands) {
     json row = {{"algo", cand.algo}, {"math_type", int(cand.math)}, {"cudnn_ms", cand.find_ms},
                 {"workspace_bytes", cand.memory}};
     const int id = candidate_id(cand.algo, cand.math);
     if (live.count(id)) continue;  // listed twice: timed once
     size_t need = 0;
-    const cudnnStatus_t st = runs_here(h, c, pass, cand.algo, cand.math, cand.memory, b, ws, stream, need);
+    const cudnnStatus_t st = runs_here(x.h, x.c, x.pass, cand.algo, cand.math, cand.memory, x.b, x.ws, x.stream, need);
     if (st == CUDNN_STATUS_SUCCESS) {
       row["workspace_bytes"] = need;
       live.emplace(id, Live{cand, need, ch.trials.size()});
@@ -301,13 +325,15 @@ AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffer
     }
     ch.trials.push_back(row);
   }
-  if (live.empty()) {
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-    throw Error("cuDNN found no working algorithm for " + c.key() + " " + pass_name(pass) + ": " + ch.trials.dump());
-  }
+  return live;
+}
+
+// Times the live candidates (nb::choose_by_timing) and records the choice in `ch`; returns the
+// chosen one's median in seconds.
+double time_and_choose(const Choosing& x, const std::map<int, Live>& live, const std::vector<AlgoCandidate>& generic,
+                       bool large, AlgoChoice& ch) {
   Event e0, e1;
   StreamHold hold;
-  const bool large = !cands.empty() && cands.front().find_ms > kLargeMs;
   const int burst = large ? 1 : kTrialBurst;
   // Each candidate is timed as the cases measure it: queued behind a blocking kernel, so that the
   // host's cost of issuing the call stays out. Timed back to back from the host instead, the
@@ -315,14 +341,14 @@ AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffer
   // call in the choice against 15-21 us in the case (H200), and the choice flipped between runs.
   auto time_one = [&](const AlgoCandidate& a) {
     const Live& t = live.at(a.id);
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, t.cand.math));
-    NB_CUDNN(try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace));  // untimed: its data back in L2
-    hold.hold(stream);
-    e0.record(stream);
+    NB_CUDNN(cudnnSetConvolutionMathType(x.c.conv, t.cand.math));
+    NB_CUDNN(try_pass(x.h, x.c, x.pass, t.cand.algo, x.b, x.ws.get(), t.workspace));  // untimed: its data back in L2
+    hold.hold(x.stream);
+    e0.record(x.stream);
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     for (int i = 0; i < burst && st == CUDNN_STATUS_SUCCESS; ++i)
-      st = try_pass(h, c, pass, t.cand.algo, b, ws.get(), t.workspace);
-    e1.record(stream);
+      st = try_pass(x.h, x.c, x.pass, t.cand.algo, x.b, x.ws.get(), t.workspace);
+    e1.record(x.stream);
     hold.release();  // released before any error is thrown, so the stream is never left held
     NB_CUDNN(st);
     NB_CUDA(cudaEventSynchronize(e1.get()));
@@ -333,7 +359,7 @@ AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffer
   try {
     out = choose_by_timing(generic, time_one, rules);
   } catch (...) {
-    cudnnSetConvolutionMathType(c.conv, requested);
+    cudnnSetConvolutionMathType(x.c.conv, x.requested);
     throw;
   }
   for (const CandidateTiming& t : out.timings) {
@@ -354,11 +380,55 @@ AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffer
   ch.trial_us = out.best().median_s * 1e6;
   ch.rounds = out.rounds;
   ch.source = "search";
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, requested));
-  global_algo_cache().put(ckey, {ch.algo, int64_t(ch.math), uint64_t(ch.workspace), out.best().median_s, ""});
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  process_cache().emplace(key, ch);
-  return ch;
+  return out.best().median_s;
+}
+
+}  // namespace
+
+// cuDNN's search times each algorithm once, cold, and ranks them unreliably: for the 3x3 64->64
+// FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM fifth, and in
+// ResNet-50 at batch 32 the chosen forward algorithm of some 1x1 layers flipped between runs
+// (16.5 us against 137 us). So every candidate it lists is checked to run at all (a listed
+// algorithm can fail with CUDNN_STATUS_BAD_PARAM) and then timed again warm here, in interleaved
+// rounds, and chosen by median with a tie margin (nb::choose_by_timing). A choice is kept in the
+// session's memo and in the algorithm cache (--algo-cache), whose entry is used instead of a search.
+AlgoChoice choose_algo(const Libraries& libs, ConvDesc& c, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
+                       cudaStream_t stream, const std::string& gpu_model) {
+  ChoiceMemo& memo = *libs.memo;
+  const std::string library = "cudnn-" + std::to_string(cudnnGetVersion());
+  const std::string key = gpu_model + "|" + library + "|" + c.key() + "|" + pass_name(pass);
+  {
+    std::lock_guard<std::mutex> lock(memo.mu);
+    auto it = memo.choices.find(key);
+    if (it != memo.choices.end()) {
+      AlgoChoice ch = it->second;
+      ch.from_cache = true;
+      if (ch.source == "search") ch.source = "process";
+      return ch;
+    }
+  }
+  const Choosing x{libs.cudnn(), c, pass, b, ws, stream, c.prec().math};
+  NB_CUDNN(cudnnSetStream(x.h, stream));
+  AlgoChoice ch;
+  const AlgoCacheKey ckey{library, gpu_model, c.key(), pass_name(pass)};
+  auto keep = [&] {
+    std::lock_guard<std::mutex> lock(memo.mu);
+    memo.choices.emplace(key, ch);
+    return ch;
+  };
+  if (from_cache(x, *libs.cache, ckey, ch)) return keep();
+  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
+  std::vector<AlgoCandidate> generic;
+  bool large = false;
+  const std::map<int, Live> live = live_candidates(x, ch, generic, large);
+  if (live.empty()) {
+    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
+    throw Error("cuDNN found no working algorithm for " + c.key() + " " + pass_name(pass) + ": " + ch.trials.dump());
+  }
+  const double median_s = time_and_choose(x, live, generic, large, ch);
+  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
+  libs.cache->put(ckey, {ch.algo, int64_t(ch.math), uint64_t(ch.workspace), median_s, ""});
+  return keep();
 }
 
 void run_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, const AlgoChoice& ch, const ConvBuffers& b, void* ws,

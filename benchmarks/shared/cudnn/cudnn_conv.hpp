@@ -1,11 +1,15 @@
 // cuDNN convolution plumbing shared by the families that run convolutions (conv: one layer or the
-// network's convolutions; train: the whole ResNet-50 training step): the cuDNN handle per GPU,
-// precisions, descriptors of one convolution, the algorithm choice of each pass and running a pass.
+// network's convolutions; train and train_dp: the whole ResNet-50 training step): the library
+// handles of each GPU and the choices of the session (kept by the Session), precisions,
+// descriptors of one convolution, the algorithm choice of each pass and running a pass.
 // Uses cuDNN's convolution API (cudnnFind*AlgorithmEx / cudnnConvolution*), which every cuDNN 9
 // carries, from 9.0..9.10 (the last with Pascal) to today's.
 #pragma once
+#include <cublas_v2.h>
 #include <cudnn.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,8 +24,42 @@ namespace nb::cudnn {
 void check(cudnnStatus_t s, const char* expr, const char* file, int line);
 #define NB_CUDNN(expr) ::nb::cudnn::check((expr), #expr, __FILE__, __LINE__)
 
-// One cuDNN handle per device, kept for the process.
-cudnnHandle_t handle_for(int device);
+// The library handles of one GPU: cuDNN's, made with the GPU current, and a cuBLAS handle made
+// on first use (the training step's FC; whoever uses it sets its stream and workspace).
+// Destroyed with the Session, with their GPU current.
+class Handles {
+ public:
+  explicit Handles(int device);
+  ~Handles();
+  Handles(const Handles&) = delete;
+  Handles& operator=(const Handles&) = delete;
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  cublasHandle_t cublas();
+
+ private:
+  int device_;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::mutex mu_;
+};
+
+struct ChoiceMemo;
+
+// What the convolutions of a case borrow from the Session: the handles of a GPU, the choices
+// made so far, the algorithm cache (--algo-cache) and the search workspace's cap
+// (NODEBENCH_CUDNN_WORKSPACE_MIB in bytes).
+struct Libraries {
+  Handles* handles = nullptr;
+  ChoiceMemo* memo = nullptr;
+  AlgoCache* cache = nullptr;
+  size_t workspace_cap = 0;
+  cudnnHandle_t cudnn() const { return handles->cudnn(); }
+};
+// Those of `device` (any GPU of the case: train_dp drives several): the handles are kept in the
+// session's store, one per device.
+Libraries libraries(CaseContext& ctx, int device);
+// The same from a store, a cache and settings of one's own (the GPU tests of the training step).
+Libraries libraries(ResourceStore& session, AlgoCache& cache, const Settings& settings, int device);
 
 // The precision of a convolution: storage type, math type (FMA only for FP32, tensor cores allowed
 // for TF32 and FP16; FP16 accumulates in FP32), element size, and the compute capability it needs.
@@ -41,6 +79,10 @@ Availability prec_available(const Prec& p, const GpuInfo& g);
 struct ConvShape {
   int64_t n = 1;
   int c = 1, h = 1, w = 1, k = 1, r = 1, s = 1, stride = 1, pad = 0, groups = 1;
+  // A square input hw x hw and a square filter r x r.
+  static ConvShape square(int64_t n, int c, int hw, int k, int r, int stride, int pad, int groups = 1) {
+    return {n, c, hw, hw, k, r, r, stride, pad, groups};
+  }
 };
 
 enum class Pass { fwd, bwd_data, bwd_filter };
@@ -104,16 +146,23 @@ struct AlgoChoice {
   nlohmann::json trials = nlohmann::json::array();  // every candidate: algo, math, samples, median, or why rejected
 };
 
-// The workspace the algorithm search may use: NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB, and never
-// more than a quarter of the free memory.
-size_t find_workspace_limit();
+// The session's algorithm choices, per (GPU model, cuDNN version, descriptor key, pass): a choice
+// made once is reused by every later case of the session (source "process").
+struct ChoiceMemo {
+  std::mutex mu;
+  std::map<std::string, AlgoChoice> choices;
+};
+
+// The workspace the algorithm search may use: the cap (NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB),
+// and never more than a quarter of the free memory.
+size_t find_workspace_limit(const Libraries& libs);
 
 // Chooses the algorithm of one pass by measurement (cuDNN's search, then every candidate that runs
 // timed again warm here and chosen by nb::choose_by_timing), with the operands the pass reads and
 // writes (contents are overwritten by the trial runs) and a search workspace. The choice is kept
-// for the process per (GPU model, cuDNN version, descriptor key, pass) and reused, and put in
-// nb::global_algo_cache(), whose entry for the key is used instead of a search when it still runs.
-AlgoChoice choose_algo(cudnnHandle_t h, ConvDesc& d, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
+// in the session's memo per (GPU model, cuDNN version, descriptor key, pass) and reused, and put
+// in the algorithm cache, whose entry for the key is used instead of a search when it still runs.
+AlgoChoice choose_algo(const Libraries& libs, ConvDesc& d, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
                        cudaStream_t stream, const std::string& gpu_model);
 
 // Runs one pass with the chosen algorithm: out = alpha * op(...) + beta * out. The descriptor's

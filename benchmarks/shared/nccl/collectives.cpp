@@ -3,66 +3,85 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
-#include <tuple>
 
 namespace nb::coll {
 
+namespace {
+
+// The one description of each collective.
+struct Info {
+  Collective id;
+  const char* name;
+  bool reduces;
+  Shape shape;
+  double (*bus_factor)(double n);
+};
+const Info kCollectives[] = {
+    {Collective::all_reduce, "all_reduce", true, Shape::same, [](double n) { return 2.0 * (n - 1.0) / n; }},
+    {Collective::reduce_scatter, "reduce_scatter", true, Shape::scatter, [](double n) { return (n - 1.0) / n; }},
+    {Collective::all_gather, "all_gather", false, Shape::gather, [](double n) { return (n - 1.0) / n; }},
+    {Collective::broadcast, "broadcast", false, Shape::same, [](double) { return 1.0; }},
+};
+
+const Info& info(Collective c) {
+  for (const Info& i : kCollectives)
+    if (i.id == c) return i;
+  throw std::invalid_argument("unknown collective");
+}
+
+struct DTypeInfo {
+  DType id;
+  const char* name;
+  size_t size;
+};
+const DTypeInfo kDTypes[] = {{DType::f32, "float", 4}, {DType::f16, "half", 2}, {DType::bf16, "bfloat16", 2}};
+
+const DTypeInfo& info(DType d) {
+  for (const DTypeInfo& i : kDTypes)
+    if (i.id == d) return i;
+  throw std::invalid_argument("unknown data type");
+}
+
+}  // namespace
+
 const std::vector<Collective>& all_collectives() {
-  static const std::vector<Collective> v = {Collective::all_reduce, Collective::reduce_scatter,
-                                            Collective::all_gather, Collective::broadcast};
+  static const std::vector<Collective> v = [] {
+    std::vector<Collective> out;
+    for (const Info& i : kCollectives) out.push_back(i.id);
+    return out;
+  }();
   return v;
 }
 
-std::string to_string(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_gather: return "all_gather";
-    case Collective::broadcast: return "broadcast";
-  }
-  return "unknown";
-}
+std::string to_string(Collective c) { return info(c).name; }
 
 std::optional<Collective> parse_collective(const std::string& s) {
-  for (Collective c : all_collectives())
-    if (to_string(c) == s) return c;
+  for (const Info& i : kCollectives)
+    if (s == i.name) return i.id;
   return std::nullopt;
 }
 
-bool reduces(Collective c) { return c == Collective::all_reduce || c == Collective::reduce_scatter; }
+bool reduces(Collective c) { return info(c).reduces; }
+Shape shape(Collective c) { return info(c).shape; }
 
 const std::vector<DType>& all_dtypes() {
   static const std::vector<DType> v = {DType::f32, DType::f16, DType::bf16};
   return v;
 }
 
-std::string to_string(DType d) {
-  switch (d) {
-    case DType::f32: return "float";
-    case DType::f16: return "half";
-    case DType::bf16: return "bfloat16";
-  }
-  return "unknown";
-}
+std::string to_string(DType d) { return info(d).name; }
 
 std::optional<DType> parse_dtype(const std::string& s) {
-  for (DType d : all_dtypes())
-    if (to_string(d) == s) return d;
+  for (const DTypeInfo& i : kDTypes)
+    if (s == i.name) return i.id;
   return std::nullopt;
 }
 
-size_t elem_size(DType d) { return d == DType::f32 ? 4 : 2; }
+size_t elem_size(DType d) { return info(d).size; }
 
 double bus_factor(Collective c, int n) {
   if (n < 1) throw std::invalid_argument("bus_factor: rank count must be at least 1");
-  const double dn = double(n);
-  switch (c) {
-    case Collective::all_reduce: return 2.0 * (dn - 1.0) / dn;
-    case Collective::reduce_scatter:
-    case Collective::all_gather: return (dn - 1.0) / dn;
-    case Collective::broadcast: return 1.0;
-  }
-  return 0.0;
+  return info(c).bus_factor(double(n));
 }
 
 Counts counts(Collective c, size_t bytes, size_t esize, int nranks) {
@@ -70,19 +89,18 @@ Counts counts(Collective c, size_t bytes, size_t esize, int nranks) {
   const size_t n = size_t(nranks);
   Counts k;
   const size_t elems = bytes / esize;
-  switch (c) {
-    case Collective::all_reduce:
-    case Collective::broadcast:
+  switch (shape(c)) {
+    case Shape::same:
       k.send = k.recv = k.chunk = std::max<size_t>(elems, 1);
       k.bytes = k.send * esize;
       break;
-    case Collective::reduce_scatter:
+    case Shape::scatter:
       k.chunk = std::max<size_t>(elems / n, 1);
       k.send = k.chunk * n;
       k.recv = k.chunk;
       k.bytes = k.send * esize;
       break;
-    case Collective::all_gather:
+    case Shape::gather:
       k.chunk = std::max<size_t>(elems / n, 1);
       k.send = k.chunk;
       k.recv = k.chunk * n;
@@ -90,14 +108,6 @@ Counts counts(Collective c, size_t bytes, size_t esize, int nranks) {
       break;
   }
   return k;
-}
-
-std::string size_name(size_t b) {
-  const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
-  if (b >= GiB && b % GiB == 0) return std::to_string(b / GiB) + "GiB";
-  if (b >= MiB && b % MiB == 0) return std::to_string(b / MiB) + "MiB";
-  if (b >= KiB && b % KiB == 0) return std::to_string(b / KiB) + "KiB";
-  return std::to_string(b) + "B";
 }
 
 std::vector<size_t> size_ladder(size_t lo, size_t hi, int step_log2) {

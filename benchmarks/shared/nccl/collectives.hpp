@@ -1,6 +1,7 @@
-// Pure logic of the multi-GPU families (no CUDA, no NCCL): collective names and data types,
-// buffer counts and bus-bandwidth factors, the GPU-count sweep and the choice of GPU subsets
-// from the topology, and the link-type names of the peer-to-peer matrix. Unit-tested.
+// Pure logic of the multi-GPU families (no CUDA runtime calls, no NCCL): the collectives -- their
+// names, whether they reduce, how they lay out their buffers and their bus-bandwidth factors, in
+// one table (collectives.cpp) -- the data types, buffer counts and the size ladder of the sweep.
+// Unit-tested.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,9 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/nccl/collective_kernels.cuh"
+
 namespace nb::coll {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast };
+// The kernels' enumerations are the families' (the check kernels and the driver share them).
+using Collective = kernels::CollKind;
+using DType = kernels::CollDType;
+
 // In the order the family runs them: all-reduce first.
 const std::vector<Collective>& all_collectives();
 std::string to_string(Collective c);
@@ -18,7 +24,12 @@ std::optional<Collective> parse_collective(const std::string& s);
 // Whether the collective does arithmetic (its data type matters beyond its size).
 bool reduces(Collective c);
 
-enum class DType { f32, f16, bf16 };
+// How a collective lays out a rank's buffers: the same count in and out (all-reduce, broadcast),
+// the output one rank's chunk of the input (reduce-scatter), or the input one rank's chunk of the
+// output (all-gather).
+enum class Shape { same, scatter, gather };
+Shape shape(Collective c);
+
 const std::vector<DType>& all_dtypes();
 std::string to_string(DType d);  // "float", "half", "bfloat16"
 std::optional<DType> parse_dtype(const std::string& s);
@@ -41,10 +52,6 @@ struct Counts {
   size_t bytes = 0;  // the size actually moved (what algbw is computed from)
 };
 Counts counts(Collective c, size_t bytes, size_t elem_size, int nranks);
-
-// "8B", "64KiB", "256MiB", "4GiB": the size as a case name writes it (exact powers of 1024
-// use the larger unit).
-std::string size_name(size_t bytes);
 
 // Nominal sizes of the collective sweep: powers of two from `lo` to `hi` bytes, every
 // `step_log2` doublings, `hi` always included.

@@ -1,6 +1,6 @@
-// The NCCL team: communicators over the GPUs of one process or over MPI ranks, kept for the
-// process and reused; the watchdog that aborts a hung communicator; the test hooks that make
-// it fire. Used by the nccl family (benchmarks/nccl.cpp).
+// The NCCL team: communicators over the GPUs of one process or over MPI ranks, kept by the
+// Session and reused; the watchdog that aborts a hung communicator; the test hooks that make it
+// fire. Used by the nccl and train_dp families.
 #include "nccl_team.hpp"
 
 #if NB_HAVE_NCCL
@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "cluster/mpi.hpp"
-#include "bench/settings.hpp"
 #include "base/text.hpp"
 
 namespace nb::nccl {
@@ -36,7 +35,9 @@ ncclResult_t check_nccl(ncclResult_t r, const char* expr, ncclComm_t comm) {
   throw LibraryError(int(r), std::string(expr) + ": " + nccl_error(r, comm));
 }
 
-double watchdog_s() { return current_settings().number("NODEBENCH_NCCL_TIMEOUT_S"); }
+Clock::time_point Watchdog::deadline() const {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 // NVLink SHARP (multicast) stays off unless the user set it: NCCL_NVLS_ENABLE=0 before any
 // NCCL call (a rule of shared multi-GPU hosts: multicast can take the host's GPUs out of service).
@@ -60,33 +61,14 @@ std::string nccl_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-// Test hooks (docs/MULTIGPU.md): make the watchdog's path run on demand.
-// NODEBENCH_NCCL_TEST_STALL_S=S: in the first measurement of the process, rank 0 holds its
-// first GPU's stream S seconds before the warm-up (a collective that does not finish in time;
-// the cases after it run normally). NODEBENCH_NCCL_TEST_ABSENT_RANK=R: rank R never joins the
-// communicators (the others' initialisation hangs).
-// Both are zero/-1 unless the build has the test hooks (Settings).
-double test_stall_s() {
-  static bool used = false;
-  if (used) return 0.0;
-  used = true;
-  return current_settings().number("NODEBENCH_NCCL_TEST_STALL_S");
-}
-int test_absent_rank() { return int(current_settings().integer("NODEBENCH_NCCL_TEST_ABSENT_RANK")); }
-
-// NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
-void trace(const std::string& what) {
-  static const bool on = current_settings().flag("NODEBENCH_NCCL_TRACE");
-  if (on) std::cerr << "nccl trace: rank " << mpi::rank() << ": " << what << std::endl;
-}
-
 void pause_briefly(int& spins) {
   if (spins++ < 2000) std::this_thread::yield();
   else std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
-// Waits until no communicator is ncclInProgress; throws on an error, or Hang past the deadline.
-void settle(const std::vector<ncclComm_t>& comms, Clock::time_point deadline, const std::string& what) {
+// Waits until no communicator is ncclInProgress; throws on an error, or Hang past the timeout.
+void settle(const std::vector<ncclComm_t>& comms, const Watchdog& w, const std::string& what) {
+  const auto deadline = w.deadline();
   int spins = 0;
   while (true) {
     bool pending = false;
@@ -100,19 +82,16 @@ void settle(const std::vector<ncclComm_t>& comms, Clock::time_point deadline, co
     }
     if (!pending) return;
     if (Clock::now() > deadline)
-      throw Hang(what + " did not complete within " + fmt(watchdog_s(), 0) + " s (NODEBENCH_NCCL_TIMEOUT_S)");
+      throw Hang(what + " did not complete within " + fmt(w.seconds, 0) + " s (NODEBENCH_NCCL_TIMEOUT_S)");
     pause_briefly(spins);
   }
 }
 
-Clock::time_point deadline() {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(watchdog_s()));
-}
-
 // The watchdog: waits for `events` while polling the communicators for asynchronous errors;
 // throws Hang past the timeout (the caller aborts the communicators).
-void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclComm_t>& comms, const std::string& what) {
-  const auto end = deadline();
+void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclComm_t>& comms, const std::string& what,
+                 const Watchdog& w) {
+  const auto end = w.deadline();
   int spins = 0;
   while (true) {
     bool done = true;
@@ -131,25 +110,15 @@ void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclC
         throw LibraryError(int(st), what + ": " + nccl_error(st, c));
     }
     if (Clock::now() > end)
-      throw Hang(what + " did not complete within " + fmt(watchdog_s(), 0) +
+      throw Hang(what + " did not complete within " + fmt(w.seconds, 0) +
                  " s (NODEBENCH_NCCL_TIMEOUT_S): communicator aborted");
     pause_briefly(spins);
   }
 }
 
-// ---------------------------------------------------------------- lockstep over processes
-
 // ---------------------------------------------------------------- communicators
 
-// Kept for the process (made once, reused by every case of the same GPUs); dropped after a
-// failure. Never destroyed at exit (NCCL's teardown after CUDA's is not safe).
-std::map<std::string, Team*>& teams() {
-  static auto* t = new std::map<std::string, Team*>;
-  return *t;
-}
-
 void abort_team(Team& t) {
-  trace("aborting " + t.key);
   for (auto& m : t.local) {
     if (!m.comm) continue;
     (void)cudaSetDevice(m.device);
@@ -158,42 +127,119 @@ void abort_team(Team& t) {
   }
 }
 
-void drop_team(const std::string& key) {
-  auto it = teams().find(key);
-  if (it == teams().end()) return;
-  abort_team(*it->second);
-  delete it->second;
-  teams().erase(it);
-}
-
 std::string join(const std::vector<int>& v) {
   std::string s;
   for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
   return s;
 }
 
+Teams::Teams(const Settings& s)
+    : settings_(s), watchdog_{s.number("NODEBENCH_NCCL_TIMEOUT_S")}, trace_(s.flag("NODEBENCH_NCCL_TRACE")) {}
+
+Teams::~Teams() {
+  int previous = 0;
+  const bool had = cudaGetDevice(&previous) == cudaSuccess;
+  for (auto& [key, t] : teams_) abort_team(*t);
+  if (had) (void)cudaSetDevice(previous);
+}
+
+Teams& teams(CaseContext& ctx) {
+  const Settings* s = &ctx.settings();
+  return ctx.session_resources().get<Teams>([s] { return std::make_unique<Teams>(*s); });
+}
+
+void Teams::trace(const std::string& what) const {
+  if (trace_) std::cerr << "nccl trace: rank " << mpi::rank() << ": " << what << std::endl;
+}
+
+// Test hooks (docs/MULTIGPU.md): make the watchdog's path run on demand.
+// NODEBENCH_NCCL_TEST_STALL_S=S: in the first measurement of the session, rank 0 holds its
+// first GPU's stream S seconds before the warm-up (a collective that does not finish in time;
+// the cases after it run normally). NODEBENCH_NCCL_TEST_ABSENT_RANK=R: rank R never joins the
+// communicators (the others' initialisation hangs). Both are zero/-1 unless the build has the
+// test hooks (Settings).
+double Teams::take_stall_s() {
+  if (stall_used_) return 0.0;
+  stall_used_ = true;
+  return settings_.number("NODEBENCH_NCCL_TEST_STALL_S");
+}
+int Teams::absent_rank() const { return int(settings_.integer("NODEBENCH_NCCL_TEST_ABSENT_RANK")); }
+
+PinnedBuffer& Teams::stall_flag() {
+  if (!stall_flag_) stall_flag_ = std::make_unique<PinnedBuffer>(8, cudaHostAllocMapped | cudaHostAllocPortable);
+  return *stall_flag_;
+}
+
+void Teams::drop(const std::string& key) {
+  auto it = teams_.find(key);
+  if (it == teams_.end()) return;
+  trace("aborting " + key);
+  abort_team(*it->second);
+  teams_.erase(it);
+}
+
 // Whether communicators are non-blocking. Under MPI they are (an initialisation waiting for a
 // rank that never comes must be abortable); in one process blocking communicators launch small
 // collectives far faster (a non-blocking group launch goes through a helper thread) and their
 // initialisation waits on nothing outside the process. NODEBENCH_NCCL_NONBLOCKING=0/1 overrides.
-bool nonblocking(bool under_mpi) {
-  return current_settings().tristate("NODEBENCH_NCCL_NONBLOCKING").value_or(under_mpi);
+bool Teams::nonblocking(bool under_mpi) const {
+  return settings_.tristate("NODEBENCH_NCCL_NONBLOCKING").value_or(under_mpi);
 }
 
+namespace {
+
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
-ncclConfig_t comm_config(bool under_mpi) {
+ncclConfig_t comm_config(bool nonblocking) {
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = nonblocking(under_mpi) ? 0 : 1;
+  cfg.blocking = nonblocking ? 0 : 1;
   return cfg;
 }
 #endif
 
-// One process, every GPU of `devices`: a group of ncclCommInitRankConfig calls.
-Team& local_team(const std::vector<int>& devices) {
+// One process, every GPU of `devices`: a group of ncclCommInitRankConfig calls into t.
+void init_local(Team& t, const std::vector<int>& devices, bool nonblocking, const Watchdog& w) {
+  int previous = 0;
+  NB_CUDA(cudaGetDevice(&previous));
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+  ncclUniqueId id;
+  NB_NCCL(ncclGetUniqueId(&id));
+  ncclConfig_t cfg = comm_config(nonblocking);
+  // The group is always closed, whatever fails inside it.
+  NB_NCCL(ncclGroupStart());
+  std::string err;
+  for (auto& m : t.local) {
+    if (const cudaError_t e = cudaSetDevice(m.device); e != cudaSuccess) {
+      err = std::string("cudaSetDevice: ") + cudaGetErrorString(e);
+      break;
+    }
+    const ncclResult_t r = ncclCommInitRankConfig(&m.comm, t.nranks, id, m.rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      err = "ncclCommInitRankConfig: " + nccl_error(r, nullptr);
+      break;
+    }
+  }
+  const ncclResult_t r = ncclGroupEnd();
+  (void)cudaSetDevice(previous);
+  if (!err.empty()) throw Error(err);
+  check_nccl(r, "ncclGroupEnd (communicator init)");
+  settle(t.comms(), w, "communicator initialisation over GPUs " + join(devices));
+#else
+  (void)nonblocking;
+  (void)w;
+  std::vector<ncclComm_t> comms(devices.size());
+  NB_NCCL(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()));
+  for (size_t i = 0; i < comms.size(); ++i) t.local[i].comm = comms[i];
+  (void)cudaSetDevice(previous);
+#endif
+}
+
+}  // namespace
+
+Team& Teams::local_team(const std::vector<int>& devices) {
   const std::string key = "local:" + join(devices);
-  if (auto it = teams().find(key); it != teams().end()) return *it->second;
+  if (auto it = teams_.find(key); it != teams_.end()) return *it->second;
   prepare_env();
-  auto* t = new Team;
+  auto t = std::make_unique<Team>();
   t->key = key;
   t->nranks = int(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -201,65 +247,32 @@ Team& local_team(const std::vector<int>& devices) {
     t->members.push_back({{"rank", int(i)}, {"gpu", devices[i]}});
   }
   try {
-    int previous = 0;
-    NB_CUDA(cudaGetDevice(&previous));
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
-    ncclUniqueId id;
-    NB_NCCL(ncclGetUniqueId(&id));
-    ncclConfig_t cfg = comm_config(false);
-    // The group is always closed, whatever fails inside it.
-    NB_NCCL(ncclGroupStart());
-    std::string err;
-    for (auto& m : t->local) {
-      if (const cudaError_t e = cudaSetDevice(m.device); e != cudaSuccess) {
-        err = std::string("cudaSetDevice: ") + cudaGetErrorString(e);
-        break;
-      }
-      const ncclResult_t r = ncclCommInitRankConfig(&m.comm, t->nranks, id, m.rank, &cfg);
-      if (r != ncclSuccess && r != ncclInProgress) {
-        err = "ncclCommInitRankConfig: " + nccl_error(r, nullptr);
-        break;
-      }
-    }
-    const ncclResult_t r = ncclGroupEnd();
-    (void)cudaSetDevice(previous);
-    if (!err.empty()) throw Error(err);
-    check_nccl(r, "ncclGroupEnd (communicator init)");
-    settle(t->comms(), deadline(), "communicator initialisation over GPUs " + join(devices));
-#else
-    std::vector<ncclComm_t> comms(devices.size());
-    NB_NCCL(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()));
-    for (size_t i = 0; i < comms.size(); ++i) t->local[i].comm = comms[i];
-    (void)cudaSetDevice(previous);
-#endif
+    init_local(*t, devices, nonblocking(false), watchdog_);
   } catch (...) {
     abort_team(*t);
-    delete t;
     throw;
   }
-  teams()[key] = t;
-  return *t;
+  return *(teams_[key] = std::move(t));
 }
 
-const std::vector<RankDesc>& world_ranks(const GpuInfo& mine) {
-  static std::vector<RankDesc>* all = nullptr;
-  if (all) return *all;
+const std::vector<RankDesc>& Teams::world_ranks(const GpuInfo& mine) {
+  if (world_known_) return world_;
   const json me = {{"host", mpi::host()}, {"pci", mine.pci_bus_id}, {"gpu", mine.index}};
-  all = new std::vector<RankDesc>;
   for (const auto& s : mpi::allgather_strings(me.dump())) {
     const json j = json::parse(s);
-    all->push_back({j["host"], j["pci"], j["gpu"]});
+    world_.push_back({j["host"], j["pci"], j["gpu"]});
   }
-  return *all;
+  world_known_ = true;
+  return world_;
 }
 
 // Collective over every process: the processes of `members` (world ranks, sorted) make a
 // communicator; the first member makes the unique id and MPI broadcasts it to everyone.
 // Returns the team (with no local member on a process outside it), or nullptr when any
 // process failed (every process then knows; the reasons are in `ls`).
-Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls) {
+Team* Teams::mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls) {
   const std::string key = "mpi:" + join(members);
-  if (auto it = teams().find(key); it != teams().end()) return it->second;
+  if (auto it = teams_.find(key); it != teams_.end()) return it->second.get();
   prepare_env();
   const int me = mpi::rank();
   const int root = members.front();
@@ -275,7 +288,7 @@ Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls
     if (!boot.ok) boot_err = "ncclGetUniqueId: " + nccl_error(r, nullptr);
   }
   mpi::broadcast(&boot, sizeof boot, root);
-  auto* t = new Team;
+  auto t = std::make_unique<Team>();
   t->key = key;
   t->nranks = int(members.size());
   const auto& world = world_ranks(gpu);
@@ -286,29 +299,25 @@ Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls
   ls.step([&] {
     if (!boot.ok) throw Error(me == root ? boot_err : "no NCCL unique id from rank " + std::to_string(root));
     if (pos == members.end()) return;
-    if (test_absent_rank() == me) throw Error("test hook NODEBENCH_NCCL_TEST_ABSENT_RANK: this rank stayed out");
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    if (absent_rank() == me) throw Error("test hook NODEBENCH_NCCL_TEST_ABSENT_RANK: this rank stayed out");
     DeviceGuard g(gpu.index);
     Member m{gpu.index, int(pos - members.begin()), nullptr};
-    ncclConfig_t cfg = comm_config(true);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    ncclConfig_t cfg = comm_config(nonblocking(true));
     const ncclResult_t r = ncclCommInitRankConfig(&m.comm, t->nranks, boot.id, m.rank, &cfg);
     t->local.push_back(m);
     check_nccl(r, "ncclCommInitRankConfig");
-    settle(t->comms(), deadline(), "communicator initialisation over ranks " + join(members));
+    settle(t->comms(), watchdog_, "communicator initialisation over ranks " + join(members));
 #else
-    DeviceGuard g(gpu.index);
-    Member m{gpu.index, int(pos - members.begin()), nullptr};
     NB_NCCL(ncclCommInitRank(&m.comm, t->nranks, boot.id, m.rank));
     t->local.push_back(m);
 #endif
   });
   if (ls.failed()) {
     abort_team(*t);
-    delete t;
     return nullptr;
   }
-  teams()[key] = t;
-  return t;
+  return (teams_[key] = std::move(t)).get();
 }
 
 }  // namespace nb::nccl

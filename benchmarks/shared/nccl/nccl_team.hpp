@@ -1,18 +1,32 @@
 // The NCCL team (docs/MULTIGPU.md): communicators over the GPUs of one process (a group of
 // ncclCommInitRankConfig calls) or over MPI ranks (the unique id goes out by MPI broadcast),
-// made once and kept for the process; a watchdog that polls ncclCommGetAsyncError and the
-// completion events and aborts a communicator that hangs past NODEBENCH_NCCL_TIMEOUT_S; the
-// lockstep that keeps every process in step; the test hooks that make the watchdog fire.
+// made once and kept by the Session (Teams, in the case's session resources); a watchdog that
+// polls ncclCommGetAsyncError and the completion events and aborts a communicator that hangs
+// past NODEBENCH_NCCL_TIMEOUT_S; the lockstep that keeps every process in step; the test hooks
+// that make the watchdog fire.
 #pragma once
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/resources.hpp"
 #include "bench/benchmark.hpp"
+#include "bench/settings.hpp"
 #include "cluster/mpi.hpp"
+
+namespace nb::nccl {
+// A case of a family that needs NCCL in a build without it: listed, and skipped saying why.
+inline void skip_without_nccl(Case& c) {
+  c.available = [](const GpuInfo&) {
+    return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
+  };
+  c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+}
+}  // namespace nb::nccl
 
 #if NB_HAVE_NCCL
 #include <nccl.h>
@@ -31,20 +45,22 @@ struct Hang : Error {
   using Error::Error;
 };
 
-double watchdog_s();
+// The watchdog's timeout (NODEBENCH_NCCL_TIMEOUT_S).
+struct Watchdog {
+  double seconds = 120;
+  Clock::time_point deadline() const;
+};
+// NVLink SHARP (multicast) off unless the user set it, before any NCCL call.
 void prepare_env();
 nlohmann::json nccl_env();  // every NCCL_* variable in force
 std::string nccl_version();
-double test_stall_s();      // the first call only; 0 unless the build has the test hooks
-int test_absent_rank();     // -1 unless the build has the test hooks
-void trace(const std::string& what);
 void pause_briefly(int& spins);
-// Waits until no communicator is ncclInProgress; throws on an error, or Hang past the deadline.
-void settle(const std::vector<ncclComm_t>& comms, Clock::time_point deadline, const std::string& what);
-Clock::time_point deadline();
+// Waits until no communicator is ncclInProgress; throws on an error, or Hang past the timeout.
+void settle(const std::vector<ncclComm_t>& comms, const Watchdog& w, const std::string& what);
 // Waits for `events` while polling the communicators for asynchronous errors; throws Hang past
 // the timeout (the caller aborts the communicators).
-void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclComm_t>& comms, const std::string& what);
+void wait_events(const std::vector<cudaEvent_t>& events, const std::vector<ncclComm_t>& comms, const std::string& what,
+                 const Watchdog& w);
 
 // Runs the steps of a measurement on every process in lockstep. A step that throws marks this
 // process failed; after each step every process learns whether any failed (an MPI reduction;
@@ -136,24 +152,57 @@ struct Team {
   }
 };
 
-// Kept for the process (made once, reused by every case of the same GPUs); dropped after a
-// failure. Never destroyed at exit (NCCL's teardown after CUDA's is not safe).
-std::map<std::string, Team*>& teams();
 void abort_team(Team& t);
-void drop_team(const std::string& key);
 std::string join(const std::vector<int>& v);
-bool nonblocking(bool under_mpi);
-// One process, every GPU of `devices`.
-Team& local_team(const std::vector<int>& devices);
 // What every process knows of the others (gathered once): host, GPU, PCI bus id.
 struct RankDesc {
   std::string host, pci;
   int gpu = 0;
 };
-const std::vector<RankDesc>& world_ranks(const GpuInfo& mine);
-// Collective over every process: the processes of `members` (world ranks, sorted) make a
-// communicator. Returns nullptr when any process failed (the reasons are in `ls`).
-Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls);
+
+// The teams of a Session (made once, reused by every case of the same GPUs; dropped after a
+// failure) and the NCCL settings in force. Destroyed with the Session while CUDA is still up:
+// every communicator is aborted then (local: it waits on no other process).
+class Teams {
+ public:
+  explicit Teams(const Settings& s);
+  ~Teams();
+  Teams(const Teams&) = delete;
+  Teams& operator=(const Teams&) = delete;
+
+  const Watchdog& watchdog() const { return watchdog_; }
+  // Whether communicators are non-blocking: under MPI by default, NODEBENCH_NCCL_NONBLOCKING.
+  bool nonblocking(bool under_mpi) const;
+  // NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
+  void trace(const std::string& what) const;
+  // Test hooks: NODEBENCH_NCCL_TEST_STALL_S (returned by the first call only; 0 after) and
+  // NODEBENCH_NCCL_TEST_ABSENT_RANK (-1: none); zero/-1 unless the build has the test hooks.
+  double take_stall_s();
+  int absent_rank() const;
+  // A flag the stall hook's kernel spins on (made on first use, kept until the Teams go: it
+  // must outlive the kernel).
+  PinnedBuffer& stall_flag();
+
+  // One process, every GPU of `devices`.
+  Team& local_team(const std::vector<int>& devices);
+  // Collective over every process: the processes of `members` (world ranks, sorted) make a
+  // communicator. Returns nullptr when any process failed (the reasons are in `ls`).
+  Team* mpi_team(const std::vector<int>& members, const GpuInfo& gpu, Lockstep& ls);
+  void drop(const std::string& key);
+  const std::vector<RankDesc>& world_ranks(const GpuInfo& mine);
+
+ private:
+  const Settings settings_;  // a copy: the teams may outlive whoever made them
+  Watchdog watchdog_;
+  bool trace_ = false;
+  bool stall_used_ = false;
+  std::unique_ptr<PinnedBuffer> stall_flag_;
+  std::map<std::string, std::unique_ptr<Team>> teams_;
+  std::vector<RankDesc> world_;
+  bool world_known_ = false;
+};
+// The Session's teams (ctx.session_resources()).
+Teams& teams(CaseContext& ctx);
 
 }  // namespace nb::nccl
 

@@ -46,13 +46,14 @@ void* Arena::alloc(size_t bytes, const std::string& what) {
   return bufs_.back().get();
 }
 
-TrainStep::TrainStep(const StepConfig& cfg, int device, const std::string& gpu_model, cudaStream_t stream)
-    : cfg_(cfg), device_(device), gpu_model_(gpu_model), stream_(stream), net_(resnet50::net()),
+TrainStep::TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int device, const std::string& gpu_model,
+                     cudaStream_t stream)
+    : cfg_(cfg), libs_(libs), device_(device), gpu_model_(gpu_model), stream_(stream), net_(resnet50::net()),
       impl_(std::make_unique<Impl>()) {
   half_ = cfg_.prec->data == CUDNN_DATA_HALF;
   elem_ = cfg_.prec->elem;
-  impl_->h = handle_for(device);
-  NB_CUBLAS(cublasCreate(&impl_->cb));
+  impl_->h = libs_.cudnn();
+  impl_->cb = libs_.handles->cublas();
   // NHWC: the persistent mode of the *Ex calls is the one with cuDNN's fast NHWC kernels (as
   // frameworks choose for channels-last training); the plain calls with an NHWC descriptor run a
   // generic kernel about 40x slower. NCHW: the spatial mode (the persistent one is for NHWC).
@@ -65,7 +66,9 @@ TrainStep::~TrainStep() {
     if (L.bn) cudnnDestroyTensorDescriptor(L.bn);
   if (impl_->pool) cudnnDestroyPoolingDescriptor(impl_->pool);
   if (impl_->pool_desc) cudnnDestroyTensorDescriptor(impl_->pool_desc);
-  if (impl_->cb) cublasDestroy(impl_->cb);
+  // The handle is the session's: back to the default stream and workspace pool (cublasSetStream
+  // resets both), so that it keeps no pointer into this step's arena.
+  if (impl_->cb) (void)cublasSetStream(impl_->cb, nullptr);
 }
 
 void* TrainStep::P(size_t elems, const std::string& what) { return arena_.alloc(elems * elem_, what); }
@@ -182,17 +185,17 @@ void TrainStep::setup() {
   {
     DeviceBuffer find_ws;
     try {
-      find_ws = DeviceBuffer(find_workspace_limit());
+      find_ws = DeviceBuffer(find_workspace_limit(libs_));
     } catch (const CudaError& e) {
       if (!e.out_of_memory()) throw;
       (void)cudaGetLastError();
-      throw OutOfMemory{"the algorithm search workspace", find_workspace_limit(), 0};
+      throw OutOfMemory{"the algorithm search workspace", find_workspace_limit(libs_), 0};
     }
     for (auto& L : I.layers) {
       ConvBuffers b{L.x, L.w, L.y, I.g[0], I.g[1], L.dw};
-      L.fwd = choose_algo(I.h, *L.d, Pass::fwd, b, find_ws, stream_, gpu_model_);
-      L.bwd_filter = choose_algo(I.h, *L.d, Pass::bwd_filter, b, find_ws, stream_, gpu_model_);
-      if (L.data_grad) L.bwd_data = choose_algo(I.h, *L.d, Pass::bwd_data, b, find_ws, stream_, gpu_model_);
+      L.fwd = choose_algo(libs_, *L.d, Pass::fwd, b, find_ws, stream_, gpu_model_);
+      L.bwd_filter = choose_algo(libs_, *L.d, Pass::bwd_filter, b, find_ws, stream_, gpu_model_);
+      if (L.data_grad) L.bwd_data = choose_algo(libs_, *L.d, Pass::bwd_data, b, find_ws, stream_, gpu_model_);
       ws_bytes_ = std::max({ws_bytes_, L.fwd.workspace, L.bwd_filter.workspace, L.data_grad ? L.bwd_data.workspace : 0});
     }
   }

@@ -82,7 +82,10 @@ struct ParamRef {
 
 class TrainStep {
  public:
-  TrainStep(const StepConfig& cfg, int device, const std::string& gpu_model, cudaStream_t stream);
+  // `libs`: the GPU's cuDNN and cuBLAS handles and the session's algorithm choices
+  // (cudnn::libraries); the step sets the cuBLAS handle's stream and workspace.
+  TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int device, const std::string& gpu_model,
+            cudaStream_t stream);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
@@ -162,6 +165,7 @@ class TrainStep {
   void* P(size_t elems, const std::string& what);  // arena allocation of elems in storage type
 
   StepConfig cfg_;
+  cudnn::Libraries libs_;
   int device_;
   std::string gpu_model_;
   cudaStream_t stream_;
