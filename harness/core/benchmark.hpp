@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "environment.hpp"
+#include "error.hpp"
 #include "measure.hpp"
 #include "status.hpp"
 
@@ -50,6 +51,11 @@ struct Case {
   // how many it needs (fewer: skipped with the reason).
   bool multi_gpu = false;
   int min_gpus = 1;
+  // Measures the host, not a GPU (CPU cores decoding images): runs once per run, needs no GPU
+  // (a run whose cases are all host-only runs without one), and its record has `gpus: []`. Its
+  // context has the run's GPUs in gpus() (none without a GPU) and no GPU of its own: it times
+  // itself (set_measurement) and may not call gpu(), measure() or stream().
+  bool host_only = false;
   // Set from the family (Family::shares_host) when cases are selected.
   bool shares_host = false;
   std::string id() const { return family + "/" + name; }
@@ -219,11 +225,20 @@ class CaseContext {
  public:
   CaseContext(const GpuInfo& gpu, const Nvml& nvml, Measurer& measurer, cudaStream_t stream,
               MeasureConfig cfg, std::vector<const GpuInfo*> gpus = {})
-      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream), gpus_(std::move(gpus)) {
+      : gpu_(&gpu), nvml_(nvml), measurer_(&measurer), stream_(stream), gpus_(std::move(gpus)) {
     out_.config = cfg;
-    if (gpus_.empty()) gpus_.push_back(&gpu_);
+    if (gpus_.empty()) gpus_.push_back(gpu_);
   }
-  const GpuInfo& gpu() const { return gpu_; }
+  // A host-only case's context (Case::host_only): the run's GPUs, possibly none.
+  CaseContext(const Nvml& nvml, MeasureConfig cfg, std::vector<const GpuInfo*> gpus)
+      : nvml_(nvml), gpus_(std::move(gpus)) {
+    out_.config = cfg;
+  }
+  bool host_only() const { return gpu_ == nullptr; }
+  const GpuInfo& gpu() const {
+    if (!gpu_) throw Error("a host-only case has no GPU of its own (use gpus())");
+    return *gpu_;
+  }
   // Every GPU of a multi-GPU case (the first is gpu()).
   const std::vector<const GpuInfo*>& gpus() const { return gpus_; }
   const Nvml& nvml() const { return nvml_; }
@@ -232,11 +247,11 @@ class CaseContext {
 
   // Times `launch` (see Measurer). Call once per case.
   void measure(const std::function<void(cudaStream_t)>& launch) {
-    out_.measurement = measurer_.measure(stream_, launch, out_.config);
+    out_.measurement = measurer().measure(stream_, launch, out_.config);
   }
   // A further measurement inside one case (a network of layers); not recorded by itself.
   Measurement measure_sub(const std::function<void(cudaStream_t)>& launch, const MeasureConfig& cfg) {
-    return measurer_.measure(stream_, launch, cfg);
+    return measurer().measure(stream_, launch, cfg);
   }
   // For cases that time themselves (several GPUs at once): per-sample seconds per launch.
   void set_measurement(Measurement m) { out_.measurement = std::move(m); }
@@ -268,10 +283,14 @@ class CaseContext {
   CaseOutput& output() { return out_; }
 
  private:
-  const GpuInfo& gpu_;
+  Measurer& measurer() {
+    if (!measurer_) throw Error("a host-only case has no GPU timer (use set_measurement)");
+    return *measurer_;
+  }
+  const GpuInfo* gpu_ = nullptr;
   const Nvml& nvml_;
-  Measurer& measurer_;
-  cudaStream_t stream_;
+  Measurer* measurer_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   std::vector<const GpuInfo*> gpus_;
   CaseOutput out_;
 };

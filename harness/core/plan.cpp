@@ -53,7 +53,7 @@ std::vector<Step> schedule(const Plan& plan) {
   int wave = 0;
   // Per-GPU cases that share nothing: with `together`, wave w runs case w on every GPU at once.
   for (const Case& c : plan.cases) {
-    if (c.multi_gpu || c.shares_host) continue;
+    if (c.multi_gpu || c.shares_host || c.host_only) continue;
     if (together) {
       for (int g : plan.gpus) steps.push_back({&c, {g}, RunMode::concurrent, wave});
       ++wave;
@@ -62,21 +62,64 @@ std::vector<Step> schedule(const Plan& plan) {
   if (!together)
     for (int g : plan.gpus)
       for (const Case& c : plan.cases)
-        if (!c.multi_gpu && !c.shares_host) steps.push_back({&c, {g}, RunMode::alone, wave++});
+        if (!c.multi_gpu && !c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
   for (int g : plan.gpus)
     for (const Case& c : plan.cases)
-      if (!c.multi_gpu && c.shares_host) steps.push_back({&c, {g}, RunMode::alone, wave++});
+      if (!c.multi_gpu && c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
+  // Host-only cases once, on no GPU (they load the host: alone).
   for (const Case& c : plan.cases)
-    if (c.multi_gpu) steps.push_back({&c, plan.gpus, RunMode::alone, wave++});
+    if (c.host_only) steps.push_back({&c, {}, RunMode::alone, wave++});
+  for (const Case& c : plan.cases)
+    if (c.multi_gpu && !c.host_only && !plan.gpus.empty()) steps.push_back({&c, plan.gpus, RunMode::alone, wave++});
   return steps;
 }
 
 namespace {
 
+// Runs the case's body in `ctx`, recording on `in` how it ended.
+void run_body(const Case& c, CaseContext& ctx, RecordInput& in) {
+  try {
+    c.run(ctx);
+    in.status = Status::ok;
+    in.reason_kind = ReasonKind::none;
+    in.reason.clear();
+  } catch (const SkipCase& s) {
+    in.status = Status::skipped;
+    in.reason_kind = s.kind;
+    in.reason = s.reason;
+  } catch (const std::exception& e) {
+    const Outcome o = outcome_of(e);
+    in.status = o.status;
+    in.reason_kind = o.kind;
+    in.reason = o.reason;
+  }
+}
+
+// A host-only case (Case::host_only): once, with the run's GPUs in its context, none its own.
+CaseRecords run_host(const Step& step, const Plan& plan, Session& session) {
+  const Case& c = *step.c;
+  std::vector<const GpuInfo*> all;
+  for (int g : plan.gpus) all.push_back(&session.gpu(g));
+  RecordInput in;
+  in.c = &c;
+  in.started_at = iso_utc(std::chrono::system_clock::now());
+  const auto t0 = std::chrono::steady_clock::now();
+  MeasureConfig cfg = plan.base;
+  cfg.timer = Timer::host;
+  CaseContext ctx(session.nvml(), cfg, all);
+  run_body(c, ctx, in);
+  in.out = &ctx.output();
+  in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CaseRecords made = make_case_records(in, session.env().gpus);
+  for (json& r : made.records) r["mode"] = to_string(RunMode::alone);
+  return made;
+}
+
 // Runs one case on this process's GPUs and returns its records (no collective calls, except
 // the agreement on a multi-GPU case under MPI, which every rank makes in the same order).
 CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
   const Case& c = *step.c;
+  if (c.host_only) return run_host(step, plan, session);
   const std::vector<int>& ids = step.gpus;
   const int gpu_id = ids.front();
   const GpuInfo& gpu = session.gpu(gpu_id);
@@ -137,15 +180,7 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
       cfg.l2 = plan.l2.value_or(c.l2.value_or(L2Mode::hot));
       if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
       ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all);
-      try {
-        c.run(*ctx);
-        set(Status::ok, ReasonKind::none, "");
-      } catch (const SkipCase& s) {
-        set(Status::skipped, s.kind, s.reason);
-      } catch (const std::exception& e) {
-        const Outcome o = outcome_of(e);
-        set(o.status, o.kind, o.reason);
-      }
+      run_body(c, *ctx, in);
       if (in.status == Status::failed) {
         // A sticky error (illegal address, launch failure) poisons the context for good.
         const cudaError_t sync = cudaDeviceSynchronize();
@@ -264,7 +299,7 @@ RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const 
       mark("start", i, j);
       if (j - i == 1) {
         const Step& s = steps[i];
-        if (!s.c->multi_gpu && s.c->shares_host && cluster::active()) {
+        if (!s.c->multi_gpu && (s.c->shares_host || s.c->host_only) && cluster::active()) {
           // One GPU of the host at a time: the rank runs in its turn; records are gathered after.
           CaseRecords made;
           cluster::take_turns_on_host([&] { made = run_local(s, plan, session); });

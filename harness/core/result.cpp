@@ -132,7 +132,7 @@ json make_record(const RecordInput& in) {
       kind = ReasonKind::wrong_result;
     }
   }
-  if (!in.nvml_available) flags.push_back("clock_unknown");
+  if (!in.nvml_available && !in.gpus.empty()) flags.push_back("clock_unknown");  // a host-only record has no GPU clock
   if (status == Status::ok) {
     reason.clear();
     kind = ReasonKind::none;

@@ -1,6 +1,7 @@
 #include "runner.hpp"
 #include "text.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -205,12 +206,14 @@ int cmd_list(const Command& cmd) {
     json avail = json::array();
     std::string line;
     for (const auto& g : env.gpus) {
+      if (c.host_only) break;
       const Availability a = c.available ? c.available(g) : Availability::yes();
       avail.push_back({{"gpu", g.index}, {"can_run", a.ok}, {"reason", a.ok ? json(nullptr) : json(a.reason)}});
       line += "  gpu" + std::to_string(g.index) + ": " + (a.ok ? std::string("yes") : "no, " + a.reason);
     }
-    if (env.gpus.empty()) line = "  unknown (no GPU)";
-    out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"availability", avail}});
+    if (c.host_only) line = "  host (needs no GPU)";
+    else if (env.gpus.empty()) line = "  unknown (no GPU)";
+    out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"host_only", c.host_only}, {"availability", avail}});
     if (!o.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
   }
   if (o.json) std::cout << out.dump(2) << "\n";
@@ -382,9 +385,16 @@ int cmd_run(const Command& cmd) {
   // Every step that can fail on one process only is agreed on, so no process waits alone.
   if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
   Session session(std::move(profiles), current_settings());
-  if (!cluster::all_ok(session.has_gpus())) {
-    std::cerr << (session.has_gpus() ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error))
-              << "\n";
+  // Host-only cases (the CPU's input pipeline) need no GPU: a run of only those runs without one.
+  const size_t host_cases = size_t(std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.host_only; }));
+  const bool runnable = session.has_gpus() || host_cases == cases.size();
+  if (!cluster::all_ok(runnable)) {
+    std::cerr << (runnable ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error)) << "\n";
+    if (!runnable && host_cases > 0) {
+      const auto first = std::find_if(cases.begin(), cases.end(), [](const Case& c) { return c.host_only; });
+      std::cerr << "nodebench: " << host_cases << " of the " << cases.size() << " selected cases measure the host and "
+                << "need no GPU (e.g. " << first->id() << "): select only those (--family, --filter) to run them here\n";
+    }
     return kExitNoGpu;
   }
   Plan plan;
@@ -437,7 +447,7 @@ int cmd_run(const Command& cmd) {
     return kExitUsage;
   }
   json header = run_header(cmd, session, o, max_time, run_id);
-  cluster::gather_environment(header["environment"], plan.gpus.front());
+  cluster::gather_environment(header["environment"], plan.gpus.empty() ? -1 : plan.gpus.front());
   std::optional<ResultFile> file;
   try {
     file.emplace(path, header);
@@ -449,7 +459,7 @@ int cmd_run(const Command& cmd) {
   size_t steps = schedule(plan).size();
   if (cluster::root())
     std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
-              << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
+              << " GPU(s)" << (plan.gpus.empty() ? " (host-only cases, no GPU)" : "") << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
               << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
               << "), suite " << to_string(o.suite)
               << (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string())
