@@ -61,6 +61,8 @@ const char* kFooter =
     "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
     "  NODEBENCH_DP_BUCKET_MIB        train_dp gradient bucket in MiB (default 25)\n"
     "  NODEBENCH_DP_ACCUMULATION      train_dp micro-steps per all-reduce and update (default 1)\n"
+    "  NODEBENCH_INPUT_IMAGES=DIR     the input family decodes DIR's *.jpg files, not its own (run --images)\n"
+    "  NODEBENCH_INPUT_KEEP=DIR       the input family writes the JPEGs it makes into DIR and keeps them\n"
     "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
     "  NODEBENCH_NVML_LIBRARY=PATH    the NVML library to load (default: the driver's libnvidia-ml.so.1)\n"
     "See docs/MULTIGPU.md for the NCCL settings.";
@@ -168,6 +170,10 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   run->add_option("--gbench-out", o.gbench_out,
                   "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
   add_algo_cache(run, o);
+  run->add_option("--images", o.images_dir,
+                  "The input family measures the *.jpg / *.jpeg files of DIR instead of the images it makes "
+                  "(as NODEBENCH_INPUT_IMAGES=DIR)")
+      ->type_name("DIR");
   std::string monitor_text;
   CLI::Option* monitor_opt =
       run->add_option("--monitor", monitor_text,
@@ -373,6 +379,12 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
       res.exit_code = kExitUsage;  // an environment variable, not an option: no usage
       res.err = std::string("nodebench: ") + e.what() + "\n";
       return res;
+    }
+    if (cmd.kind == CommandKind::run && !o.images_dir.empty()) {
+      if (const std::string why = image_dir_problem(o.images_dir); !why.empty()) return usage_error("--images: " + why);
+      Settings s = current_settings();
+      s.input_images = o.images_dir;
+      set_current_settings(s);
     }
     if (!o.algo_cache_file.empty()) {
       try {

@@ -40,6 +40,7 @@ struct RunOptions {
   std::string algo_cache_file;        // empty: no file
   bool algo_search = false;           // ignore the file's entries, search again, then update it
   std::optional<double> monitor_interval_s;  // run --monitor[=S]: sample the GPUs into the result's timeline
+  std::string images_dir;             // run --images DIR: the input family's files (NODEBENCH_INPUT_IMAGES)
 };
 
 // `nodebench monitor`.

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 
@@ -22,7 +23,8 @@ const char* const kKnown[] = {"NODEBENCH_CUDNN_WORKSPACE_MIB", "NODEBENCH_NCCL_T
                               "NODEBENCH_NCCL_TRACE",         "NODEBENCH_NCCL_GRAPH_MULTI",
                               "NODEBENCH_P2P_LOOPBACK",       "NODEBENCH_MPI",
                               "NODEBENCH_NVML_LIBRARY",       "NODEBENCH_DP_BUCKET_MIB",
-                              "NODEBENCH_DP_ACCUMULATION",
+                              "NODEBENCH_DP_ACCUMULATION",    "NODEBENCH_INPUT_IMAGES",
+                              "NODEBENCH_INPUT_KEEP",
                               "NODEBENCH_NCCL_TEST_STALL_S",  "NODEBENCH_NCCL_TEST_ABSENT_RANK"};
 const char* const kScripts[] = {"NODEBENCH_BIN", "NODEBENCH_REPORT", "NODEBENCH_SKIP_CUDA12", "NODEBENCH_SETUP_HIDE"};
 
@@ -45,6 +47,22 @@ bool parse_flag(const std::string& name, const std::string& v) {
 }
 
 }  // namespace
+
+std::string image_dir_problem(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return "'" + dir + "': no such folder";
+  if (!fs::is_directory(dir, ec)) return "'" + dir + "': not a folder";
+  fs::directory_iterator it(dir, ec);
+  if (ec) return "'" + dir + "': cannot be read (" + ec.message() + ")";
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    std::string ext = it->path().extension().string();
+    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if ((ext == ".jpg" || ext == ".jpeg") && it->is_regular_file(ec)) return "";
+  }
+  return "'" + dir + "': holds no *.jpg or *.jpeg file";
+}
 
 bool test_hooks_built() {
 #if NB_TEST_HOOKS
@@ -80,6 +98,16 @@ Settings Settings::from_map(const std::map<std::string, std::string>& env, std::
   if (auto v = get("NODEBENCH_DP_BUCKET_MIB")) s.dp_bucket_mib = parse_number("NODEBENCH_DP_BUCKET_MIB", *v, 1 << 16, false, false);
   if (auto v = get("NODEBENCH_DP_ACCUMULATION"))
     s.dp_accumulation = int(parse_number("NODEBENCH_DP_ACCUMULATION", *v, 1024, true, false));
+  if (auto v = get("NODEBENCH_INPUT_IMAGES")) {
+    if (const std::string why = image_dir_problem(*v); !why.empty()) throw Error("NODEBENCH_INPUT_IMAGES=" + why);
+    s.input_images = *v;
+  }
+  if (auto v = get("NODEBENCH_INPUT_KEEP")) {
+    std::error_code ec;
+    if (std::filesystem::exists(*v, ec) && !std::filesystem::is_directory(*v, ec))
+      throw Error("NODEBENCH_INPUT_KEEP='" + *v + "': exists and is not a folder");
+    s.input_keep = *v;
+  }
   if (auto v = get("NODEBENCH_NVML_LIBRARY")) s.nvml_library = *v;
   if (auto v = get("NODEBENCH_MPI")) s.mpi = parse_flag("NODEBENCH_MPI", *v);
   const auto stall = get("NODEBENCH_NCCL_TEST_STALL_S");
@@ -115,6 +143,8 @@ json Settings::to_json() const {
             {"dp_accumulation", dp_accumulation},
             {"mpi", mpi ? json(*mpi) : json(nullptr)}};
   if (!nvml_library.empty()) j["nvml_library"] = nvml_library;
+  if (!input_images.empty()) j["input_images"] = input_images;
+  if (!input_keep.empty()) j["input_keep"] = input_keep;
   if (test_nccl_stall_s > 0) j["test_nccl_stall_s"] = test_nccl_stall_s;
   if (test_nccl_absent_rank >= 0) j["test_nccl_absent_rank"] = test_nccl_absent_rank;
   return j;

@@ -31,6 +31,12 @@ struct Settings {
   double dp_bucket_mib = 25;
   // NODEBENCH_DP_ACCUMULATION: micro-steps per all-reduce and update in train_dp (default 1).
   int dp_accumulation = 1;
+  // NODEBENCH_INPUT_IMAGES=DIR: the input family decodes the *.jpg / *.jpeg files of DIR instead
+  // of the images it makes (run --images DIR sets it too). Checked at parse: a folder holding one.
+  std::string input_images;
+  // NODEBENCH_INPUT_KEEP=DIR: the input family writes the images it makes into DIR and keeps them
+  // (for peers measuring the same files) instead of a temporary folder it removes.
+  std::string input_keep;
   // NODEBENCH_NVML_LIBRARY: the NVML library to load (default: the driver's libnvidia-ml.so.1).
   std::string nvml_library;
   // NODEBENCH_MPI=0|1: whether this process is under an MPI launcher (default: detected).
@@ -50,6 +56,10 @@ struct Settings {
   static Settings from_map(const std::map<std::string, std::string>& env, std::vector<std::string>* unknown = nullptr);
   nlohmann::json to_json() const;
 };
+
+// Checks a folder of input images (NODEBENCH_INPUT_IMAGES, run --images): empty when it is a
+// folder holding at least one *.jpg / *.jpeg file, else what is wrong with it (naming `dir`).
+std::string image_dir_problem(const std::string& dir);
 
 // Whether this binary honours the test hooks.
 bool test_hooks_built();
