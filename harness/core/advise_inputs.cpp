@@ -26,8 +26,14 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 
 }  // namespace
 
+std::optional<InputPipelineJudge>& input_pipeline_judge() {
+  static std::optional<InputPipelineJudge> judge;
+  return judge;
+}
+
 Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
   Inputs in;
+  if (const auto& j = input_pipeline_judge(); j && j->gather) in.input_pipeline = j->gather(docs);
   const std::string want_dtype = grad_dtype == "fp16" ? "half" : "float";
   // all-reduce points: dtype -> count -> bytes -> (sum busbw, sum time, n)
   std::map<std::string, std::map<int, std::map<double, std::tuple<double, double, int>>>> ar;

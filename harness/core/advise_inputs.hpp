@@ -3,6 +3,7 @@
 // network case), the measured data-parallel steps (train_dp family) and the FP16 verdict.
 // Pure over parsed JSON documents, so it is unit-tested without files.
 #pragma once
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,20 @@ struct MeasuredDp {
   std::optional<double> efficiency, step_ms, exposed_comm_ms;
 };
 
+// A family that measures the host's input pipeline (benchmarks/input registers one) tells
+// `advise` whether the host decodes and augments images as fast as the GPUs train on them, so
+// that the input line rests on the decode rate and not on the host-to-device copy alone.
+struct InputPipelineJudge {
+  // Its records in the result files (an array; empty: nothing measured).
+  std::function<nlohmann::json(const std::vector<nlohmann::json>& docs)> gather;
+  // For a step of `precision`/`layout` at `images_per_s` over `gpus` GPUs, from gather's output:
+  // an object with at least "status" ("pass" or "warn") and "text" (a sentence).
+  std::function<nlohmann::json(const nlohmann::json& gathered, const std::string& precision, const std::string& layout,
+                               double images_per_s, int gpus)>
+      judge;
+};
+std::optional<InputPipelineJudge>& input_pipeline_judge();
+
 struct Inputs {
   std::vector<CommModel::Curve> curves;  // per GPU count, the gradient dtype's points preferred
   std::string curve_dtype;               // the NCCL dtype the curves were taken from
@@ -42,6 +57,7 @@ struct Inputs {
   std::vector<StepSource> steps;
   std::vector<MeasuredDp> dp;
   std::vector<std::string> fp16_verdicts;  // "pays: FP16 runs 12.45x ..." per GPU
+  nlohmann::json input_pipeline = nlohmann::json::array();  // InputPipelineJudge::gather's output
   int files = 0;
 };
 

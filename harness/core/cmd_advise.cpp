@@ -215,8 +215,12 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                           "exposed; with accumulation k only the last micro-step's backward overlaps");
   s.assumptions.push_back("input: " + fmt(image_bytes, 0) + " bytes per image (" + o.image_dtype +
                           " 224x224x3), copied per GPU over its own host link, overlapped with compute");
-  s.assumptions.push_back("left out: a framework's per-step cost, communication kernels slowing the compute they "
-                          "overlap, stragglers, data loading and decoding on the CPU");
+  const bool decode = in.input_pipeline.is_array() && !in.input_pipeline.empty() && input_pipeline_judge();
+  s.assumptions.push_back(std::string("left out: a framework's per-step cost, communication kernels slowing the compute they "
+                                      "overlap, stragglers") +
+                          (decode ? "; the input line judges JPEG decoding and augmentation on the CPU from the "
+                                    "input family's records (one worker per core, the step's rate to feed)"
+                                  : ", data loading and decoding on the CPU (run the input family to judge them)"));
 
   json rows = json::array();
   for (const auto& st : s.steps) {
@@ -275,7 +279,7 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"host_source", s.host_source},
                       {"global_batch", o.global_batch ? json(*o.global_batch) : json(nullptr)},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
-  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o);
+  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
   return advice;
 }
 

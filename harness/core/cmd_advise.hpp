@@ -23,8 +23,10 @@ namespace advise {
 nlohmann::json build_advice(const Inputs& in, const AdviseOptions& o);
 // The recommendation (advise_report.cpp): statements {topic, text}, each with the figures it
 // rests on, from the rows of `advice`.
+// `input_pipeline`: Inputs::input_pipeline, judged by the registered InputPipelineJudge.
 nlohmann::json recommend(const nlohmann::json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-                         std::optional<bool> fp16_pays, const AdviseOptions& o);
+                         std::optional<bool> fp16_pays, const AdviseOptions& o,
+                         const nlohmann::json& input_pipeline = nlohmann::json::array());
 // The same as readable text.
 std::string advice_text(const nlohmann::json& advice);
 // "1,2,4" -> {1, 2, 4}; throws nb::Error naming --gpus.
