@@ -659,11 +659,13 @@ def check_run(data: ReportData) -> Item:
 
 
 def build_checklist(data: ReportData) -> list[Item]:
+    from .families import input as input_family  # family modules import this one
     return [
         check_compute_capability(data),
         check_pcie(data),
         check_h2d(data),
         check_pinned_pageable(data),
+        input_family.check_input_pipeline(data),
         check_distribution(data),
         check_mixed_precision(data),
         check_clocks(data),

@@ -551,7 +551,10 @@ def plot_train(data: ReportData) -> Plot:
     return plot
 
 
-PLOTS = (plot_gemm, plot_conv, plot_train, plot_hostlink, plot_p2p, plot_allreduce, plot_scaling, plot_speedup)
+from .families import input as _input_family  # noqa: E402  (it uses the helpers above)
+
+PLOTS = (plot_gemm, plot_conv, plot_train, plot_hostlink, plot_p2p, plot_allreduce, plot_scaling, plot_speedup,
+         _input_family.plot_input)
 
 
 def render_all(data: ReportData) -> list[Plot]:

@@ -35,7 +35,7 @@ def metric_pattern():
 
 def written_names():
     found = {}
-    for path in sorted([*REPO.glob("benchmarks/*.cpp"), *REPO.glob("harness/**/*.cpp")]):
+    for path in sorted([*REPO.glob("benchmarks/**/*.cpp"), *REPO.glob("harness/**/*.cpp")]):
         text = path.read_text(encoding="utf-8")
         for rx in (ASSIGN, SETTER):
             for mt in rx.finditer(text):
@@ -46,7 +46,8 @@ def written_names():
 def test_scan_finds_the_families_metrics():
     names = written_names()
     # the scan sees the assignments it is meant to police (a regex that finds nothing passes nothing)
-    for expected in ("step_time_ms", "exposed_comm_ms", "bucket_count", "scaling_efficiency_ratio", "eager_step_ms"):
+    for expected in ("step_time_ms", "exposed_comm_ms", "bucket_count", "scaling_efficiency_ratio", "eager_step_ms",
+                     "per_core_images_per_s", "gpu_time_per_image_ms", "worker_cpu_share"):
         assert expected in names, expected
     assert len(names) > 30
 

@@ -1,0 +1,1 @@
+"""Report code of single families (their checklist items and plots), one module per family."""
