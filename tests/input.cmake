@@ -2,16 +2,18 @@
 # Unit tests (no GPU): the augmentation against hand-computed values, the codec, the images, the
 # CPU topology and worker pool, the verdict; the settings and CLI; host-only runs without a GPU.
 set(NB_INPUT_TEST_SOURCES test_input.cpp test_input_verdict.cpp)
-add_executable(nodebench_input_tests ${NB_INPUT_TEST_SOURCES} $<TARGET_OBJECTS:nb_benchmarks>)
-target_link_libraries(nodebench_input_tests PRIVATE nb_harness nb_benchmarks_deps GTest::gtest GTest::gtest_main)
+add_executable(nodebench_input_tests ${NB_INPUT_TEST_SOURCES})
+nb_link_families(nodebench_input_tests)
+target_link_libraries(nodebench_input_tests PRIVATE nb_test_everything GTest::gtest GTest::gtest_main)
 target_compile_definitions(nodebench_input_tests PRIVATE NB_TEST_OUTPUT_DIR="${CMAKE_CURRENT_BINARY_DIR}")
 gtest_add_tests(TARGET nodebench_input_tests SOURCES ${NB_INPUT_TEST_SOURCES} TEST_LIST nb_input_tests)
 set_tests_properties(${nb_input_tests} PROPERTIES LABELS "unit")
 
 # The codec and augmentation from the command line, and their comparison with PIL (exit 77,
 # skipped, where python3 lacks PIL or numpy, or the build has no libjpeg-turbo).
-add_executable(nodebench_input_tool input_tool.cpp $<TARGET_OBJECTS:nb_benchmarks>)
-target_link_libraries(nodebench_input_tool PRIVATE nb_harness nb_benchmarks_deps)
+add_executable(nodebench_input_tool input_tool.cpp)
+nb_link_families(nodebench_input_tool)
+target_link_libraries(nodebench_input_tool PRIVATE nb_test_everything)
 add_test(NAME input_against_pil
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/input_pil_check.py $<TARGET_FILE:nodebench_input_tool>
                  $<TARGET_FILE:nodebench> ${CMAKE_SOURCE_DIR}/harness/schema/result-v1.schema.json
@@ -38,8 +40,9 @@ set_tests_properties(cli_input_images_missing_exits_2 cli_input_images_env_witho
 
 # GPU (ctest -L gpu): the kernel against the host augmentation; the family's GPU cases (nvJPEG:
 # ok, or skipped with the reason where the build or the GPU lacks it), validated.
-add_executable(nodebench_input_gpu_tests test_input_gpu.cpp $<TARGET_OBJECTS:nb_benchmarks>)
-target_link_libraries(nodebench_input_gpu_tests PRIVATE nb_harness nb_benchmarks_deps GTest::gtest GTest::gtest_main)
+add_executable(nodebench_input_gpu_tests test_input_gpu.cpp)
+nb_link_families(nodebench_input_gpu_tests)
+target_link_libraries(nodebench_input_gpu_tests PRIVATE nb_test_everything nb_kernels_input GTest::gtest GTest::gtest_main)
 add_test(NAME gpu_input_kernel COMMAND ${NB_GPU_GUARD} $<TARGET_FILE:nodebench_input_gpu_tests>)
 add_test(NAME gpu_input_family
          COMMAND ${NB_GPU_GUARD} ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu_run_check.py $<TARGET_FILE:nodebench>

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../benchmarks/input/augment.hpp"
-#include "../benchmarks/input/images.hpp"
-#include "error.hpp"
+#include "input/augment.hpp"
+#include "input/images.hpp"
+#include "base/error.hpp"
 
 using namespace nb::input;
 

@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gbench_out.hpp"
-#include "plan.hpp"
-#include "result.hpp"
-#include "run_combine.hpp"
-#include "settings.hpp"
-#include "status.hpp"
+#include "output/gbench_out.hpp"
+#include "run/plan.hpp"
+#include "run/result.hpp"
+#include "run/run_combine.hpp"
+#include "bench/settings.hpp"
+#include "base/status.hpp"
 
 using namespace nb;
 using nlohmann::json;

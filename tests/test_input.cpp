@@ -10,11 +10,11 @@
 #include <fstream>
 #include <random>
 
-#include "../benchmarks/input/augment.hpp"
-#include "../benchmarks/input/cpu_pool.hpp"
-#include "../benchmarks/input/images.hpp"
-#include "../benchmarks/input/jpeg_codec.hpp"
-#include "error.hpp"
+#include "input/augment.hpp"
+#include "input/cpu_pool.hpp"
+#include "input/images.hpp"
+#include "input/jpeg_codec.hpp"
+#include "base/error.hpp"
 
 using namespace nb::input;
 namespace fs = std::filesystem;

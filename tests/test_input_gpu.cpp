@@ -5,10 +5,10 @@
 
 #include <random>
 
-#include "../benchmarks/input/augment.hpp"
+#include "input/augment.hpp"
 #include "gpu_test_util.hpp"
-#include "input_kernels.cuh"
-#include "resources.hpp"
+#include "kernels/input/input_kernels.cuh"
+#include "base/resources.hpp"
 
 using namespace nb;
 using namespace nb::input;

@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../benchmarks/input/input_verdict.hpp"
-#include "cli.hpp"
-#include "cmd_advise.hpp"
-#include "error.hpp"
-#include "plan.hpp"
-#include "settings.hpp"
+#include "input/input_verdict.hpp"
+#include "app/cli.hpp"
+#include "advise/advice.hpp"
+#include "base/error.hpp"
+#include "run/plan.hpp"
+#include "bench/settings.hpp"
 
 using namespace nb;
 using nb::input::Curve;
@@ -144,9 +144,13 @@ TEST(InputVerdict, AdviseInputLineUsesTheDecodeRate) {
                 {"environment", {{"host", {{"hostname", "gpu-node"}}}}}};
   json in = {{"schema", "nodebench.result"}, {"records", curve_records()},
              {"environment", {{"host", {{"hostname", "cpu-node"}}}}}};
-  const advise::Inputs gathered = advise::gather_inputs({train, in}, "fp32");
-  ASSERT_EQ(gathered.input_pipeline.size(), 3u);
-  EXPECT_EQ(gathered.input_pipeline[0]["host"], "cpu-node");
+  advise::Inputs gathered = advise::gather_inputs({train, in}, "fp32");
+  EXPECT_FALSE(gathered.input_pipeline.measured());  // the command hands the family's judge over
+  const auto& judge = input_pipeline_judge();        // declared by the input family
+  ASSERT_TRUE(judge.has_value());
+  gathered.input_pipeline = {judge->gather({train, in}), judge->judge};
+  ASSERT_EQ(gathered.input_pipeline.records.size(), 3u);
+  EXPECT_EQ(gathered.input_pipeline.records[0]["host"], "cpu-node");
   AdviseOptions o;
   o.gpus = "1";
   const json a = advise::build_advice(gathered, o);
@@ -158,7 +162,7 @@ TEST(InputVerdict, AdviseInputLineUsesTheDecodeRate) {
   EXPECT_EQ((*st)["verdict"]["decode_cores"], 3);
   EXPECT_NE((*st)["text"].get<std::string>().find("decoded and augmented on the CPU"), std::string::npos);
   // The same step on the judge directly, at four GPUs: 836 images/s, 8 cores short.
-  const json v = input::judge_step(gathered.input_pipeline, "fp32", "nchw", 836, 4);
+  const json v = input::judge_step(gathered.input_pipeline.records, "fp32", "nchw", 836, 4);
   EXPECT_EQ(v["cores_short"], 8);
   EXPECT_EQ(v["host"], "cpu-node");
   EXPECT_TRUE(input::judge_step(json::array(), "fp32", "nchw", 836, 4).is_null());

@@ -12,13 +12,13 @@
 #include <sstream>
 #include <thread>
 
-#include "cli.hpp"
-#include "cmd_monitor.hpp"
-#include "monitor.hpp"
-#include "plan.hpp"
-#include "result.hpp"
-#include "session.hpp"
-#include "settings.hpp"
+#include "app/cli.hpp"
+#include "app/cmd_monitor.hpp"
+#include "node/monitor.hpp"
+#include "run/plan.hpp"
+#include "run/result.hpp"
+#include "run/session.hpp"
+#include "bench/settings.hpp"
 
 using namespace nb;
 using nlohmann::json;

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "../benchmarks/train_dp_plan.hpp"
-#include "error.hpp"
-#include "settings.hpp"
+#include "train_dp/train_dp_plan.hpp"
+#include "base/error.hpp"
+#include "bench/settings.hpp"
 
 namespace nb::train_dp {
 namespace {

@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace nb::input {
 

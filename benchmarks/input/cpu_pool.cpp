@@ -16,9 +16,9 @@
 #include <sstream>
 #include <thread>
 
-#include "environment.hpp"
-#include "error.hpp"
-#include "host_memory.hpp"
+#include "node/environment.hpp"
+#include "base/error.hpp"
+#include "node/host_memory.hpp"
 
 namespace nb::input {
 

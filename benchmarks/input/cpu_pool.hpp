@@ -9,7 +9,7 @@
 
 #include "augment.hpp"
 #include "images.hpp"
-#include "measure.hpp"
+#include "bench/measure.hpp"
 
 namespace nb::input {
 

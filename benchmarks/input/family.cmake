@@ -1,20 +1,8 @@
-# The input family (benchmarks/input/README.md), included from benchmarks/CMakeLists.txt: its
-# sources join NB_FAMILY_SOURCES, its kernel library and libraries nb_benchmarks_deps. Its
-# include paths and definitions are set on its own source files.
-set(_nb_in ${CMAKE_CURRENT_SOURCE_DIR}/input)
-set(_nb_in_sources ${_nb_in}/input.cpp ${_nb_in}/jpeg_codec.cpp ${_nb_in}/augment.cpp ${_nb_in}/images.cpp
-    ${_nb_in}/cpu_pool.cpp ${_nb_in}/input_verdict.cpp ${_nb_in}/input_analysis.cpp ${_nb_in}/gpu_decode.cpp)
-list(APPEND NB_FAMILY_SOURCES ${_nb_in_sources})
-set(_nb_in_includes ${_nb_in} ${CMAKE_SOURCE_DIR}/kernels/input)
+# The input family (benchmarks/input/README.md): its kernel is kernels/input/ (nb_kernels_input);
+# libjpeg-turbo and nvJPEG are optional and looked for here.
+set(_nb_in_includes "")
 set(_nb_in_defs "")
-
-# Its kernel (kernels/input/): the GPU crop, resize, flip and normalise.
-add_library(nb_input_kernels STATIC ${CMAKE_SOURCE_DIR}/kernels/input/input_kernels.cu)
-target_include_directories(nb_input_kernels PUBLIC ${CMAKE_SOURCE_DIR}/kernels/input)
-target_link_libraries(nb_input_kernels PUBLIC CUDA::cudart)
-set_target_properties(nb_input_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON)
-target_link_libraries(nb_benchmarks_deps INTERFACE nb_input_kernels)
-target_include_directories(nb_benchmarks_deps INTERFACE ${_nb_in})
+set(_nb_in_libs "")
 
 # libjpeg-turbo: TurboJPEG (turbojpeg.h; Debian's libturbojpeg0-dev) and libjpeg's API (jpeglib.h;
 # libjpeg62-turbo-dev, Ubuntu's libjpeg-turbo8-dev), as PIL and torchvision decode. Looked for under
@@ -42,7 +30,7 @@ if(NOT _nb_jpeg_missing)
   message(STATUS "nodebench: libjpeg-turbo found (${NB_TURBOJPEG_LIBRARY}, ${NB_LIBJPEG_LIBRARY}): input family's CPU cases built")
   list(APPEND _nb_in_includes ${NB_TURBOJPEG_INCLUDE_DIR} ${NB_LIBJPEG_INCLUDE_DIR} ${NB_JCONFIG_INCLUDE_DIR})
   list(APPEND _nb_in_defs NB_HAVE_JPEG=1)
-  target_link_libraries(nb_benchmarks_deps INTERFACE ${NB_TURBOJPEG_LIBRARY} ${NB_LIBJPEG_LIBRARY})
+  list(APPEND _nb_in_libs ${NB_TURBOJPEG_LIBRARY} ${NB_LIBJPEG_LIBRARY})
   set(NB_HAVE_JPEG ON CACHE INTERNAL "")
 else()
   string(REPLACE ";" ", " _nb_jpeg_missing "${_nb_jpeg_missing}")
@@ -90,9 +78,11 @@ else()
 endif()
 
 # The compiler's own folders (/usr/include) must not be given again: libstdc++'s #include_next needs its order.
-list(REMOVE_DUPLICATES _nb_in_includes)
-if(CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+if(_nb_in_includes)
+  list(REMOVE_DUPLICATES _nb_in_includes)
+endif()
+if(CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES AND _nb_in_includes)
   list(REMOVE_ITEM _nb_in_includes ${CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES})
 endif()
-set_source_files_properties(${_nb_in_sources} PROPERTIES INCLUDE_DIRECTORIES "${_nb_in_includes}"
-                            COMPILE_DEFINITIONS "${_nb_in_defs}")
+nb_family(input SOURCES input.cpp jpeg_codec.cpp augment.cpp images.cpp cpu_pool.cpp input_verdict.cpp input_analysis.cpp
+          gpu_decode.cpp KERNELS input LIBS ${_nb_in_libs} INCLUDES ${_nb_in_includes} DEFINITIONS ${_nb_in_defs})

@@ -7,15 +7,15 @@
 #include <sstream>
 
 #include "images.hpp"
-#include "resources.hpp"
-#include "stats.hpp"
-#include "text.hpp"
+#include "base/resources.hpp"
+#include "base/stats.hpp"
+#include "base/text.hpp"
 
 #if NB_HAVE_NVJPEG
 #include <dlfcn.h>
 #include <nvjpeg.h>
 
-#include "input_kernels.cuh"
+#include "kernels/input/input_kernels.cuh"
 #endif
 
 namespace nb::input {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "augment.hpp"
-#include "benchmark.hpp"
+#include "bench/benchmark.hpp"
 
 namespace nb::input {
 

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "error.hpp"
-#include "settings.hpp"
+#include "base/error.hpp"
+#include "bench/settings.hpp"
 
 namespace nb::input {
 

@@ -9,13 +9,13 @@
 #include <cmath>
 
 #include "augment.hpp"
-#include "benchmark.hpp"
+#include "bench/benchmark.hpp"
 #include "cpu_pool.hpp"
 #include "gpu_decode.hpp"
-#include "host_memory.hpp"
+#include "node/host_memory.hpp"
 #include "images.hpp"
-#include "stats.hpp"
-#include "text.hpp"
+#include "base/stats.hpp"
+#include "base/text.hpp"
 
 namespace nb::input {
 namespace {

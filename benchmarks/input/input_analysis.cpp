@@ -1,8 +1,7 @@
 // Registers the input family's verdict: the analysis `input_pipeline` after a run (the training
 // steps of the same result), and the judge `nodebench advise` asks for its input line (the
 // training step of one file, the decode of another).
-#include "advise_inputs.hpp"
-#include "benchmark.hpp"
+#include "bench/benchmark.hpp"
 #include "input_verdict.hpp"
 
 namespace nb::input {
@@ -44,7 +43,7 @@ json gather(const std::vector<json>& docs) {
 }
 
 struct AdviseJudge {
-  AdviseJudge() { advise::input_pipeline_judge() = advise::InputPipelineJudge{gather, judge_step}; }
+  AdviseJudge() { input_pipeline_judge() = InputPipelineJudge{gather, judge_step}; }
 };
 const AdviseJudge advise_judge;
 

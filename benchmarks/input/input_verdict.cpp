@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 namespace nb::input {
 

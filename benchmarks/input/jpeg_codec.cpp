@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 #if NB_HAVE_JPEG
 #include <turbojpeg.h>
