@@ -100,8 +100,9 @@ json feed_row(const Curve& c, const GpuDecode* gpu, double per_gpu, int gpus) {
               {"status", shortfall == 0 ? "pass" : "warn"}};
   std::string text = plural(gpus, "GPU", "GPUs") + " x " + fmt(per_gpu, 0) + " images/s = " + fmt(need, 0) + " images/s: " +
                      plural(decode, "decode core", "decode cores") + " (" + c.series + ", " + how + ") + " +
-                     std::to_string(gpus) + " driving the GPUs = " + std::to_string(needed) + " of the host's " +
-                     std::to_string(c.host_cpus) + " CPUs: " +
+                     std::to_string(gpus) + " driving the GPUs = " + std::to_string(needed) + " of " +
+                     (c.host.empty() ? std::string("the host's") : c.host + "'s") + " " + std::to_string(c.host_cpus) +
+                     " CPUs: " +
                      (shortfall == 0 ? std::string("the input pipeline keeps up")
                                      : plural(shortfall, "core", "cores") + " short");
   if (gpu) {

@@ -40,8 +40,9 @@
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
-#   input-peer   the input family (JPEG decode + crop + normalise per core count, nvJPEG) against
-#                scripts/dev/peer_torch_input.py on the same files: peer, nodebench, peer; ratios last.
+#   input-peer   the input family's GPU tests (kernel, nvJPEG cases), then the family (JPEG decode +
+#                crop + normalise per core count, nvJPEG) against scripts/dev/peer_torch_input.py on
+#                the same files: peer, nodebench, peer; ratios last.
 #                nvJPEG: the nvidia-nvjpeg wheel carried in .whl/ (NVJPEG_ROOT is set from it);
 #                libjpeg-turbo: the system's, or .deps/jpeg from scripts/dev/carry_jpeg.sh
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
@@ -105,7 +106,7 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60 [input-peer]=150)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60 [input-peer]=200)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -421,6 +422,8 @@ step_monitor() {
 
 step_input_peer() {  # ~2 minutes on 16 cores: two peer runs around one nodebench run, on the same files
   local rc=0 keep="$RAW/input_jpegs" w
+  timeout "$(tmo 150)" ctest --test-dir build -R "gpu_input" --output-on-failure > "$RAW/ctest-input.log" 2>&1 || rc=1
+  grep -E "tests passed|Failed|\*\*\*|Not Run" "$RAW/ctest-input.log" | tee -a "$OUT/session.log"
   w=$(python3 -c "import os; n = len(os.sched_getaffinity(0)); print(','.join(map(str, sorted({2 ** i for i in range(n.bit_length()) if 2 ** i < n} | {n}))))")
   NODEBENCH_INPUT_KEEP="$keep" timeout "$(tmo 60)" build/nodebench run --family input --quiet --out-file "$RAW/input_quick.json" \
     > "$RAW/input_quick.log" 2>&1 || rc=1   # writes the files; the quick case
