@@ -331,6 +331,7 @@ TEST(InputPool, WorkersDecodeAndCount) {
   EXPECT_GT(r.augment_per_image_ms, 0.0);
   EXPECT_GT(r.cpu_share, 0.0);   // a thread's CPU time cannot exceed its wall time
   EXPECT_LE(r.cpu_share, 1.01);
+  EXPECT_GT(r.images_per_cpu_s, 0.0);
   pc.cpus = {CPU_SETSIZE - 1};  // not a CPU of this process
   try {
     run_pool(set, pc, mc);

@@ -218,8 +218,13 @@ TEST(HostOnly, ScheduledOnceOnNoGpu) {
 
 TEST(HostOnly, ContextHasNoGpuOfItsOwn) {
   Nvml nvml("/nonexistent/libnvidia-ml.so");
-  CaseContext ctx(nvml, MeasureConfig{}, {});
+  Settings settings;
+  ResourceStore session;
+  AlgoCache cache;
+  EXPECT_THROW(CaseContext(nvml, MeasureConfig{}, {}, CaseServices{}), Error);  // no settings: refused
+  CaseContext ctx(nvml, MeasureConfig{}, {}, CaseServices{&settings, nullptr, &session, &cache});
   EXPECT_TRUE(ctx.host_only());
+  EXPECT_THROW(ctx.gpu_resources(), Error);
   EXPECT_TRUE(ctx.gpus().empty());
   EXPECT_THROW(ctx.gpu(), Error);
   EXPECT_THROW(ctx.measure([](cudaStream_t) {}), Error);
@@ -241,15 +246,19 @@ TEST(InputSettings, ImageFoldersCheckedAtStart) {
   EXPECT_NE(message({{"NODEBENCH_INPUT_IMAGES", dir.string()}}).find("holds no *.jpg or *.jpeg file"), std::string::npos);
   std::ofstream(dir / "x.JPG") << "x";
   const Settings s = Settings::from_map({{"NODEBENCH_INPUT_IMAGES", dir.string()}, {"NODEBENCH_INPUT_KEEP", (dir / "k").string()}});
-  EXPECT_EQ(s.input_images, dir.string());
+  EXPECT_EQ(s.text("NODEBENCH_INPUT_IMAGES"), dir.string());
   EXPECT_EQ(s.to_json()["input_keep"], (dir / "k").string());
+  EXPECT_FALSE(Settings{}.to_json().contains("input_images"));  // recorded only when set
   EXPECT_NE(message({{"NODEBENCH_INPUT_KEEP", (dir / "x.JPG").string()}}).find("exists and is not a folder"), std::string::npos);
-  // run --images: the same check, as a usage error naming the option.
+  // run --images: the same check, as a usage error naming the option; it overrides the environment.
+  set_current_settings(Settings{});
   const ParseOutcome p = parse_cli({"nodebench", "run", "--images", (dir / "nosuch").string()});
   EXPECT_EQ(p.exit_code, kExitUsage);
   EXPECT_NE(p.err.find("--images: '"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("no such folder"), std::string::npos) << p.err;
   const ParseOutcome ok = parse_cli({"nodebench", "run", "--family", "input", "--images", dir.string()});
   ASSERT_TRUE(ok.command.has_value()) << ok.err;
-  EXPECT_EQ(current_settings().input_images, dir.string());
+  EXPECT_EQ(current_settings().text("NODEBENCH_INPUT_IMAGES"), dir.string());
+  EXPECT_NE(parse_cli({"nodebench", "run", "--help"}).out.find("--images DIR"), std::string::npos);
   set_current_settings(Settings{});
 }

@@ -306,18 +306,18 @@ TEST(Monitor, Rounds) {
 TEST(MonitorCli, Defaults) {
   auto p = parse({"monitor"});
   ASSERT_TRUE(p.command) << p.err;
-  EXPECT_EQ(p.command->kind, CommandKind::monitor);
-  EXPECT_DOUBLE_EQ(p.command->monitor.interval_s, 1);
-  EXPECT_DOUBLE_EQ(p.command->monitor.duration_s, 0);
-  EXPECT_EQ(p.command->monitor.format, "table");
-  EXPECT_EQ(p.command->monitor.gpus, "all");
+  EXPECT_EQ(std::string(p.command->name()), "monitor");
+  EXPECT_DOUBLE_EQ(p.command->as<MonitorCommand>()->options.interval_s, 1);
+  EXPECT_DOUBLE_EQ(p.command->as<MonitorCommand>()->options.duration_s, 0);
+  EXPECT_EQ(p.command->as<MonitorCommand>()->options.format, "table");
+  EXPECT_EQ(p.command->as<MonitorCommand>()->options.gpus, "all");
 }
 
 TEST(MonitorCli, EveryOption) {
   auto p = parse({"monitor", "--interval", "0.5", "--duration", "10", "--gpus", "0,3", "--format", "prometheus",
                   "--out", "/tmp/x.prom"});
   ASSERT_TRUE(p.command) << p.err;
-  const MonitorOptions& m = p.command->monitor;
+  const MonitorOptions& m = p.command->as<MonitorCommand>()->options;
   EXPECT_DOUBLE_EQ(m.interval_s, 0.5);
   EXPECT_DOUBLE_EQ(m.duration_s, 10);
   EXPECT_EQ(m.gpus, "0,3");
@@ -351,24 +351,24 @@ TEST(MonitorCli, BadValuesExit2NamingTheOption) {
 TEST(MonitorCli, RunMonitorOptionalInterval) {
   auto none = parse({"run"});
   ASSERT_TRUE(none.command);
-  EXPECT_FALSE(none.command->options.monitor_interval_s);
+  EXPECT_FALSE(none.command->as<RunCommand>()->options.monitor_interval_s);
   auto bare = parse({"run", "--monitor", "--family", "memory"});
   ASSERT_TRUE(bare.command) << bare.err;
-  EXPECT_DOUBLE_EQ(*bare.command->options.monitor_interval_s, 1.0);
-  EXPECT_EQ(bare.command->options.families, std::vector<std::string>{"memory"});
+  EXPECT_DOUBLE_EQ(*bare.command->as<RunCommand>()->options.monitor_interval_s, 1.0);
+  EXPECT_EQ(bare.command->as<RunCommand>()->options.families, std::vector<std::string>{"memory"});
   auto last = parse({"run", "--family", "memory", "--monitor"});
   ASSERT_TRUE(last.command) << last.err;
-  EXPECT_DOUBLE_EQ(*last.command->options.monitor_interval_s, 1.0);
+  EXPECT_DOUBLE_EQ(*last.command->as<RunCommand>()->options.monitor_interval_s, 1.0);
   auto given = parse({"run", "--monitor=0.25"});
   ASSERT_TRUE(given.command) << given.err;
-  EXPECT_DOUBLE_EQ(*given.command->options.monitor_interval_s, 0.25);
+  EXPECT_DOUBLE_EQ(*given.command->as<RunCommand>()->options.monitor_interval_s, 0.25);
 }
 
 TEST(MonitorSettings, NvmlLibraryIsASetting) {
   std::vector<std::string> unknown;
   const Settings s = Settings::from_map({{"NODEBENCH_NVML_LIBRARY", "/opt/nvml/libnvidia-ml.so.1"}}, &unknown);
   EXPECT_TRUE(unknown.empty());
-  EXPECT_EQ(s.nvml_library, "/opt/nvml/libnvidia-ml.so.1");
+  EXPECT_EQ(s.text("NODEBENCH_NVML_LIBRARY"), "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_EQ(s.to_json()["nvml_library"], "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_FALSE(Settings::from_map({}).to_json().contains("nvml_library"));
 }
@@ -376,8 +376,7 @@ TEST(MonitorSettings, NvmlLibraryIsASetting) {
 // run --monitor where NVML cannot be loaded (a library path that does not exist, so this holds on a
 // GPU machine too): the run goes on, the result has no timeline and a note says why.
 TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
-  Settings settings;
-  settings.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  const Settings settings = Settings::from_map({{"NODEBENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}});
   Session session(ProfileDb::builtin(), settings);
   Plan plan;  // no case: only the monitor's part of run_plan is at stake
   plan.monitor_interval_s = 0.05;

@@ -310,6 +310,7 @@ PoolResult run_pool(const ImageSet& set, const PoolConfig& pc, const MeasureConf
   res.decode_per_image_ms = res.images ? 1e3 * dec / double(res.images) : 0;
   res.augment_per_image_ms = res.images ? 1e3 * aug / double(res.images) : 0;
   res.cpu_share = wall > 0 ? cpu / wall : 0;
+  res.images_per_cpu_s = cpu > 0 ? double(res.images) / cpu : 0;
   res.memory_bound = pc.memory_node && out.bound() && (!files_mem || files_mem->bound());
   return res;
 }

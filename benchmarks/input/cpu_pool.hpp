@@ -55,6 +55,9 @@ struct PoolResult {
   // The workers' CPU time over their wall time: below 1 when other work shared their CPUs (the
   // rate is then the host's with that load, not its capacity).
   double cpu_share = 0;
+  // Images per second of the workers' CPU time: the per-core rate with the cores to themselves
+  // (other work's share of the caches and memory aside).
+  double images_per_cpu_s = 0;
 };
 
 // Runs the workers until the sampling stops (mc: target CV, time cap, sample counts). Throws

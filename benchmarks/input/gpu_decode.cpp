@@ -257,7 +257,7 @@ class BatchRunner {
 void run_gpu_decode(CaseContext& ctx, const std::string& backend, Layout layout, DType dtype, int batch) {
   if (!api().error.empty() || !api().create) ctx.skip("nvJPEG cannot be loaded: " + api().error, ReasonKind::not_built);
   if (!jpeg_built()) ctx.skip("built without libjpeg-turbo (" + jpeg_missing() + "): no images", ReasonKind::not_built);
-  const auto set = run_images();
+  const auto set = run_images(ctx.settings());
   std::unique_ptr<Decoder> d;
   try {
     d = std::make_unique<Decoder>(backend_of(backend), batch);

@@ -299,15 +299,44 @@ ImageSet load_images(const std::string& dir, size_t max_files) {
   return set;
 }
 
-std::shared_ptr<const ImageSet> run_images() {
+std::string image_dir_problem(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return "'" + dir + "': no such folder";
+  if (!fs::is_directory(dir, ec)) return "'" + dir + "': not a folder";
+  fs::directory_iterator it(dir, ec);
+  if (ec) return "'" + dir + "': cannot be read (" + ec.message() + ")";
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (is_jpeg_name(it->path()) && it->is_regular_file(ec)) return "";
+  }
+  return "'" + dir + "': holds no *.jpg or *.jpeg file";
+}
+
+namespace {
+
+std::string keep_dir_problem(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(dir, ec) && !fs::is_directory(dir, ec) ? "'" + dir + "': exists and is not a folder" : "";
+}
+
+const SettingRegistrar kImages({"NODEBENCH_INPUT_IMAGES", SettingKind::text, "input_images", nullptr, 0, false,
+                                "=DIR the input family decodes DIR's *.jpg files, not the images it makes", "input",
+                                false, true, image_dir_problem, "--images"});
+const SettingRegistrar kKeep({"NODEBENCH_INPUT_KEEP", SettingKind::text, "input_keep", nullptr, 0, false,
+                              "=DIR the input family writes the JPEGs it makes into DIR and keeps them", "input", false,
+                              true, keep_dir_problem});
+
+}  // namespace
+
+std::shared_ptr<const ImageSet> run_images(const Settings& s) {
   static std::mutex mu;
   static std::shared_ptr<const ImageSet> cached;
   std::lock_guard<std::mutex> lock(mu);
   if (!cached) {
-    const Settings& s = current_settings();
+    const std::string images = s.text("NODEBENCH_INPUT_IMAGES");
     cached = std::make_shared<const ImageSet>(
-        s.input_images.empty() ? generate_images(kGeneratedCount, kGeneratedSeed, kGeneratedQuality, s.input_keep)
-                               : load_images(s.input_images, 256));
+        images.empty() ? generate_images(kGeneratedCount, kGeneratedSeed, kGeneratedQuality, s.text("NODEBENCH_INPUT_KEEP"))
+                       : load_images(images, 256));
   }
   return cached;
 }

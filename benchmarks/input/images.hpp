@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/settings.hpp"
 #include "jpeg_codec.hpp"
 
 namespace nb::input {
@@ -45,8 +46,10 @@ ImageSet generate_images(int count, uint64_t seed, int quality, const std::strin
 // Throws nb::Error when none of them can be decoded to RGB.
 ImageSet load_images(const std::string& dir, size_t max_files);
 
-// The images of this run, made or loaded once per process from the settings
-// (NODEBENCH_INPUT_IMAGES, NODEBENCH_INPUT_KEEP).
-std::shared_ptr<const ImageSet> run_images();
+// The images of this run, made or loaded once per process from the family's settings
+// (NODEBENCH_INPUT_IMAGES, also run --images; NODEBENCH_INPUT_KEEP), declared in images.cpp.
+std::shared_ptr<const ImageSet> run_images(const Settings& settings);
+// A folder of input images: empty when it holds a *.jpg or *.jpeg file, else what is wrong.
+std::string image_dir_problem(const std::string& dir);
 
 }  // namespace nb::input

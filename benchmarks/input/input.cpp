@@ -108,7 +108,7 @@ std::vector<int> choose_cpus(CaseContext& ctx, const std::vector<Cpu>& cpus, con
 
 void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& placement, int cores) {
   if (!jpeg_built()) ctx.skip("built without libjpeg-turbo (" + jpeg_missing() + ")", ReasonKind::not_built);
-  const auto set = run_images();
+  const auto set = run_images(ctx.settings());
   const std::vector<Cpu> cpus = allowed_cpus();
   PoolConfig pc;
   pc.layout = layout;
@@ -131,6 +131,7 @@ void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& pl
   m["mean_file_bytes"] = set->mean_bytes();
   m["output_bytes"] = double(image_elements() * element_bytes(dtype));
   m["worker_cpu_share"] = r.cpu_share;
+  m["per_core_cpu_time_images_per_s"] = r.images_per_cpu_s;
   json& d = ctx.details();
   d["cpus"] = pc.cpus;
   d["cpus_available"] = cpus.size();

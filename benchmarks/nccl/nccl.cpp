@@ -55,6 +55,7 @@ extern char** environ;
 namespace nb {
 namespace {
 
+
 using coll::Collective;
 using coll::DType;
 using nlohmann::json;
@@ -107,7 +108,7 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     // before instantiating, hung until the watchdog (120 s a case). Under MPI (one GPU per
     // process) the graph cases ran and verified. Until the one-process path is shown to work,
     // it is skipped rather than left to hang.
-    if (spec.graph && devices.size() > 1 && !current_settings().nccl_graph_multi)
+    if (spec.graph && devices.size() > 1 && !current_settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
       ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
                "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
                "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");

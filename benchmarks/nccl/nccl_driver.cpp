@@ -288,7 +288,7 @@ TeamResult measure_team(Team* team, int nranks, const Spec& spec, const MeasureC
   constexpr uint64_t kHoldNs = 2'000'000'000ull;
   // Opt-in (NODEBENCH_NCCL_HOLD=1; not yet seen working on several GPUs); off after a hold that
   // timed out. Without it a sample of small collectives includes the host's enqueue pace.
-  bool hold_ok = current_settings().nccl_hold;
+  bool hold_ok = current_settings().flag("NODEBENCH_NCCL_HOLD");
   double host_per_op = 0;
   auto timed = [&](size_t count, bool use_graph) -> double {
     if (hold_ok) {

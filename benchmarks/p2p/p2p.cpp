@@ -49,7 +49,9 @@ std::string case_name(const Spec& s) {
 
 std::string pair_name(int a, int b) { return "gpu" + std::to_string(a) + "-gpu" + std::to_string(b); }
 
-bool loopback_hook() { return current_settings().p2p_loopback; }
+const SettingRegistrar kLoopback({"NODEBENCH_P2P_LOOPBACK", SettingKind::flag, "p2p_loopback", false, 0, false,
+                                  "=0|1 with one GPU, copy the GPU to itself (default 0)", "p2p"});
+bool loopback_hook() { return current_settings().flag("NODEBENCH_P2P_LOOPBACK"); }
 
 // The pairs of a case: ordered (one way) or unordered (both ways) pairs of distinct GPUs; with
 // the loopback hook and one GPU, the GPU with itself.

@@ -39,6 +39,7 @@
 namespace nb {
 namespace {
 
+
 using nlohmann::json;
 using train_dp::Point;
 
@@ -93,8 +94,8 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
     if (!a.ok) ctx.skip("GPU " + std::to_string(g->index) + ": " + a.reason);
   }
   const Settings& S = current_settings();
-  const int k = S.dp_accumulation;
-  const size_t bucket_bytes = size_t(S.dp_bucket_mib * 1048576.0);
+  const int k = int(S.integer("NODEBENCH_DP_ACCUMULATION"));
+  const size_t bucket_bytes = size_t(S.number("NODEBENCH_DP_BUCKET_MIB") * 1048576.0);
   const auto steps = topo::sweep_subsets(distance_matrix(ctx.nvml(), ctx.gpus()));
   const int all = int(ctx.gpus().size());
   train::StepConfig cfg;
@@ -205,7 +206,7 @@ std::vector<Case> make_cases(Suite suite) {
     c.family = "train_dp";
     c.name = pt.name();
     c.params = {{"precision", pt.precision}, {"layout", pt.layout}, {"batch", pt.batch},
-                {"accumulation", current_settings().dp_accumulation}};
+                {"accumulation", current_settings().integer("NODEBENCH_DP_ACCUMULATION")}};
     c.multi_gpu = true;
     c.min_gpus = quick ? 2 : 1;
 #if NB_HAVE_NCCL

@@ -1,11 +1,22 @@
 // The data-parallel training step's plan (see train_dp_plan.hpp).
 #include "train_dp_plan.hpp"
 
+#include "bench/settings.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 namespace nb::train_dp {
+namespace {
+
+// The data-parallel step's settings (docs: benchmarks/train_dp/README.md).
+const SettingRegistrar kBucket({"NODEBENCH_DP_BUCKET_MIB", SettingKind::number, "dp_bucket_mib", 25.0, 1 << 16, false,
+                                "train_dp gradient bucket in MiB (default 25, PyTorch DDP's bucket_cap_mb)", "train_dp"});
+const SettingRegistrar kAccumulation({"NODEBENCH_DP_ACCUMULATION", SettingKind::integer, "dp_accumulation", 1, 1024,
+                                      false, "train_dp micro-steps per all-reduce and update (default 1)", "train_dp"});
+
+}  // namespace
 
 std::vector<Bucket> assign_buckets(const std::vector<size_t>& param_bytes, size_t cap) {
   if (cap == 0) cap = 1;

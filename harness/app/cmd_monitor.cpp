@@ -56,9 +56,9 @@ std::vector<MonitoredGpu> monitored_gpus(const Nvml& nvml, const std::vector<int
   return out;
 }
 
-int cmd_monitor(const Command& cmd) {
-  const MonitorOptions& mo = cmd.monitor;
-  const Nvml nvml(current_settings().nvml_library);
+int cmd_monitor(const MonitorCommand& c) {
+  const MonitorOptions& mo = c.options;
+  const Nvml nvml(current_settings().text("NODEBENCH_NVML_LIBRARY"));
   if (!nvml.available()) {
     std::cerr << "nodebench: monitor reads the GPUs through NVML, which is unavailable: " << nvml.error()
               << "\n  (NVML comes with the NVIDIA driver as libnvidia-ml.so.1; in a container, start it with the "

@@ -53,10 +53,10 @@ bool write_text(const std::string& path, const std::string& text, const char* wh
 
 }  // namespace
 
-int cmd_validate(const Command& cmd) {
+int cmd_validate(const ValidateCommand& c, const Argv& argv) {
   const auto t0 = std::chrono::steady_clock::now();
-  const ValidateOptions& v = cmd.validate;
-  const RunOptions& o = cmd.options;
+  const ValidateOptions& v = c.options;
+  const RunOptions& o = c.run;
   if (v.level < 1 || v.level > 3) {
     std::cerr << "nodebench: --level must be 1, 2 or 3\n";
     return kExitUsage;
@@ -152,7 +152,7 @@ int cmd_validate(const Command& cmd) {
               << (plan.run_all ? "every case (full suite)" : std::to_string(plan.case_ids.size()) + " case(s)") << std::endl;
     try {
       fs::create_directories(fs::path(path).parent_path());
-      file.emplace(path, run_header(cmd.argv, session, ro, max_time, make_run_id()));
+      file.emplace(path, run_header(argv, session, ro, max_time, make_run_id()));
     } catch (const std::exception& e) {
       std::cerr << "nodebench: cannot write the result file '" << path << "': " << e.what() << "\n";
       return kExitUsage;
@@ -170,7 +170,7 @@ int cmd_validate(const Command& cmd) {
     // Level 1 (or nothing built): a result file without records, for the validation section.
     RunOptions ro;
     ro.gpus = o.gpus;
-    doc = run_header(cmd.argv, session, ro, 0, make_run_id());
+    doc = run_header(argv, session, ro, 0, make_run_id());
     doc["schema"] = "nodebench.result";
     doc["schema_version"] = kSchemaVersion;
     doc["finished_at"] = iso_utc(std::chrono::system_clock::now());

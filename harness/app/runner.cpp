@@ -152,8 +152,8 @@ void print_summary(const json& doc, std::ostream& os) {
 
 }  // namespace
 
-int cmd_list(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+int cmd_list(const ListCommand& lc) {
+  const RunOptions& o = lc.selection;
   std::vector<Case> cases;
   try {
     cases = select_cases(o.suite, o.families, o.filter);
@@ -164,7 +164,7 @@ int cmd_list(const Command& cmd) {
   Nvml nvml;
   const Environment env = capture_environment(nvml, ProfileDb::builtin());
   json out = json::array();
-  if (!o.json) {
+  if (!lc.json) {
     std::cout << "Families:\n";
     for (const auto& f : family_registry()) std::cout << "  " << std::left << std::setw(12) << f->name() << f->description() << "\n";
     if (env.gpus.empty()) std::cout << "No GPU visible (" << env.cuda_error << "): whether a case can run is unknown.\n";
@@ -182,16 +182,16 @@ int cmd_list(const Command& cmd) {
     if (c.host_only) line = "  host (needs no GPU)";
     else if (env.gpus.empty()) line = "  unknown (no GPU)";
     out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"host_only", c.host_only}, {"availability", avail}});
-    if (!o.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
+    if (!lc.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
+  if (lc.json) std::cout << out.dump(2) << "\n";
   return kExitOk;
 }
 
-int cmd_env(const Command& cmd) {
+int cmd_env(const EnvCommand& c) {
   Nvml nvml;
   const Environment env = capture_environment(nvml, ProfileDb::builtin());
-  if (cmd.options.json) {
+  if (c.json) {
     std::cout << env.json.dump(2) << "\n";
     return kExitOk;
   }
@@ -278,8 +278,7 @@ int run_child(const std::vector<std::string>& args) {
 // --runs N: the same run N times, each in a fresh process (a fresh CUDA context and, unless an
 // algorithm cache is given, a fresh algorithm search), then one file whose records (the last
 // run's) carry each case's spread over the runs.
-int run_repeated(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+int run_repeated(const RunOptions& o, const Argv& argv) {
   const std::string stem = o.out_file.empty() ? (fs::path(o.out_dir) / ("nodebench-runs-" + make_run_id().substr(0, 8))).string()
                                               : fs::path(o.out_file).replace_extension("").string();
   std::vector<std::string> files;
@@ -287,7 +286,7 @@ int run_repeated(const Command& cmd) {
   int worst = kExitOk;
   for (size_t i = 1; i <= o.runs; ++i) {
     const std::string file = stem + "-run" + std::to_string(i) + ".json";
-    std::vector<std::string> args = child_args(cmd.argv);
+    std::vector<std::string> args = child_args(argv);
     args.push_back("--out-file");
     args.push_back(file);
     std::cout << "== run " << i << " of " << o.runs << ": " << file << std::endl;
@@ -319,8 +318,8 @@ int run_repeated(const Command& cmd) {
 
 }  // namespace
 
-int cmd_run(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+int cmd_run(const RunCommand& c, const Argv& argv) {
+  const RunOptions& o = c.options;
   if (o.runs > 1) {
     if (mpi::launched()) {
       std::cerr << "nodebench: --runs repeats the run in fresh processes and cannot be used under an MPI launcher; "
@@ -328,7 +327,7 @@ int cmd_run(const Command& cmd) {
       return kExitUsage;
     }
     try {
-      return run_repeated(cmd);
+      return run_repeated(o, argv);
     } catch (const std::exception& e) {
       std::cerr << "nodebench: " << e.what() << "\n";
       return kExitCaseFailed;
@@ -354,12 +353,12 @@ int cmd_run(const Command& cmd) {
   if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
   Session session(std::move(profiles), current_settings());
   // Host-only cases (the CPU's input pipeline) need no GPU: a run of only those runs without one.
-  const size_t host_cases = size_t(std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.host_only; }));
+  const size_t host_cases = size_t(std::count_if(cases.begin(), cases.end(), [](const Case& k) { return k.host_only; }));
   const bool runnable = session.has_gpus() || host_cases == cases.size();
   if (!cluster::all_ok(runnable)) {
     std::cerr << (runnable ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error)) << "\n";
     if (!runnable && host_cases > 0) {
-      const auto first = std::find_if(cases.begin(), cases.end(), [](const Case& c) { return c.host_only; });
+      const auto first = std::find_if(cases.begin(), cases.end(), [](const Case& k) { return k.host_only; });
       std::cerr << "nodebench: " << host_cases << " of the " << cases.size() << " selected cases measure the host and "
                 << "need no GPU (e.g. " << first->id() << "): select only those (--family, --filter) to run them here\n";
     }
@@ -414,7 +413,7 @@ int cmd_run(const Command& cmd) {
     std::cerr << "nodebench: " << (out_error.empty() ? "rank 0 cannot write the result file" : out_error) << "\n";
     return kExitUsage;
   }
-  json header = run_header(cmd.argv, session, o, max_time, run_id);
+  json header = run_header(argv, session, o, max_time, run_id);
   cluster::gather_environment(header["environment"], plan.gpus.empty() ? -1 : plan.gpus.front());
   std::optional<ResultFile> file;
   try {

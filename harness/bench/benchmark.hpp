@@ -18,6 +18,9 @@
 #include "base/error.hpp"
 #include "bench/measure.hpp"
 #include "base/status.hpp"
+#include "bench/algo_choice.hpp"
+#include "bench/resources_store.hpp"
+#include "bench/settings.hpp"
 
 namespace nb {
 
@@ -234,20 +237,44 @@ inline void set_outcome(CasePart& part, const std::exception& e) {
   part.out.measurement.reset();
 }
 
+// What the Session lends a case besides its GPU: the settings in force, the resources it keeps
+// between cases (per GPU and for the whole session) and the algorithm cache.
+struct CaseServices {
+  const Settings* settings = nullptr;
+  ResourceStore* gpu_resources = nullptr;
+  ResourceStore* session_resources = nullptr;
+  AlgoCache* algo_cache = nullptr;
+};
+
 class CaseContext {
  public:
   CaseContext(const GpuInfo& gpu, const Nvml& nvml, Measurer& measurer, cudaStream_t stream,
-              MeasureConfig cfg, std::vector<const GpuInfo*> gpus = {})
-      : gpu_(&gpu), nvml_(nvml), measurer_(&measurer), stream_(stream), gpus_(std::move(gpus)) {
+              MeasureConfig cfg, std::vector<const GpuInfo*> gpus, CaseServices services)
+      : gpu_(&gpu), nvml_(nvml), measurer_(&measurer), stream_(stream), gpus_(std::move(gpus)), services_(services) {
     out_.config = cfg;
     if (gpus_.empty()) gpus_.push_back(gpu_);
+    if (!services_.settings || !services_.gpu_resources || !services_.session_resources || !services_.algo_cache)
+      throw Error("CaseContext: the session's services are incomplete");
   }
-  // A host-only case's context (Case::host_only): the run's GPUs, possibly none.
-  CaseContext(const Nvml& nvml, MeasureConfig cfg, std::vector<const GpuInfo*> gpus)
-      : nvml_(nvml), gpus_(std::move(gpus)) {
+  // A host-only case's context (Case::host_only): the run's GPUs, possibly none, and no GPU of
+  // its own (so no per-GPU resources either).
+  CaseContext(const Nvml& nvml, MeasureConfig cfg, std::vector<const GpuInfo*> gpus, CaseServices services)
+      : nvml_(nvml), gpus_(std::move(gpus)), services_(services) {
     out_.config = cfg;
+    if (!services_.settings || !services_.session_resources || !services_.algo_cache)
+      throw Error("CaseContext: the session's services are incomplete");
   }
   bool host_only() const { return gpu_ == nullptr; }
+  const Settings& settings() const { return *services_.settings; }
+  // What a family keeps on this GPU between cases (library handles, algorithm choices): made on
+  // first use with this GPU current, destroyed with the Session.
+  ResourceStore& gpu_resources() {
+    if (!services_.gpu_resources) throw Error("a host-only case has no GPU resources");
+    return *services_.gpu_resources;
+  }
+  // What spans GPUs (NCCL teams over a GPU set), likewise.
+  ResourceStore& session_resources() { return *services_.session_resources; }
+  AlgoCache& algo_cache() { return *services_.algo_cache; }
   const GpuInfo& gpu() const {
     if (!gpu_) throw Error("a host-only case has no GPU of its own (use gpus())");
     return *gpu_;
@@ -305,6 +332,7 @@ class CaseContext {
   Measurer* measurer_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::vector<const GpuInfo*> gpus_;
+  CaseServices services_;
   CaseOutput out_;
 };
 

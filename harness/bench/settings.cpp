@@ -3,9 +3,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <mutex>
+#include <algorithm>
+#include <sstream>
 
 #include "base/error.hpp"
 
@@ -14,54 +15,92 @@ extern char** environ;
 namespace nb {
 using nlohmann::json;
 
+std::vector<SettingSpec>& setting_registry() {
+  static std::vector<SettingSpec> r;
+  return r;
+}
+
+SettingRegistrar::SettingRegistrar(SettingSpec s) {
+  if (s.owner.empty()) s.owner = "core";
+  setting_registry().push_back(std::move(s));
+}
+
 namespace {
 
-// The names this build knows; any other NODEBENCH_* is reported (a misspelt setting must not be
-// silently ignored). NODEBENCH_BIN, _REPORT and _SKIP_CUDA12 belong to the scripts.
-const char* const kKnown[] = {"NODEBENCH_CUDNN_WORKSPACE_MIB", "NODEBENCH_NCCL_TIMEOUT_S",
-                              "NODEBENCH_NCCL_NONBLOCKING",   "NODEBENCH_NCCL_HOLD",
-                              "NODEBENCH_NCCL_TRACE",         "NODEBENCH_NCCL_GRAPH_MULTI",
-                              "NODEBENCH_P2P_LOOPBACK",       "NODEBENCH_MPI",
-                              "NODEBENCH_NVML_LIBRARY",       "NODEBENCH_DP_BUCKET_MIB",
-                              "NODEBENCH_DP_ACCUMULATION",    "NODEBENCH_INPUT_IMAGES",
-                              "NODEBENCH_INPUT_KEEP",
-                              "NODEBENCH_NCCL_TEST_STALL_S",  "NODEBENCH_NCCL_TEST_ABSENT_RANK"};
+// The core's own settings: the library the node layer loads, the launch mode.
+const SettingRegistrar kNvmlLibrary({"NODEBENCH_NVML_LIBRARY", SettingKind::text, "nvml_library", nullptr, 0, false,
+                                     "=PATH the NVML library to load (default: the driver's libnvidia-ml.so.1)", "core",
+                                     false, true});
+const SettingRegistrar kMpi({"NODEBENCH_MPI", SettingKind::tristate, "mpi", nullptr, 0, false,
+                             "=0|1 force the MPI launch mode off or on (default: detected)", "core"});
+
+// Names that belong to the scripts, not to the binary: known, so never warned about.
 const char* const kScripts[] = {"NODEBENCH_BIN", "NODEBENCH_REPORT", "NODEBENCH_SKIP_CUDA12", "NODEBENCH_SETUP_HIDE"};
 
-double parse_number(const std::string& name, const std::string& v, double max, bool integer, bool allow_zero) {
+const SettingSpec* find_spec(const std::string& name) {
+  for (const auto& s : setting_registry())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string limit_text(double max) {
+  std::ostringstream os;
+  os.precision(15);
+  os << max;
+  return os.str();
+}
+
+json parse_value(const SettingSpec& s, const std::string& v) {
+  switch (s.kind) {
+    case SettingKind::flag:
+    case SettingKind::tristate:
+      if (v == "0") return false;
+      if (v == "1") return true;
+      throw Error(s.name + "='" + v + "': must be 0 or 1");
+    case SettingKind::text:
+      if (s.check)
+        if (const std::string why = s.check(v); !why.empty()) throw Error(s.name + "=" + why);
+      return v;
+    case SettingKind::number:
+    case SettingKind::integer: break;
+  }
+  const bool integer = s.kind == SettingKind::integer;
   errno = 0;
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  const std::string what = allow_zero ? "a number >= 0" : "a positive number";
-  if (end == v.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x) || (allow_zero ? x < 0 : !(x > 0)) ||
-      (integer && x != std::floor(x)))
-    throw Error(name + "='" + v + "': must be " + (integer ? (allow_zero ? "a whole number >= 0" : "a positive whole number") : what));
-  if (x > max) throw Error(name + "='" + v + "': too large (at most " + std::to_string(static_cast<long long>(max)) + ")");
+  const bool bad = end == v.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x) ||
+                   (s.allow_zero ? x < 0 : !(x > 0)) || (integer && x != std::floor(x));
+  if (bad) {
+    const std::string what = integer ? (s.allow_zero ? "a whole number >= 0" : "a positive whole number")
+                                     : (s.allow_zero ? "a number >= 0" : "a positive number");
+    throw Error(s.name + "='" + v + "': must be " + what);
+  }
+  if (x > s.max) throw Error(s.name + "='" + v + "': too large (at most " + limit_text(s.max) + ")");
+  if (integer) return int64_t(x);
   return x;
-}
-
-bool parse_flag(const std::string& name, const std::string& v) {
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw Error(name + "='" + v + "': must be 0 or 1");
 }
 
 }  // namespace
 
-std::string image_dir_problem(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return "'" + dir + "': no such folder";
-  if (!fs::is_directory(dir, ec)) return "'" + dir + "': not a folder";
-  fs::directory_iterator it(dir, ec);
-  if (ec) return "'" + dir + "': cannot be read (" + ec.message() + ")";
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    std::string ext = it->path().extension().string();
-    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if ((ext == ".jpg" || ext == ".jpeg") && it->is_regular_file(ec)) return "";
-  }
-  return "'" + dir + "': holds no *.jpg or *.jpeg file";
+std::string settings_help() {
+  std::string out;
+  std::vector<std::string> owners{"core"};
+  for (const auto& s : setting_registry())
+    if (std::find(owners.begin(), owners.end(), s.owner) == owners.end()) owners.push_back(s.owner);
+  for (const auto& o : owners)
+    for (const auto& s : setting_registry()) {
+      if (s.owner != o || s.test_hook) continue;
+      // "=0|1 what it does" puts the value's form after the name; the text starts in one column.
+      std::string line = "  " + s.name, text = s.help;
+      if (!text.empty() && text[0] == '=') {
+        const size_t sp = text.find(' ');
+        line += text.substr(0, sp);
+        text = sp == std::string::npos ? "" : text.substr(sp + 1);
+      }
+      line.resize(std::max<size_t>(line.size() + 1, 33), ' ');
+      out += line + text + "\n";
+    }
+  return out;
 }
 
 bool test_hooks_built() {
@@ -73,51 +112,22 @@ bool test_hooks_built() {
 }
 
 Settings Settings::from_map(const std::map<std::string, std::string>& env, std::vector<std::string>* unknown) {
-  Settings s;
+  Settings out;
   for (const auto& [name, value] : env) {
     if (name.rfind("NODEBENCH_", 0) != 0) continue;
-    bool known = false;
-    for (const char* k : kKnown) known = known || name == k;
-    for (const char* k : kScripts) known = known || name == k;
-    if (!known && unknown) unknown->push_back(name);
+    const SettingSpec* s = find_spec(name);
+    if (!s) {
+      bool script = false;
+      for (const char* k : kScripts) script = script || name == k;
+      if (!script && unknown) unknown->push_back(name);
+      continue;
+    }
+    if (value.empty()) continue;  // set but empty: the default
+    if (s->test_hook && !test_hooks_built())
+      throw Error(name + ": a test hook; this build has none (configure with -DNODEBENCH_TEST_HOOKS=ON)");
+    out.values_[name] = parse_value(*s, value);
   }
-  auto get = [&](const char* n) -> std::optional<std::string> {
-    auto it = env.find(n);
-    if (it == env.end() || it->second.empty()) return std::nullopt;
-    return it->second;
-  };
-  // 1 TiB of workspace is more than any GPU has; the cap keeps the shift to bytes from wrapping.
-  if (auto v = get("NODEBENCH_CUDNN_WORKSPACE_MIB"))
-    s.cudnn_workspace_mib = size_t(parse_number("NODEBENCH_CUDNN_WORKSPACE_MIB", *v, 1 << 20, true, false));
-  if (auto v = get("NODEBENCH_NCCL_TIMEOUT_S")) s.nccl_timeout_s = parse_number("NODEBENCH_NCCL_TIMEOUT_S", *v, 86400, false, false);
-  if (auto v = get("NODEBENCH_NCCL_NONBLOCKING")) s.nccl_nonblocking = parse_flag("NODEBENCH_NCCL_NONBLOCKING", *v);
-  if (auto v = get("NODEBENCH_NCCL_HOLD")) s.nccl_hold = parse_flag("NODEBENCH_NCCL_HOLD", *v);
-  if (auto v = get("NODEBENCH_NCCL_TRACE")) s.nccl_trace = parse_flag("NODEBENCH_NCCL_TRACE", *v);
-  if (auto v = get("NODEBENCH_NCCL_GRAPH_MULTI")) s.nccl_graph_multi = parse_flag("NODEBENCH_NCCL_GRAPH_MULTI", *v);
-  if (auto v = get("NODEBENCH_P2P_LOOPBACK")) s.p2p_loopback = parse_flag("NODEBENCH_P2P_LOOPBACK", *v);
-  if (auto v = get("NODEBENCH_DP_BUCKET_MIB")) s.dp_bucket_mib = parse_number("NODEBENCH_DP_BUCKET_MIB", *v, 1 << 16, false, false);
-  if (auto v = get("NODEBENCH_DP_ACCUMULATION"))
-    s.dp_accumulation = int(parse_number("NODEBENCH_DP_ACCUMULATION", *v, 1024, true, false));
-  if (auto v = get("NODEBENCH_INPUT_IMAGES")) {
-    if (const std::string why = image_dir_problem(*v); !why.empty()) throw Error("NODEBENCH_INPUT_IMAGES=" + why);
-    s.input_images = *v;
-  }
-  if (auto v = get("NODEBENCH_INPUT_KEEP")) {
-    std::error_code ec;
-    if (std::filesystem::exists(*v, ec) && !std::filesystem::is_directory(*v, ec))
-      throw Error("NODEBENCH_INPUT_KEEP='" + *v + "': exists and is not a folder");
-    s.input_keep = *v;
-  }
-  if (auto v = get("NODEBENCH_NVML_LIBRARY")) s.nvml_library = *v;
-  if (auto v = get("NODEBENCH_MPI")) s.mpi = parse_flag("NODEBENCH_MPI", *v);
-  const auto stall = get("NODEBENCH_NCCL_TEST_STALL_S");
-  const auto absent = get("NODEBENCH_NCCL_TEST_ABSENT_RANK");
-  if ((stall || absent) && !test_hooks_built())
-    throw Error(std::string(stall ? "NODEBENCH_NCCL_TEST_STALL_S" : "NODEBENCH_NCCL_TEST_ABSENT_RANK") +
-                ": a test hook; this build has none (configure with -DNODEBENCH_TEST_HOOKS=ON)");
-  if (stall) s.test_nccl_stall_s = parse_number("NODEBENCH_NCCL_TEST_STALL_S", *stall, 3600, false, true);
-  if (absent) s.test_nccl_absent_rank = int(parse_number("NODEBENCH_NCCL_TEST_ABSENT_RANK", *absent, 1 << 20, true, true));
-  return s;
+  return out;
 }
 
 Settings Settings::from_environment(std::vector<std::string>* unknown) {
@@ -131,22 +141,56 @@ Settings Settings::from_environment(std::vector<std::string>* unknown) {
   return from_map(env, unknown);
 }
 
+const SettingSpec& Settings::spec(const std::string& name, SettingKind expect) const {
+  const SettingSpec* s = find_spec(name);
+  if (!s) throw Error("setting " + name + " is not declared (SettingRegistrar)");
+  if (s->kind != expect) throw Error("setting " + name + " is read as another kind than it is declared");
+  return *s;
+}
+
+namespace {
+template <class T>
+T value_or_default(const std::map<std::string, json>& values, const SettingSpec& s, T fallback) {
+  if (auto it = values.find(s.name); it != values.end()) return it->second.get<T>();
+  return s.default_value.is_null() ? fallback : s.default_value.get<T>();
+}
+}  // namespace
+
+bool Settings::flag(const std::string& name) const {
+  return value_or_default<bool>(values_, spec(name, SettingKind::flag), false);
+}
+std::optional<bool> Settings::tristate(const std::string& name) const {
+  const SettingSpec& s = spec(name, SettingKind::tristate);
+  if (auto it = values_.find(name); it != values_.end()) return it->second.get<bool>();
+  if (s.default_value.is_boolean()) return s.default_value.get<bool>();
+  return std::nullopt;
+}
+double Settings::number(const std::string& name) const {
+  return value_or_default<double>(values_, spec(name, SettingKind::number), 0.0);
+}
+int64_t Settings::integer(const std::string& name) const {
+  return value_or_default<int64_t>(values_, spec(name, SettingKind::integer), 0);
+}
+std::string Settings::text(const std::string& name) const {
+  return value_or_default<std::string>(values_, spec(name, SettingKind::text), std::string());
+}
+bool Settings::is_set(const std::string& name) const { return values_.count(name) > 0; }
+
+Settings Settings::with(const std::string& name, const std::string& value) const {
+  const SettingSpec* s = find_spec(name);
+  if (!s) throw Error("setting " + name + " is not declared (SettingRegistrar)");
+  Settings out = *this;
+  out.values_[name] = parse_value(*s, value);
+  return out;
+}
+
 json Settings::to_json() const {
-  json j = {{"cudnn_workspace_mib", cudnn_workspace_mib},
-            {"nccl_timeout_s", nccl_timeout_s},
-            {"nccl_nonblocking", nccl_nonblocking ? json(*nccl_nonblocking) : json(nullptr)},
-            {"nccl_hold", nccl_hold},
-            {"nccl_trace", nccl_trace},
-            {"nccl_graph_multi", nccl_graph_multi},
-            {"p2p_loopback", p2p_loopback},
-            {"dp_bucket_mib", dp_bucket_mib},
-            {"dp_accumulation", dp_accumulation},
-            {"mpi", mpi ? json(*mpi) : json(nullptr)}};
-  if (!nvml_library.empty()) j["nvml_library"] = nvml_library;
-  if (!input_images.empty()) j["input_images"] = input_images;
-  if (!input_keep.empty()) j["input_keep"] = input_keep;
-  if (test_nccl_stall_s > 0) j["test_nccl_stall_s"] = test_nccl_stall_s;
-  if (test_nccl_absent_rank >= 0) j["test_nccl_absent_rank"] = test_nccl_absent_rank;
+  json j = json::object();
+  for (const auto& s : setting_registry()) {
+    const auto it = values_.find(s.name);
+    if ((s.test_hook || s.record_only_when_set) && it == values_.end()) continue;
+    j[s.key] = it != values_.end() ? it->second : s.default_value;
+  }
   return j;
 }
 

@@ -1,7 +1,10 @@
-// Every NODEBENCH_* environment variable, parsed and checked once at the start of a command
-// (a bad value exits 2 naming the variable, before anything runs), recorded in the result file
-// (`settings`), and read by families through current_settings() -- no family calls getenv.
+// Every NODEBENCH_* environment variable is a setting declared where it is used -- the core's
+// here, a family's in its own folder (a static SettingRegistrar) -- and parsed once, by one parser,
+// at the start of a command: a bad value exits 2 naming the variable before anything runs. The
+// values are recorded in the result file (`settings`) and read through the Settings in force
+// (CaseContext::settings(), current_settings()); nothing below the parser calls getenv.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,55 +14,71 @@
 
 namespace nb {
 
-struct Settings {
-  // NODEBENCH_CUDNN_WORKSPACE_MIB: the cuDNN algorithm search's workspace cap (default 4096).
-  size_t cudnn_workspace_mib = 4096;
-  // NODEBENCH_NCCL_TIMEOUT_S: the NCCL watchdog (default 120 s).
-  double nccl_timeout_s = 120;
-  // NODEBENCH_NCCL_NONBLOCKING=0|1: non-blocking communicators (default: under MPI only).
-  std::optional<bool> nccl_nonblocking;
-  // NODEBENCH_NCCL_HOLD=0|1: hold each member's stream while the host queues collectives.
-  bool nccl_hold = false;
-  // NODEBENCH_NCCL_TRACE=0|1: each step of each NCCL measurement on stderr.
-  bool nccl_trace = false;
-  // NODEBENCH_NCCL_GRAPH_MULTI=0|1: run one-process CUDA-graph collectives over several GPUs.
-  bool nccl_graph_multi = false;
-  // NODEBENCH_P2P_LOOPBACK=0|1: with one GPU, the p2p family copies a GPU to itself.
-  bool p2p_loopback = false;
-  // NODEBENCH_DP_BUCKET_MIB: the gradient bucket of the data-parallel step (train_dp; default 25,
-  // PyTorch DDP's default bucket_cap_mb).
-  double dp_bucket_mib = 25;
-  // NODEBENCH_DP_ACCUMULATION: micro-steps per all-reduce and update in train_dp (default 1).
-  int dp_accumulation = 1;
-  // NODEBENCH_INPUT_IMAGES=DIR: the input family decodes the *.jpg / *.jpeg files of DIR instead
-  // of the images it makes (run --images DIR sets it too). Checked at parse: a folder holding one.
-  std::string input_images;
-  // NODEBENCH_INPUT_KEEP=DIR: the input family writes the images it makes into DIR and keeps them
-  // (for peers measuring the same files) instead of a temporary folder it removes.
-  std::string input_keep;
-  // NODEBENCH_NVML_LIBRARY: the NVML library to load (default: the driver's libnvidia-ml.so.1).
-  std::string nvml_library;
-  // NODEBENCH_MPI=0|1: whether this process is under an MPI launcher (default: detected).
-  std::optional<bool> mpi;
+enum class SettingKind {
+  flag,        // 0 or 1; default false unless `default_value` says otherwise
+  tristate,    // 0 or 1, or unset (null: decided elsewhere)
+  number,      // a number in (0, max] (or [0, max] with allow_zero)
+  integer,     // a whole number, likewise
+  text,        // any non-empty string
+};
 
-  // Fault injection for the tests, honoured only in a build configured with
-  // -DNODEBENCH_TEST_HOOKS=ON (elsewhere setting one is an error saying so).
-  // NODEBENCH_NCCL_TEST_STALL_S: rank 0 holds the first collective's stream this long.
-  double test_nccl_stall_s = 0;
-  // NODEBENCH_NCCL_TEST_ABSENT_RANK: this rank never joins the communicators.
-  int test_nccl_absent_rank = -1;
+struct SettingSpec {
+  std::string name;     // NODEBENCH_...
+  SettingKind kind = SettingKind::flag;
+  std::string key;      // its key in the result's `settings` (e.g. "nccl_timeout_s")
+  nlohmann::json default_value;  // null: unset (tristate, text)
+  double max = 0;       // number / integer: the largest value
+  bool allow_zero = false;
+  std::string help;     // one line for --help, after the name
+  std::string owner;    // "core" or the family that declares it
+  // A fault-injection hook: honoured only in a build with -DNODEBENCH_TEST_HOOKS=ON (elsewhere
+  // setting it is an error saying so), and recorded only when set.
+  bool test_hook = false;
+  // Recorded in the result only when set (a path, say).
+  bool record_only_when_set = false;
+  // A text setting's check of its value (a folder that must exist, say): empty when the value is
+  // fine, else what is wrong with it, naming the value; the parser prefixes the variable.
+  std::function<std::string(const std::string& value)> check = nullptr;
+  // Also an option of `run` (e.g. "--images"): given there, it overrides the environment.
+  std::string run_option = "";
+};
 
+// The declared settings, in declaration order per owner ("core" first in --help).
+std::vector<SettingSpec>& setting_registry();
+struct SettingRegistrar {
+  explicit SettingRegistrar(SettingSpec s);
+};
+// The --help lines for every declared setting.
+std::string settings_help();
+
+class Settings {
+ public:
   // From the process environment (or `env` for tests). Throws nb::Error naming the variable on a
   // bad value or an out-of-range one. `unknown` gets the NODEBENCH_* names that are no setting
   // (a misspelt one is then worth a warning).
   static Settings from_environment(std::vector<std::string>* unknown = nullptr);
   static Settings from_map(const std::map<std::string, std::string>& env, std::vector<std::string>* unknown = nullptr);
-  nlohmann::json to_json() const;
-};
 
-// Checks a folder of input images (NODEBENCH_INPUT_IMAGES, run --images): empty when it is a
-// folder holding at least one *.jpg / *.jpeg file, else what is wrong with it (naming `dir`).
-std::string image_dir_problem(const std::string& dir);
+  // The value of a declared setting (its default when unset). Throws nb::Error for a name that
+  // was never declared, or one read as the wrong kind: a typo in code fails loudly.
+  bool flag(const std::string& name) const;
+  std::optional<bool> tristate(const std::string& name) const;
+  double number(const std::string& name) const;
+  int64_t integer(const std::string& name) const;
+  std::string text(const std::string& name) const;  // "" when unset
+  bool is_set(const std::string& name) const;
+  // A copy with `name` set to `value`, parsed and checked as from the environment (throws
+  // nb::Error naming the variable).
+  Settings with(const std::string& name, const std::string& value) const;
+
+  // The result file's `settings`: every declared setting by its key (test hooks and
+  // record_only_when_set ones only when set).
+  nlohmann::json to_json() const;
+
+ private:
+  const SettingSpec& spec(const std::string& name, SettingKind expect) const;
+  std::map<std::string, nlohmann::json> values_;  // parsed values of the settings that were set
+};
 
 // Whether this binary honours the test hooks.
 bool test_hooks_built();

@@ -106,7 +106,7 @@ CaseRecords run_host(const Step& step, const Plan& plan, Session& session) {
   const auto t0 = std::chrono::steady_clock::now();
   MeasureConfig cfg = plan.base;
   cfg.timer = Timer::host;
-  CaseContext ctx(session.nvml(), cfg, all);
+  CaseContext ctx(session.nvml(), cfg, all, CaseServices{&session.settings(), nullptr, &session.resources(), &session.algo_cache()});
   run_body(c, ctx, in);
   in.out = &ctx.output();
   in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -179,7 +179,8 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
       MeasureConfig cfg = plan.base;
       cfg.l2 = plan.l2.value_or(c.l2.value_or(L2Mode::hot));
       if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
-      ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all);
+      ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
+                  CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache()});
       run_body(c, *ctx, in);
       if (in.status == Status::failed) {
         // A sticky error (illegal address, launch failure) poisons the context for good.
@@ -254,7 +255,7 @@ std::vector<std::string> run_analyses(ResultFile& file, const AnalysisContext& c
 RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const RunHooks& hooks) {
   RunOutcome out;
   // The algorithm cache: yesterday's choices reused unless asked to search again (issue 13).
-  AlgoCache& cache = global_algo_cache();
+  AlgoCache& cache = global_algo_cache();  // moves to session.algo_cache() with the families (issue 22)
   cache.set_search_again(plan.algo_search);
   if (!plan.algo_cache_file.empty()) cache.load(plan.algo_cache_file);  // checked while parsing: exit 2 there
   const std::vector<Step> steps = schedule(plan);

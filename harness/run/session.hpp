@@ -10,6 +10,8 @@
 #include "node/environment.hpp"
 #include "bench/measure.hpp"
 #include "node/nvml.hpp"
+#include "bench/algo_choice.hpp"
+#include "bench/resources_store.hpp"
 #include "node/profiles.hpp"
 #include "bench/settings.hpp"
 
@@ -21,6 +23,8 @@ struct GpuSlot {
   std::unique_ptr<Measurer> measurer;
   std::unique_ptr<Stream> stream;
   std::string broken;
+  // What families keep on this GPU (handles, algorithm choices); emptied before the slot goes.
+  std::unique_ptr<ResourceStore> resources = std::make_unique<ResourceStore>();
 };
 
 class Session {
@@ -40,6 +44,13 @@ class Session {
 
   // The GPU's slot, created empty on first call; safe from several threads (one per GPU).
   GpuSlot& slot(int gpu);
+  // What spans GPUs (NCCL teams), and the algorithm cache of the run (docs/SCHEMA.md).
+  ResourceStore& resources() { return resources_; }
+  AlgoCache& algo_cache() { return algo_cache_; }
+  // Destroys what the families kept (session-wide first, then each GPU's with that GPU current),
+  // while the CUDA contexts are still there; the destructor calls it.
+  void release_resources();
+  ~Session();
 
  private:
   std::unique_ptr<Nvml> nvml_;
@@ -48,6 +59,8 @@ class Session {
   Environment env_;
   std::mutex mu_;
   std::map<int, GpuSlot> slots_;
+  AlgoCache algo_cache_;
+  ResourceStore resources_;  // last member: destroyed first
 };
 
 }  // namespace nb

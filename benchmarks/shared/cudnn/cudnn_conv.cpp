@@ -33,6 +33,11 @@ cudnnHandle_t handle_for(int device) {
 }
 
 namespace {
+
+// 1 TiB of workspace is more than any GPU has; the cap keeps the shift to bytes from wrapping.
+const SettingRegistrar kWorkspace({"NODEBENCH_CUDNN_WORKSPACE_MIB", SettingKind::integer, "cudnn_workspace_mib", 4096,
+                                   1 << 20, false, "conv algorithm search workspace in MiB (default 4096)", "cudnn"});
+
 const Prec kPrecs[] = {
     {"fp32", CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, 4, kernels::FillType::f32, 0},
     {"tf32", CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 4, kernels::FillType::f32, 80},
@@ -110,7 +115,7 @@ std::string ConvDesc::key() const {
 size_t find_workspace_limit() {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const size_t cap = current_settings().cudnn_workspace_mib << 20;
+  const size_t cap = size_t(current_settings().integer("NODEBENCH_CUDNN_WORKSPACE_MIB")) << 20;
   return std::min<size_t>(cap, free_b / 4);
 }
 

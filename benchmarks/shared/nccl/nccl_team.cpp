@@ -36,7 +36,7 @@ ncclResult_t check_nccl(ncclResult_t r, const char* expr, ncclComm_t comm) {
   throw LibraryError(int(r), std::string(expr) + ": " + nccl_error(r, comm));
 }
 
-double watchdog_s() { return current_settings().nccl_timeout_s; }
+double watchdog_s() { return current_settings().number("NODEBENCH_NCCL_TIMEOUT_S"); }
 
 // NVLink SHARP (multicast) stays off unless the user set it: NCCL_NVLS_ENABLE=0 before any
 // NCCL call (a rule of shared multi-GPU hosts: multicast can take the host's GPUs out of service).
@@ -70,13 +70,13 @@ double test_stall_s() {
   static bool used = false;
   if (used) return 0.0;
   used = true;
-  return current_settings().test_nccl_stall_s;
+  return current_settings().number("NODEBENCH_NCCL_TEST_STALL_S");
 }
-int test_absent_rank() { return current_settings().test_nccl_absent_rank; }
+int test_absent_rank() { return int(current_settings().integer("NODEBENCH_NCCL_TEST_ABSENT_RANK")); }
 
 // NODEBENCH_NCCL_TRACE=1: each step of each measurement on stderr (to find where a run stops).
 void trace(const std::string& what) {
-  static const bool on = current_settings().nccl_trace;
+  static const bool on = current_settings().flag("NODEBENCH_NCCL_TRACE");
   if (on) std::cerr << "nccl trace: rank " << mpi::rank() << ": " << what << std::endl;
 }
 
@@ -177,7 +177,7 @@ std::string join(const std::vector<int>& v) {
 // collectives far faster (a non-blocking group launch goes through a helper thread) and their
 // initialisation waits on nothing outside the process. NODEBENCH_NCCL_NONBLOCKING=0/1 overrides.
 bool nonblocking(bool under_mpi) {
-  return current_settings().nccl_nonblocking.value_or(under_mpi);
+  return current_settings().tristate("NODEBENCH_NCCL_NONBLOCKING").value_or(under_mpi);
 }
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
