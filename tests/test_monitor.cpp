@@ -14,6 +14,7 @@
 
 #include "app/cli.hpp"
 #include "app/cmd_monitor.hpp"
+#include "output/monitor_formats.hpp"
 #include "node/monitor.hpp"
 #include "run/plan.hpp"
 #include "run/result.hpp"
@@ -380,9 +381,9 @@ TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
   Session session(ProfileDb::builtin(), settings);
   Plan plan;  // no case: only the monitor's part of run_plan is at stake
   plan.monitor_interval_s = 0.05;
-  ResultFile file("", {{"run_id", "monitor-test"}});
+  RunDocument file(json{{"run_id", "monitor-test"}});
   const RunOutcome out = run_plan(plan, session, file);
-  EXPECT_EQ(out.status, "complete");
+  EXPECT_EQ(std::string(to_string(out.status)), "complete");
   const json& doc = file.doc();
   EXPECT_FALSE(doc.contains("timeline"));
   ASSERT_TRUE(doc.contains("notes"));
@@ -392,7 +393,7 @@ TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
   EXPECT_NE(note.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << note;
   // Without --monitor: neither field.
   Plan plain;
-  ResultFile file2("", {{"run_id", "plain"}});
+  RunDocument file2(json{{"run_id", "plain"}});
   run_plan(plain, session, file2);
   EXPECT_FALSE(file2.doc().contains("notes"));
   EXPECT_FALSE(file2.doc().contains("timeline"));

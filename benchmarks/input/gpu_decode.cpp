@@ -257,7 +257,7 @@ class BatchRunner {
 void run_gpu_decode(CaseContext& ctx, const std::string& backend, Layout layout, DType dtype, int batch) {
   if (!api().error.empty() || !api().create) ctx.skip("nvJPEG cannot be loaded: " + api().error, ReasonKind::not_built);
   if (!jpeg_built()) ctx.skip("built without libjpeg-turbo (" + jpeg_missing() + "): no images", ReasonKind::not_built);
-  const auto set = run_images(ctx.settings());
+  const ImageSet& set = run_images(ctx);
   std::unique_ptr<Decoder> d;
   try {
     d = std::make_unique<Decoder>(backend_of(backend), batch);
@@ -267,24 +267,24 @@ void run_gpu_decode(CaseContext& ctx, const std::string& backend, Layout layout,
     throw;
   }
   if (backend == "hardware")
-    if (const size_t bad = unsupported_by_hardware(*d, *set))
-      ctx.skip(std::to_string(bad) + " of " + std::to_string(set->files.size()) + " images not decodable by the hardware backend");
-  BatchRunner run(*set, *d, layout, dtype, batch, ctx.stream());
+    if (const size_t bad = unsupported_by_hardware(*d, set))
+      ctx.skip(std::to_string(bad) + " of " + std::to_string(set.files.size()) + " images not decodable by the hardware backend");
+  BatchRunner run(set, *d, layout, dtype, batch, ctx.stream());
   for (int i = 0; i < 3; ++i) run.once(false);
   Measurement m = sample_until_stop(ctx.config(), [&] { return run.once(true); });
   m.warmup_runs = 3;
   ctx.set_measurement(m);
   ctx.set_throughput("images_per_s", double(batch), "");
   ctx.set_primary_metric("images_per_s", true);
-  ctx.metrics()["gpu_time_per_image_ms"] = 1e3 * compute_stats(run.gpu_s).median / batch;
-  ctx.metrics()["augment_gpu_time_per_image_ms"] = 1e3 * compute_stats(run.kernel_s).median / batch;
-  ctx.metrics()["mean_file_bytes"] = set->mean_bytes();
+  ctx.metric("gpu_time_per_image", Unit::ms, 1e3 * compute_stats(run.gpu_s).median / batch, Better::lower);
+  ctx.metric("augment_gpu_time_per_image", Unit::ms, 1e3 * compute_stats(run.kernel_s).median / batch, Better::lower);
+  ctx.metric("mean_file", Unit::bytes, set.mean_bytes());
   int major = 0, minor = 0, patch = 0;
   api().property(MAJOR_VERSION, &major), api().property(MINOR_VERSION, &minor), api().property(PATCH_LEVEL, &patch);
   ctx.details()["nvjpeg"] = {{"version", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
                              {"library", api().path}, {"backend", backend}};
   ctx.details()["host_threads"] = 1;
-  ctx.details()["images"] = {{"source", set->source}, {"count", set->files.size()}};
+  ctx.details()["images"] = {{"source", set.source}, {"count", set.files.size()}};
   ctx.details()["timer"] = "samples: the host clock per batch, copy of the crop list to the end of the kernel; "
                            "gpu_time_per_image_ms: CUDA events from before the decode call to the end of the kernel (an upper "
                            "bound of the GPU's time: it includes waits for nvJPEG's host part); augment_gpu_time_per_image_ms: "

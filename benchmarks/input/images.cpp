@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
 #include "base/error.hpp"
@@ -328,17 +327,23 @@ const SettingRegistrar kKeep({"NODEBENCH_INPUT_KEEP", SettingKind::text, "input_
 
 }  // namespace
 
-std::shared_ptr<const ImageSet> run_images(const Settings& s) {
-  static std::mutex mu;
-  static std::shared_ptr<const ImageSet> cached;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!cached) {
-    const std::string images = s.text("NODEBENCH_INPUT_IMAGES");
-    cached = std::make_shared<const ImageSet>(
-        images.empty() ? generate_images(kGeneratedCount, kGeneratedSeed, kGeneratedQuality, s.text("NODEBENCH_INPUT_KEEP"))
-                       : load_images(images, 256));
-  }
-  return cached;
+namespace {
+// The run's images as a session resource: made once, released with the Session.
+struct RunImages {
+  ImageSet set;
+};
+}  // namespace
+
+const ImageSet& run_images(CaseContext& ctx) {
+  const Settings& s = ctx.settings();
+  return ctx.session_resources()
+      .get<RunImages>([&] {
+        const std::string images = s.text("NODEBENCH_INPUT_IMAGES");
+        return std::make_unique<RunImages>(RunImages{
+            images.empty() ? generate_images(kGeneratedCount, kGeneratedSeed, kGeneratedQuality, s.text("NODEBENCH_INPUT_KEEP"))
+                           : load_images(images, 256)});
+      })
+      .set;
 }
 
 }  // namespace nb::input

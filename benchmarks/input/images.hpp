@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/settings.hpp"
+#include "bench/benchmark.hpp"
 #include "jpeg_codec.hpp"
 
 namespace nb::input {
@@ -46,9 +46,9 @@ ImageSet generate_images(int count, uint64_t seed, int quality, const std::strin
 // Throws nb::Error when none of them can be decoded to RGB.
 ImageSet load_images(const std::string& dir, size_t max_files);
 
-// The images of this run, made or loaded once per process from the family's settings
-// (NODEBENCH_INPUT_IMAGES, also run --images; NODEBENCH_INPUT_KEEP), declared in images.cpp.
-std::shared_ptr<const ImageSet> run_images(const Settings& settings);
+// The images of this run, made or loaded once per session (a session resource) from the family's
+// settings (NODEBENCH_INPUT_IMAGES, also run --images; NODEBENCH_INPUT_KEEP), declared in images.cpp.
+const ImageSet& run_images(CaseContext& ctx);
 // A folder of input images: empty when it holds a *.jpg or *.jpeg file, else what is wrong.
 std::string image_dir_problem(const std::string& dir);
 

@@ -108,7 +108,7 @@ std::vector<int> choose_cpus(CaseContext& ctx, const std::vector<Cpu>& cpus, con
 
 void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& placement, int cores) {
   if (!jpeg_built()) ctx.skip("built without libjpeg-turbo (" + jpeg_missing() + ")", ReasonKind::not_built);
-  const auto set = run_images(ctx.settings());
+  const ImageSet& set = run_images(ctx);
   const std::vector<Cpu> cpus = allowed_cpus();
   PoolConfig pc;
   pc.layout = layout;
@@ -118,20 +118,20 @@ void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& pl
   MeasureConfig mc = ctx.config();
   mc.target_cv = std::max(mc.target_cv, kTargetCv);
   ctx.mutable_config() = mc;
-  const PoolResult r = run_pool(*set, pc, mc);
+  const PoolResult r = run_pool(set, pc, mc);
   ctx.set_measurement(r.measurement);
   ctx.set_throughput("images_per_s", 1.0, "");
   ctx.set_primary_metric("images_per_s", true);
   const double ips = 1.0 / compute_stats(r.measurement.samples_s).median;
-  json& m = ctx.metrics();
-  m["per_core_images_per_s"] = ips / double(pc.cpus.size());
-  m["cores_count"] = pc.cpus.size();
-  m["decode_per_image_ms"] = r.decode_per_image_ms;
-  m["augment_per_image_ms"] = r.augment_per_image_ms;
-  m["mean_file_bytes"] = set->mean_bytes();
-  m["output_bytes"] = double(image_elements() * element_bytes(dtype));
-  m["worker_cpu_share"] = r.cpu_share;
-  m["per_core_cpu_time_images_per_s"] = r.images_per_cpu_s;
+  const double workers = double(pc.cpus.size());
+  ctx.metric("per_core", Unit::images_per_s, ips / workers, Better::higher);
+  ctx.metric("cores", Unit::count, workers);
+  ctx.metric("decode_per_image", Unit::ms, r.decode_per_image_ms, Better::lower);
+  ctx.metric("augment_per_image", Unit::ms, r.augment_per_image_ms, Better::lower);
+  ctx.metric("mean_file", Unit::bytes, set.mean_bytes());
+  ctx.metric("output", Unit::bytes, double(image_elements() * element_bytes(dtype)));
+  ctx.metric("worker_cpu", Unit::share, r.cpu_share);
+  ctx.metric("per_core_cpu_time", Unit::images_per_s, r.images_per_cpu_s, Better::higher);
   json& d = ctx.details();
   d["cpus"] = pc.cpus;
   d["cpus_available"] = cpus.size();
@@ -142,14 +142,14 @@ void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& pl
     if (std::count(pc.cpus.begin(), pc.cpus.end(), c.id)) used.push_back(c);
   d["shares_physical_cores"] = physical_core_count(used) < int(used.size());
   if (pc.memory_node) d["memory_node"] = *pc.memory_node, d["memory_bound"] = r.memory_bound;
-  d["images"] = image_details(*set);
+  d["images"] = image_details(set);
   d["per_worker_images"] = r.per_worker;
   d["timer"] = "host clock: each sample is the time the workers together take for the next images, per image";
   if (r.cpu_share < kBusyShare)
     d["note"] = "the workers ran " + fmt(100 * r.cpu_share, 0) + "% of their time: other work shared their CPUs, so this "
                 "is the rate under that load, below the host's capacity";
   std::string err;
-  d["verification"] = verify_cpu(*set, layout, dtype, err);
+  d["verification"] = verify_cpu(set, layout, dtype, err);
   if (!err.empty()) ctx.wrong(err);
 }
 

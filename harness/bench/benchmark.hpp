@@ -19,6 +19,7 @@
 #include "bench/measure.hpp"
 #include "base/status.hpp"
 #include "bench/algo_choice.hpp"
+#include "bench/metric.hpp"
 #include "bench/resources_store.hpp"
 #include "bench/settings.hpp"
 
@@ -43,6 +44,17 @@ struct SkipCase {
 
 class CaseContext;
 
+// What a case predicts it costs (the run's estimate of time left and --budget, run/estimate.hpp):
+// `setup_s` (allocation, algorithm search, verification, warm-up) and `sample_s` (its timed
+// sampling; scaled when a budget shortens sampling). `kind` groups cases that run at one pace:
+// the estimate calibrates each kind by the cases of it done so far.
+struct CaseCost {
+  std::string kind;
+  double setup_s = 0;
+  double sample_s = 0;
+  double total() const { return setup_s + sample_s; }
+};
+
 struct Case {
   std::string family;
   std::string name;  // unique within the family; built from params
@@ -61,6 +73,9 @@ struct Case {
   bool host_only = false;
   // Set from the family (Family::shares_host) when cases are selected.
   bool shares_host = false;
+  // Its predicted cost on a GPU with a sampling config; null: the default (the sampling cap
+  // and a fixed setup, kind = family).
+  std::function<CaseCost(const GpuInfo&, const MeasureConfig&)> cost;
   std::string id() const { return family + "/" + name; }
 };
 
@@ -193,7 +208,8 @@ struct CasePart;
 
 // What a case reports besides its timing.
 struct CaseOutput {
-  nlohmann::json metrics = nlohmann::json::object();
+  nlohmann::json metrics = nlohmann::json::object();  // by name; the unit from the name's suffix
+  std::vector<Metric> typed_metrics;                  // set with CaseContext::metric: unit and direction
   nlohmann::json details = nlohmann::json::object();
   std::optional<Measurement> measurement;
   MeasureConfig config;
@@ -312,6 +328,10 @@ class CaseContext {
   nlohmann::json& extra_params() { return out_.extra_params; }
   nlohmann::json& analysis() { return out_.analysis; }
   nlohmann::json& metrics() { return out_.metrics; }
+  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix.
+  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
+    out_.typed_metrics.push_back(make_metric(stem, unit, value, better));
+  }
   nlohmann::json& details() { return out_.details; }
   [[noreturn]] void skip(const std::string& reason, ReasonKind kind = ReasonKind::unsupported) {
     throw SkipCase{reason, infer_reason_kind(reason, kind)};

@@ -13,11 +13,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import derive_train
-from ..load import ReportData, is_number
+from .. import derive_train, plots
+from ..checklist import NOT_MEASURED, PASS, WARN, Item, placed
+from ..conventions import is_number
+from ..load import ReportData
+
+FAMILY = "input"
+PRIMARY = ("images_per_s",)
+FEEDS = ("input_pipeline",)
+# The figure after the others (the page's last); the item beside the host link's (30/31): the data
+# pipeline's questions together, before the distribution strategy (50).
+PLOT_ORDER, CHECK_ORDER = 90, 40
 
 GPU_COUNTS = (1, 2, 4, 8)
 PLOT_KEY = "input"
+
+
+def group_key(rec: dict) -> tuple | None:
+    """(where it ran, layout/dtype, placement or backend): one curve of the sweep, the NUMA pair, one
+    GPU decode backend; the CPU records have no GPU (host-only), so the host is the run's."""
+    p = rec.get("params") or {}
+    kind = "cpu" if str(rec.get("id", "")).startswith("input/cpu/") else "gpu"
+    how = p.get("placement") if kind == "cpu" else p.get("backend")
+    return kind, f"{p.get('layout')}/{p.get('dtype')}", str(how)
 
 
 @dataclass
@@ -39,7 +57,7 @@ def curves(data: ReportData) -> list[Curve]:
     """The sweep (placement "spread") of each series: the fastest record per worker count."""
     pts: dict[str, dict[int, float]] = {}
     cpus: dict[str, int] = {}
-    for r in data.family("input"):
+    for r in data.family(FAMILY):
         p, m, d = r.get("params") or {}, r.get("metrics") or {}, r.get("details") or {}
         if not r["id"].startswith("input/cpu/") or p.get("placement") != "spread":
             continue
@@ -54,7 +72,7 @@ def curves(data: ReportData) -> list[Curve]:
 
 def gpu_decodes(data: ReportData) -> list[GpuDecode]:
     out = []
-    for r in data.family("input"):
+    for r in data.family(FAMILY):
         p, m = r.get("params") or {}, r.get("metrics") or {}
         if r["id"].startswith("input/gpu/") and is_number(m.get("images_per_s")):
             out.append(GpuDecode(r["id"], f"{p.get('layout')}/{p.get('dtype')}", float(m["images_per_s"]),
@@ -142,8 +160,7 @@ def _row_text(row: dict) -> str:
     return t
 
 
-def check_input_pipeline(data: ReportData):
-    from ..checklist import NOT_MEASURED, PASS, WARN, Item
+def check_input_pipeline(data: ReportData) -> Item:
     title = "The input pipeline keeps up (JPEG decode and augmentation on the CPU)"
     cs = curves(data)
     if not cs:
@@ -177,14 +194,13 @@ def check_input_pipeline(data: ReportData):
     return Item("input_pipeline", title, status, "; ".join(parts), ev)
 
 
-def plot_input(data: ReportData):
-    from .. import plots
+def plot_input(data: ReportData) -> plots.Plot:
     plot = plots.Plot(PLOT_KEY, "Input pipeline: images/s the host decodes and augments against its workers",
                       "Measured images/s of JPEG decode + random-resized crop + flip + normalise with one pinned worker "
                       "per core (solid), extended beyond the measured workers at the last point's rate per worker "
                       "(dotted); horizontal lines: what the fastest training step consumes on 1, 2, 4, 8 GPUs; "
                       "vertical line: the CPUs of the host. Where a GPU count's line crosses the curve is the decode "
-                      "cores it needs (plus one per GPU to drive it).")
+                      "cores it needs (plus one per GPU to drive it).", order=PLOT_ORDER)
     cs = curves(data)
     if not cs:
         plot.missing = plots._absent(data, "input", "a decode curve")
@@ -217,3 +233,11 @@ def plot_input(data: ReportData):
         plots._legend(ax)
         plot.png = plots._png(fig)
     return plot
+
+
+def figures(data: ReportData) -> list:
+    return [plot_input(data)]
+
+
+def checklist_items(data: ReportData) -> list:
+    return [placed(check_input_pipeline(data), CHECK_ORDER)]

@@ -1,0 +1,45 @@
+// A record's metric as a typed value: a number with its unit and which way is better. The JSON
+// name is the metric's stem and its unit's suffix ("step_time" in ms -> "step_time_ms"; a bare
+// unit -> "tflops"), so every name follows the schema's rule by construction (docs/SCHEMA.md,
+// `metrics`); the JSON itself stays a flat object of numbers.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace nb {
+
+enum class Unit {
+  tflops, tops, gflops, gbps,  // rates of work
+  us, ms, s,                   // times
+  bytes, mib, gib,             // sizes
+  mhz, w, c,                   // clock, power, temperature
+  pct, ratio, x, share,        // percent, plain ratio, a multiple, a fraction of a whole (0..1)
+  count, images_per_s, per_ghz,
+};
+const char* suffix(Unit u);  // "tflops", "ms", "images_per_s", ...
+
+enum class Better { higher, lower, none };
+const char* to_string(Better b);  // "higher", "lower", "none"
+
+struct Metric {
+  std::string name;  // stem + "_" + suffix, or the suffix alone
+  double value = 0;
+  Unit unit = Unit::count;
+  Better better = Better::none;
+};
+
+// The JSON name of a metric: `stem` and the unit's suffix joined by '_' (the suffix alone for an
+// empty stem). Throws nb::Error for a stem that already ends in a unit suffix ("time_ms" as a stem
+// in ms) or holds anything but [a-z0-9_].
+std::string metric_name(const std::string& stem, Unit u);
+Metric make_metric(const std::string& stem, Unit u, double value, Better better = Better::none);
+
+// The unit a JSON name ends in (the longest suffix that matches), for records read back.
+std::optional<Unit> unit_of_name(const std::string& name);
+
+// Every unit, for tests and the schema check.
+constexpr Unit kAllUnits[] = {Unit::tflops, Unit::tops, Unit::gflops, Unit::gbps, Unit::us, Unit::ms, Unit::s,
+                              Unit::bytes, Unit::mib, Unit::gib, Unit::mhz, Unit::w, Unit::c, Unit::pct, Unit::ratio,
+                              Unit::x, Unit::share, Unit::count, Unit::images_per_s, Unit::per_ghz};
+
+}  // namespace nb
