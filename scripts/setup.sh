@@ -10,8 +10,8 @@
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
 #                 CLI11, a Python 3 interpreter (the build's tests use it); reports the optional
-#                 cuDNN, NCCL, MPI, RE2 (--filter's engine; without it a built-in one) and Ninja.
-#                 Needs no Python package.
+#                 cuDNN, NCCL, MPI, RE2 (--filter's engine; without it a built-in one), libjpeg-turbo
+#                 (the input family's CPU cases) and Ninja. Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
 #                 scipy and this tree's reports package (installed editable with pip if missing).
 #   --no-install  only check: report what is missing, install nothing.
@@ -44,6 +44,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 declare -A DEB=(
   [cmake]=cmake [ninja]=ninja-build [cxx]=g++ [benchmark]=libbenchmark-dev [GTest]=libgtest-dev
   [nlohmann_json]=nlohmann-json3-dev [CLI11]=libcli11-dev [MPI]="libopenmpi-dev openmpi-bin" [RE2]=libre2-dev
+  [JPEG]="libturbojpeg0-dev libjpeg62-turbo-dev"
   [python3]="python3 python3-pip" [Python3]=python3)
 declare -A PIP=([cmake]="cmake>=3.25" [ninja]=ninja)
 declare -A HOWTO=(
@@ -128,6 +129,13 @@ report(MPI "${MPI_CXX_FOUND}" "${MPI_CXX_VERSION}")
 # RE2 exactly as harness/CMakeLists.txt looks for it (the same file).
 include(${NB_SRC}/cmake/NodebenchRE2.cmake)
 report(RE2 "${NB_RE2_TARGET}" "${NB_RE2_DETAIL}")
+find_path(_tj_h turbojpeg.h)
+find_path(_jl_h jpeglib.h)
+set(_jpeg FALSE)
+if(_tj_h AND _jl_h)
+  set(_jpeg TRUE)
+endif()
+report(JPEG "${_jpeg}" "${_tj_h}/turbojpeg.h")
 CMAKE
 }
 
@@ -160,7 +168,7 @@ probe() {
     fi
     local name state detail
     while read -r name state detail; do
-      case "$name" in cuDNN|NCCL|MPI|RE2) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
+      case "$name" in cuDNN|NCCL|MPI|RE2|JPEG) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
       if [ "$state" = FOUND ]; then FOUND[$name]=$detail; else MISSING+=("$name"); fi
     done < <(sed -n 's/^-- NBPROBE //p' "$probe_dir/log")
     rm -rf "$probe_dir"; probe_dir=""
@@ -184,7 +192,7 @@ probe() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI RE2 \
+  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI RE2 JPEG \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done
@@ -195,6 +203,7 @@ report() {
       NCCL) log "  optional: NCCL not found: the nccl family's cases will be skipped (NVIDIA's libnccl-dev, or NCCL_ROOT)" ;;
       MPI) log "  optional: MPI not found: the MPI launch mode will not be built (apt-get install libopenmpi-dev)" ;;
       RE2) log "  optional: RE2 not found: --filter uses the built-in linear-time matcher (apt-get install libre2-dev)" ;;
+      JPEG) log "  optional: libjpeg-turbo not found: the input family's CPU cases will be skipped (apt-get install libturbojpeg0-dev libjpeg62-turbo-dev)" ;;
     esac
   done
 }
@@ -231,11 +240,12 @@ try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the P
       *) [ -n "${DEB[$k]:-}" ] && read -r -a d <<<"${DEB[$k]}" && debs+=("${d[@]}") ;;
     esac
   done
-  # Ninja, MPI and RE2 are optional, but a machine that can install gets them (a quicker build; the
-  # MPI launch mode and its tests; --filter by RE2). Only when something required is installed too.
+  # Ninja, MPI, RE2 and libjpeg-turbo are optional, but a machine that can install gets them (a
+  # quicker build; the MPI launch mode and its tests; --filter by RE2; the input family's CPU cases).
+  # Only when something required is installed too.
   if [ ${#debs[@]} -gt 0 ]; then
     for k in "${OPTIONAL_MISSING[@]}"; do
-      case "$k" in ninja|MPI|RE2) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
+      case "$k" in ninja|MPI|RE2|JPEG) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
     done
   fi
   if [ ${#debs[@]} -gt 0 ] && ! apt_install "${debs[@]}"; then

@@ -224,6 +224,11 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
   for (const auto& c : left_out_costs()) left_out += (left_out.empty() ? "" : "; ") + c;
   s.assumptions.push_back("efficiency: an upper bound set by communication and input (the exposed gradient "
                           "all-reduce and the host copy); left out, each making a real step slower: " + left_out);
+  // Decoding is judged apart, by the input line, when the input family's records are given.
+  s.assumptions.back() += in.input_pipeline.measured()
+                              ? "; JPEG decoding and augmentation on the CPU are judged apart by the input line, from the "
+                                "input family's records (one worker per core, the step's rate to feed)"
+                              : " (run the input family to judge decoding on the CPU)";
 
   json rows = json::array();
   for (const auto& st : s.steps) {
@@ -287,7 +292,7 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"host_source", s.host_source},
                       {"global_batch", o.global_batch ? json(*o.global_batch) : json(nullptr)},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
-  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o);
+  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
   return advice;
 }
 

@@ -20,8 +20,9 @@ namespace advise {
 nlohmann::json build_advice(const Inputs& in, const AdviseOptions& o);
 // The recommendation (advise_report.cpp): statements {topic, text}, each with the figures it
 // rests on, from the rows of `advice`.
+// `input_pipeline`: Inputs::input_pipeline (the host's decoding, when measured).
 nlohmann::json recommend(const nlohmann::json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-                         std::optional<bool> fp16_pays, const AdviseOptions& o);
+                         std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline = {});
 // The same as readable text.
 std::string advice_text(const nlohmann::json& advice);
 // "1,2,4" -> {1, 2, 4}; throws nb::Error naming --gpus.

@@ -3,6 +3,7 @@
 // network case), the measured data-parallel steps (train_dp family) and the FP16 verdict.
 // Pure over parsed JSON documents, so it is unit-tested without files.
 #pragma once
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,19 @@ struct MeasuredDp {
   std::optional<double> efficiency, step_ms, exposed_comm_ms;
 };
 
+// The host's measured input pipeline for the input line: the records of the family that
+// measures it and that family's judge (bench/benchmark.hpp's InputPipelineJudge, handed over by
+// the command), so that the line rests on the decode rate and not on the copy alone.
+struct InputPipeline {
+  nlohmann::json records = nlohmann::json::array();
+  // For a step of `precision`/`layout` at `images_per_s` over `gpus` GPUs: an object with at
+  // least "status" ("pass" or "warn") and "text"; null when the records cannot judge it.
+  std::function<nlohmann::json(const nlohmann::json& records, const std::string& precision, const std::string& layout,
+                               double images_per_s, int gpus)>
+      judge;
+  bool measured() const { return judge && records.is_array() && !records.empty(); }
+};
+
 struct Inputs {
   std::vector<CommModel::Curve> curves;  // per GPU count, the gradient dtype's points preferred
   std::string curve_dtype;               // the NCCL dtype the curves were taken from
@@ -42,6 +56,7 @@ struct Inputs {
   std::vector<StepSource> steps;
   std::vector<MeasuredDp> dp;
   std::vector<std::string> fp16_verdicts;  // "pays: FP16 runs 12.45x ..." per GPU
+  InputPipeline input_pipeline;  // set by the command (empty: not measured)
   int files = 0;
 };
 

@@ -33,10 +33,54 @@ std::string row_figures(const json& r) {
          fmt(r["exposed_comm_ms"].get<double>(), 2) + " ms of " + fmt(r["allreduce_ms"].get<double>(), 2) + " ms)";
 }
 
+// The host input line: decoding and augmenting on the host's cores (the input family's verdict,
+// through the registered judge), then the host-to-device copy (hostlink); nullopt when neither
+// was measured.
+std::optional<json> input_statement(const json& advice, const json& c, int top, const InputPipeline& input_pipeline,
+                                    const std::string& tag) {
+  const json& in = advice["inputs"];
+  std::string text = "Host input at " + std::to_string(top) + " GPUs: " + fmt(c["images_per_s"].get<double>(), 0) +
+                     " images/s";
+  json verdict;
+  if (input_pipeline.measured()) {
+    verdict = input_pipeline.judge(input_pipeline.records, c["precision"].get<std::string>(), c["layout"].get<std::string>(),
+                                   c["images_per_s"].get<double>(), top);
+    if (verdict.is_object() && verdict.contains("text")) text += "; decoded and augmented on the CPU: " + verdict["text"].get<std::string>();
+    else verdict = nullptr;
+  }
+  const bool copy = !in["host_pinned_gbps"].is_null() || !in["host_pageable_gbps"].is_null();
+  if (!copy && verdict.is_null()) return std::nullopt;
+  if (copy) {
+    const double per_gpu = c["images_per_s"].get<double>() / top * in["image_bytes"].get<double>() / 1e9;
+    text += "; copied to the GPUs: x " + fmt(in["image_bytes"].get<double>(), 0) + " B = " + fmt(per_gpu, 2) + " GB/s per GPU";
+    const double device_ms = c["accumulation"].get<int>() * c["compute_ms"].get<double>() + c["exposed_comm_ms"].get<double>();
+    if (!in["host_pinned_gbps"].is_null())
+      text += "; pinned " + fmt(in["host_pinned_gbps"].get<double>(), 2) + " GB/s (" +
+              fmt(c["input_pinned_ms"].get<double>(), 2) + " ms a step)";
+    if (!in["host_pageable_gbps"].is_null())
+      text += "; pageable " + fmt(in["host_pageable_gbps"].get<double>(), 2) + " GB/s (" +
+              fmt(c["input_pageable_ms"].get<double>(), 2) + " ms a step)";
+    text += " against " + fmt(device_ms, 2) + " ms of compute and exposed all-reduce";
+    if (c["bottleneck"] == "host input pipeline") text += ": the copy is the bottleneck";
+    else if (c["input_pageable_ms"].get<double>() > device_ms)
+      text += ": fine from pinned memory, a bottleneck from pageable memory (pin the input buffers)";
+    else text += ": not a bottleneck";
+    text += " (" + in["host_source"].get<std::string>() + ")";
+  } else {
+    text += "; the host-to-device copy was not measured (hostlink family)";
+  }
+  json st = statement("input", text + "." + tag);
+  if (!verdict.is_null()) {
+    st["status"] = verdict.value("status", "");
+    st["verdict"] = verdict;
+  }
+  return st;
+}
+
 }  // namespace
 
 json recommend(const json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-               std::optional<bool> fp16_pays, const AdviseOptions& o) {
+               std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline) {
   json out = json::array();
   const json& rows = advice["rows"];
   if (rows.empty()) return out;
@@ -155,26 +199,7 @@ json recommend(const json& advice, const CommModel& comm, const std::vector<std:
     out.push_back(statement("fp16", t + tag));
   }
 
-  // Host input pipeline.
-  const json& in = advice["inputs"];
-  if (!in["host_pinned_gbps"].is_null() || !in["host_pageable_gbps"].is_null()) {
-    const double per_gpu = c["images_per_s"].get<double>() / top * in["image_bytes"].get<double>() / 1e9;
-    std::string t = "Host input at " + std::to_string(top) + " GPUs: " + fmt(c["images_per_s"].get<double>(), 0) +
-                    " images/s x " + fmt(in["image_bytes"].get<double>(), 0) + " B = " + fmt(per_gpu, 2) +
-                    " GB/s per GPU";
-    const double device_ms = c["accumulation"].get<int>() * c["compute_ms"].get<double>() + c["exposed_comm_ms"].get<double>();
-    if (!in["host_pinned_gbps"].is_null())
-      t += "; pinned " + fmt(in["host_pinned_gbps"].get<double>(), 2) + " GB/s (" +
-           fmt(c["input_pinned_ms"].get<double>(), 2) + " ms a step)";
-    if (!in["host_pageable_gbps"].is_null())
-      t += "; pageable " + fmt(in["host_pageable_gbps"].get<double>(), 2) + " GB/s (" +
-           fmt(c["input_pageable_ms"].get<double>(), 2) + " ms a step)";
-    t += " against " + fmt(device_ms, 2) + " ms of compute and exposed all-reduce";
-    if (c["bottleneck"] == "host input pipeline") t += ": the input pipeline is the bottleneck";
-    else if (c["input_pageable_ms"].get<double>() > device_ms) t += ": fine from pinned memory, a bottleneck from pageable memory (pin the input buffers)";
-    else t += ": not a bottleneck";
-    out.push_back(statement("input", t + " (" + in["host_source"].get<std::string>() + ")." + tag));
-  }
+  if (auto st = input_statement(advice, c, top, input_pipeline, tag)) out.push_back(*st);
   return out;
 }
 

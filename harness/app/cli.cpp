@@ -66,6 +66,7 @@ struct Parser {
     } else if (name == "run") {
       p = cli::finish_run(run.options, raw, true);
       if (p.message.empty()) p = cli::check_run_inputs(run.options);
+      if (p.message.empty()) p = cli::apply_setting_options(raw);
       cmd.what = run;
     } else if (name == "doctor") {
       p = cli::finish_doctor(doctor.options);

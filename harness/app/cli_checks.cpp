@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/pattern.hpp"
 #include "bench/algo_choice.hpp"
+#include "bench/settings.hpp"
 
 namespace nb::cli {
 
@@ -112,6 +113,25 @@ Problem finish_monitor(const MonitorOptions& mo) {
       return {e.what(), false};
     }
   }
+  return {};
+}
+
+Problem apply_setting_options(const RawText& raw) {
+  Settings s = current_settings();
+  for (const auto& [name, value] : raw.setting_options) {
+    if (value.empty()) continue;
+    for (const SettingSpec& spec : setting_registry()) {
+      if (spec.name != name) continue;
+      if (spec.check)
+        if (const std::string why = spec.check(value); !why.empty()) return {spec.run_option + ": " + why};
+      try {
+        s = s.with(name, value);
+      } catch (const Error& e) {
+        return {spec.run_option + ": " + e.what()};
+      }
+    }
+  }
+  set_current_settings(s);
   return {};
 }
 

@@ -1,6 +1,8 @@
 #include "app/cli_options.hpp"
 #include "base/pattern.hpp"
 
+#include "bench/settings.hpp"
+
 namespace nb::cli {
 
 namespace {
@@ -97,6 +99,17 @@ void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
                                     "needs NVML")
                         ->expected(0, 1)
                         ->type_name("[=S]");
+  // Settings a family also offers as an option of run (e.g. the input family's --images DIR).
+  for (const SettingSpec& s : setting_registry()) {
+    if (s.run_option.empty()) continue;
+    std::string help = s.help, value = "VALUE";
+    if (!help.empty() && help[0] == '=') {  // "=DIR what it does"
+      const size_t sp = help.find(' ');
+      value = help.substr(1, sp == std::string::npos ? std::string::npos : sp - 1);
+      help = sp == std::string::npos ? "" : help.substr(sp + 1);
+    }
+    run->add_option(s.run_option, raw.setting_options[s.name], help + " (as " + s.name + ")")->type_name(value);
+  }
 }
 
 void add_env(CLI::App& app, EnvCommand& c) {

@@ -1,6 +1,7 @@
 // The options of each subcommand, declared on CLI11 (cli_options.cpp), and the checks that need
 // the parsed values (cli_checks.cpp). Internal to the command-line parser (cli.cpp).
 #pragma once
+#include <map>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@ struct RawText {
   std::string monitor;  // run --monitor[=S]
   std::string budget;   // run --budget DURATION
   CLI::Option* monitor_opt = nullptr;
+  std::map<std::string, std::string> setting_options;  // run's options of declared settings (run_option)
 };
 
 void add_list(CLI::App& app, ListCommand& c, RawText& raw);
@@ -39,5 +41,7 @@ Problem finish_doctor(const DoctorOptions& o);
 Problem finish_monitor(const MonitorOptions& o);
 // The environment settings and the files named by options (read before anything runs).
 Problem check_run_inputs(const RunOptions& o);
+// run's options of declared settings (SettingSpec::run_option) applied over the environment's.
+Problem apply_setting_options(const RawText& raw);
 
 }  // namespace nb::cli

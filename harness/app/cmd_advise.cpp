@@ -6,6 +6,7 @@
 #include "advise/advice.hpp"
 #include "base/error.hpp"
 #include "base/json_file.hpp"
+#include "bench/benchmark.hpp"
 
 namespace nb {
 
@@ -21,7 +22,9 @@ int cmd_advise(const AdviseCommand& c) {
         throw Error(f + ": not a nodebench result file (no 'records')");
       check_schema_version(docs.back(), f);
     }
-    const advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
+    advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
+    // The host's decoding, judged by the family that measures it (when built).
+    if (const auto& j = input_pipeline_judge(); j && j->gather && j->judge) in.input_pipeline = {j->gather(docs), j->judge};
     const nlohmann::json advice = advise::build_advice(in, o);
     std::cout << advise::advice_text(advice);
     if (!o.json_file.empty()) {

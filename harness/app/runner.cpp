@@ -2,6 +2,7 @@
 #include "base/json_file.hpp"
 #include "base/text.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -120,12 +121,14 @@ int cmd_list(const ListCommand& lc) {
     json avail = json::array();
     std::string line;
     for (const auto& g : env.gpus) {
+      if (c.host_only) break;
       const Availability a = c.available ? c.available(g) : Availability::yes();
       avail.push_back({{"gpu", g.index}, {"can_run", a.ok}, {"reason", a.ok ? json(nullptr) : json(a.reason)}});
       line += "  gpu" + std::to_string(g.index) + ": " + (a.ok ? std::string("yes") : "no, " + a.reason);
     }
-    if (env.gpus.empty()) line = "  unknown (no GPU)";
-    out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"availability", avail}});
+    if (c.host_only) line = "  host (needs no GPU)";
+    else if (env.gpus.empty()) line = "  unknown (no GPU)";
+    out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"host_only", c.host_only}, {"availability", avail}});
     if (!lc.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
   }
   if (lc.json) std::cout << out.dump(2) << "\n";
@@ -259,7 +262,7 @@ std::string result_path(const RunOptions& o, const Session& session, const std::
 std::string start_line(const RunOptions& o, const Plan& plan, const std::string& path) {
   const size_t steps = schedule(plan).size();
   return "nodebench " + std::string(NODEBENCH_VERSION) + ": " + std::to_string(plan.cases.size()) + " case(s) x " +
-         std::to_string(plan.gpus.size()) + " GPU(s)" +
+         std::to_string(plan.gpus.size()) + " GPU(s)" + (plan.gpus.empty() ? " (host-only cases, no GPU)" : "") +
          (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "") + " (" +
          std::to_string(steps) + " runs" + (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "") +
          "), suite " + to_string(o.suite) +
@@ -306,6 +309,21 @@ int finish_run(const RunOptions& o, const RunOutcome& outcome, const RunDocument
   return kExitOk;
 }
 
+// Whether every rank can run the cases: with a GPU, or without one when every case is host-only
+// (the CPU's input pipeline); else says why (naming the host-only cases that could run here).
+bool runnable_here(const Session& session, const std::vector<Case>& cases) {
+  const auto host = [](const Case& k) { return k.host_only; };
+  const size_t host_cases = size_t(std::count_if(cases.begin(), cases.end(), host));
+  const bool runnable = session.has_gpus() || host_cases == cases.size();
+  if (cluster::all_ok(runnable)) return true;
+  std::cerr << (runnable ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error)) << "\n";
+  if (!runnable && host_cases > 0)
+    std::cerr << "nodebench: " << host_cases << " of the " << cases.size() << " selected cases measure the host and "
+              << "need no GPU (e.g. " << std::find_if(cases.begin(), cases.end(), host)->id()
+              << "): select only those (--family, --filter) to run them here\n";
+  return false;
+}
+
 }  // namespace
 
 int cmd_run(const RunCommand& c, const Argv& argv) {
@@ -342,11 +360,7 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   // Every step that can fail on one process only is agreed on, so no process waits alone.
   if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
   Session session(std::move(profiles), current_settings());
-  if (!cluster::all_ok(session.has_gpus())) {
-    std::cerr << (session.has_gpus() ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error))
-              << "\n";
-    return kExitNoGpu;
-  }
+  if (!runnable_here(session, cases)) return kExitNoGpu;
   std::vector<int> gpus;
   std::string gpu_error;
   try {
@@ -371,7 +385,7 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
     return kExitUsage;
   }
   json header = run_header(argv, session, o, plan.base.max_time_s, run_id);
-  cluster::gather_environment(header["environment"], plan.gpus.front());
+  cluster::gather_environment(header["environment"], plan.gpus.empty() ? -1 : plan.gpus.front());
   RunDocument doc(header);
   Outputs outs;
   try {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/environment.hpp"
+#include "base/error.hpp"
 #include "bench/measure.hpp"
 #include "base/status.hpp"
 #include "bench/algo_choice.hpp"
@@ -66,6 +67,11 @@ struct Case {
   // how many it needs (fewer: skipped with the reason).
   bool multi_gpu = false;
   int min_gpus = 1;
+  // Measures the host, not a GPU (CPU cores decoding images): runs once per run, needs no GPU
+  // (a run whose cases are all host-only runs without one), and its record has `gpus: []`. Its
+  // context has the run's GPUs in gpus() (none without a GPU) and no GPU of its own: it times
+  // itself (set_measurement) and may not call gpu(), measure() or stream().
+  bool host_only = false;
   // Set from the family (Family::shares_host) when cases are selected.
   bool shares_host = false;
   // Its predicted cost on a GPU with a sampling config; null: the default (the sampling cap
@@ -222,6 +228,19 @@ struct AnalysisRegistrar {
   explicit AnalysisRegistrar(Analysis a) { analysis_registry().push_back(std::move(a)); }
 };
 
+// What a family that measures the host's input pipeline (the input family) tells `nodebench
+// advise` for its input line: `gather` picks its records out of the result files (an array;
+// empty: nothing measured), `judge` says whether they keep up with a step of `precision`/`layout`
+// at `images_per_s` over `gpus` GPUs ({"status": "pass"|"warn", "text", ...}; null: cannot say).
+// The family sets it from a static initialiser; the advise command hands it to the advisor.
+struct InputPipelineJudge {
+  std::function<nlohmann::json(const std::vector<nlohmann::json>& docs)> gather;
+  std::function<nlohmann::json(const nlohmann::json& records, const std::string& precision, const std::string& layout,
+                               double images_per_s, int gpus)>
+      judge;
+};
+std::optional<InputPipelineJudge>& input_pipeline_judge();
+
 // Families register themselves with a static Registrar in their own file.
 std::vector<std::unique_ptr<Family>>& family_registry();
 struct Registrar {
@@ -292,20 +311,35 @@ class CaseContext {
  public:
   CaseContext(const GpuInfo& gpu, const Nvml& nvml, Measurer& measurer, cudaStream_t stream,
               MeasureConfig cfg, std::vector<const GpuInfo*> gpus, CaseServices services)
-      : gpu_(gpu), nvml_(nvml), measurer_(measurer), stream_(stream), gpus_(std::move(gpus)), services_(services) {
+      : gpu_(&gpu), nvml_(nvml), measurer_(&measurer), stream_(stream), gpus_(std::move(gpus)), services_(services) {
     out_.config = cfg;
-    if (gpus_.empty()) gpus_.push_back(&gpu_);
+    if (gpus_.empty()) gpus_.push_back(gpu_);
     if (!services_.settings || !services_.gpu_resources || !services_.session_resources || !services_.algo_cache)
       throw Error("CaseContext: the session's services are incomplete");
   }
+  // A host-only case's context (Case::host_only): the run's GPUs, possibly none, and no GPU of
+  // its own (so no per-GPU resources either).
+  CaseContext(const Nvml& nvml, MeasureConfig cfg, std::vector<const GpuInfo*> gpus, CaseServices services)
+      : nvml_(nvml), gpus_(std::move(gpus)), services_(services) {
+    out_.config = cfg;
+    if (!services_.settings || !services_.session_resources || !services_.algo_cache)
+      throw Error("CaseContext: the session's services are incomplete");
+  }
+  bool host_only() const { return gpu_ == nullptr; }
   const Settings& settings() const { return *services_.settings; }
   // What a family keeps on this GPU between cases (library handles, algorithm choices): made on
   // first use with this GPU current, destroyed with the Session.
-  ResourceStore& gpu_resources() { return *services_.gpu_resources; }
+  ResourceStore& gpu_resources() {
+    if (!services_.gpu_resources) throw Error("a host-only case has no GPU resources");
+    return *services_.gpu_resources;
+  }
   // What spans GPUs (NCCL teams over a GPU set), likewise.
   ResourceStore& session_resources() { return *services_.session_resources; }
   AlgoCache& algo_cache() { return *services_.algo_cache; }
-  const GpuInfo& gpu() const { return gpu_; }
+  const GpuInfo& gpu() const {
+    if (!gpu_) throw Error("a host-only case has no GPU of its own (use gpus())");
+    return *gpu_;
+  }
   // Every GPU of a multi-GPU case (the first is gpu()).
   const std::vector<const GpuInfo*>& gpus() const { return gpus_; }
   const Nvml& nvml() const { return nvml_; }
@@ -314,11 +348,11 @@ class CaseContext {
 
   // Times `launch` (see Measurer). Call once per case.
   void measure(const std::function<void(cudaStream_t)>& launch) {
-    out_.measurement = measurer_.measure(stream_, launch, out_.config);
+    out_.measurement = measurer().measure(stream_, launch, out_.config);
   }
   // A further measurement inside one case (a network of layers); not recorded by itself.
   Measurement measure_sub(const std::function<void(cudaStream_t)>& launch, const MeasureConfig& cfg) {
-    return measurer_.measure(stream_, launch, cfg);
+    return measurer().measure(stream_, launch, cfg);
   }
   // For cases that time themselves (several GPUs at once): per-sample seconds per launch.
   void set_measurement(Measurement m) { out_.measurement = std::move(m); }
@@ -354,10 +388,14 @@ class CaseContext {
   CaseOutput& output() { return out_; }
 
  private:
-  const GpuInfo& gpu_;
+  Measurer& measurer() {
+    if (!measurer_) throw Error("a host-only case has no GPU timer (use set_measurement)");
+    return *measurer_;
+  }
+  const GpuInfo* gpu_ = nullptr;
   const Nvml& nvml_;
-  Measurer& measurer_;
-  cudaStream_t stream_;
+  Measurer* measurer_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   std::vector<const GpuInfo*> gpus_;
   CaseServices services_;
   CaseOutput out_;

@@ -57,7 +57,10 @@ json parse_value(const SettingSpec& s, const std::string& v) {
       if (v == "0") return false;
       if (v == "1") return true;
       throw Error(s.name + "='" + v + "': must be 0 or 1");
-    case SettingKind::text: return v;
+    case SettingKind::text:
+      if (s.check)
+        if (const std::string why = s.check(v); !why.empty()) throw Error(s.name + "=" + why);
+      return v;
     case SettingKind::number:
     case SettingKind::integer: break;
   }
@@ -172,6 +175,14 @@ std::string Settings::text(const std::string& name) const {
   return value_or_default<std::string>(values_, spec(name, SettingKind::text), std::string());
 }
 bool Settings::is_set(const std::string& name) const { return values_.count(name) > 0; }
+
+Settings Settings::with(const std::string& name, const std::string& value) const {
+  const SettingSpec* s = find_spec(name);
+  if (!s) throw Error("setting " + name + " is not declared (SettingRegistrar)");
+  Settings out = *this;
+  out.values_[name] = parse_value(*s, value);
+  return out;
+}
 
 json Settings::to_json() const {
   json j = json::object();

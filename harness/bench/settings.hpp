@@ -4,6 +4,7 @@
 // values are recorded in the result file (`settings`) and read through the Settings in force
 // (CaseContext::settings(), current_settings()); nothing below the parser calls getenv.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,11 @@ struct SettingSpec {
   bool test_hook = false;
   // Recorded in the result only when set (a path, say).
   bool record_only_when_set = false;
+  // A text setting's check of its value (a folder that must exist, say): empty when the value is
+  // fine, else what is wrong with it, naming the value; the parser prefixes the variable.
+  std::function<std::string(const std::string& value)> check = nullptr;
+  // Also an option of `run` (e.g. "--images"): given there, it overrides the environment.
+  std::string run_option = "";
 };
 
 // The declared settings, in declaration order per owner ("core" first in --help).
@@ -61,6 +67,9 @@ class Settings {
   int64_t integer(const std::string& name) const;
   std::string text(const std::string& name) const;  // "" when unset
   bool is_set(const std::string& name) const;
+  // A copy with `name` set to `value`, parsed and checked as from the environment (throws
+  // nb::Error naming the variable).
+  Settings with(const std::string& name, const std::string& value) const;
 
   // The result file's `settings`: every declared setting by its key (test hooks and
   // record_only_when_set ones only when set).

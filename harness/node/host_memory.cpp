@@ -47,6 +47,13 @@ std::optional<int> gpu_numa_node(const std::string& pci_bus_id) {
   return node;
 }
 
+bool bind_to_numa_node(void* p, size_t bytes, int node) {
+  unsigned long mask[16] = {};
+  if (node < 0 || node >= int(sizeof(mask) * 8)) return false;
+  mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+  return syscall(SYS_mbind, p, bytes, 2 /* MPOL_BIND */, mask, sizeof(mask) * 8, 0) == 0;
+}
+
 HostBuffer::HostBuffer(HostMemKind kind, size_t bytes, std::optional<int> numa_node) : kind_(kind), bytes_(bytes) {
   if (bytes == 0) throw Error("HostBuffer: zero bytes");
   if (kind == HostMemKind::pageable) {
@@ -63,11 +70,7 @@ HostBuffer::HostBuffer(HostMemKind kind, size_t bytes, std::optional<int> numa_n
       throw CudaError(cudaErrorMemoryAllocation, "mmap of " + std::to_string(bytes) + " bytes failed");
     }
     mmapped_ = true;
-    unsigned long mask[16] = {};
-    if (*numa_node < int(sizeof(mask) * 8)) {
-      mask[*numa_node / (8 * sizeof(unsigned long))] |= 1ul << (*numa_node % (8 * sizeof(unsigned long)));
-      if (syscall(SYS_mbind, ptr_, bytes, 2, mask, sizeof(mask) * 8, 0) == 0) bound_node_ = numa_node;
-    }
+    if (bind_to_numa_node(ptr_, bytes, *numa_node)) bound_node_ = numa_node;
     std::memset(ptr_, 0, bytes);
     NB_CUDA(cudaHostRegister(ptr_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
     registered_ = true;

@@ -37,6 +37,10 @@ class HostBuffer {
   std::optional<int> bound_node_;
 };
 
+// Binds the pages of [p, p + bytes) (page-aligned, not yet touched) to NUMA node `node`
+// (mbind, MPOL_BIND); false when the kernel refuses (one node, no such node).
+bool bind_to_numa_node(void* p, size_t bytes, int node);
+
 // NUMA node of a GPU from sysfs (/sys/bus/pci/devices/<bus id>/numa_node), nullopt when
 // unknown or when the host has a single node.
 std::optional<int> gpu_numa_node(const std::string& pci_bus_id);

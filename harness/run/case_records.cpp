@@ -88,7 +88,7 @@ CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>&
     RecordInput pin = in;
     pin.c = &pc;
     pin.gpus = p.gpus.empty() ? in.gpus : p.gpus;
-    const int first = pin.gpus.front();
+    const int first = pin.gpus.empty() ? -1 : pin.gpus.front();
     pin.gpu = first >= 0 && size_t(first) < gpus.size() ? &gpus[size_t(first)] : in.gpu;
     pin.status = p.status;
     pin.reason = p.reason;

@@ -46,7 +46,7 @@ std::vector<Step> schedule(const Plan& plan) {
   int wave = 0;
   // Per-GPU cases that share nothing: with `together`, wave w runs case w on every GPU at once.
   for (const Case& c : plan.cases) {
-    if (c.multi_gpu || c.shares_host) continue;
+    if (c.multi_gpu || c.shares_host || c.host_only) continue;
     if (together) {
       for (int g : plan.gpus) steps.push_back({&c, {g}, RunMode::concurrent, wave});
       ++wave;
@@ -55,17 +55,20 @@ std::vector<Step> schedule(const Plan& plan) {
   if (!together)
     for (int g : plan.gpus)
       for (const Case& c : plan.cases)
-        if (!c.multi_gpu && !c.shares_host) steps.push_back({&c, {g}, RunMode::alone, wave++});
+        if (!c.multi_gpu && !c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
   for (int g : plan.gpus)
     for (const Case& c : plan.cases)
-      if (!c.multi_gpu && c.shares_host) steps.push_back({&c, {g}, RunMode::alone, wave++});
+      if (!c.multi_gpu && c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
+  // Host-only cases once, on no GPU (they load the host: alone).
   for (const Case& c : plan.cases)
-    if (c.multi_gpu) steps.push_back({&c, plan.gpus, RunMode::alone, wave++});
+    if (c.host_only) steps.push_back({&c, {}, RunMode::alone, wave++});
+  for (const Case& c : plan.cases)
+    if (c.multi_gpu && !c.host_only && !plan.gpus.empty()) steps.push_back({&c, plan.gpus, RunMode::alone, wave++});
   return steps;
 }
 
-CaseCost case_cost(const Case& c, const GpuInfo& gpu, const MeasureConfig& cfg) {
-  CaseCost k = c.cost ? c.cost(gpu, cfg) : default_case_cost(c, cfg);
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg) {
+  CaseCost k = c.cost && gpu ? c.cost(*gpu, cfg) : default_case_cost(c, cfg);
   if (k.kind.empty()) k.kind = c.family;
   return k;
 }
@@ -78,7 +81,7 @@ std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const
     while (j < steps.size() && steps[j].wave == steps[i].wave) {
       const Step& s = steps[j++];
       MeasureConfig cfg = plan.base;
-      const CaseCost k = case_cost(*s.c, session.gpu(s.gpus.front()), cfg);
+      const CaseCost k = case_cost(*s.c, s.gpus.empty() ? nullptr : &session.gpu(s.gpus.front()), cfg);
       if (k.total() > u.prior_s || u.kind.empty()) u.kind = k.kind;
       u.prior_s = std::max(u.prior_s, k.total());
     }
@@ -96,9 +99,10 @@ void apply_budget(Plan& plan, const Session& session, double budget_s) {
   std::vector<std::string> families;
   const size_t per_gpu = plan.concurrent || plan.gpus.size() <= 1 ? 1 : plan.gpus.size();
   for (const Case& c : plan.cases) {
-    CaseCost k = case_cost(c, session.gpu(plan.gpus.front()), plan.base);
-    // Cases that run GPU after GPU (sharing the host, or --one-gpu-at-a-time) cost once per GPU.
-    const double times = c.multi_gpu ? 1.0 : c.shares_host ? double(plan.gpus.size()) : double(per_gpu);
+    CaseCost k = case_cost(c, plan.gpus.empty() ? nullptr : &session.gpu(plan.gpus.front()), plan.base);
+    // Cases that run GPU after GPU (sharing the host, or --one-gpu-at-a-time) cost once per GPU;
+    // multi-GPU and host-only cases run once.
+    const double times = c.multi_gpu || c.host_only ? 1.0 : c.shares_host ? double(plan.gpus.size()) : double(per_gpu);
     k.setup_s *= times;
     k.sample_s *= times;
     costs.push_back(k);
@@ -144,7 +148,7 @@ Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> ca
   plan.algo_cache_file = o.algo_cache_file;
   plan.algo_search = o.algo_search;
   plan.monitor_interval_s = o.monitor_interval_s;
-  if (o.budget_s && !plan.gpus.empty()) apply_budget(plan, session, *o.budget_s);
+  if (o.budget_s) apply_budget(plan, session, *o.budget_s);  // no GPUs: a run of host-only cases
   return plan;
 }
 

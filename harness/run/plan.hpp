@@ -47,7 +47,8 @@ constexpr size_t kTimelineMaxPoints = 600;
 
 // How each (case, GPUs) pair is run, in order: first the per-GPU cases of families that share
 // nothing (every GPU at once when `concurrent` and there are several, else GPU after GPU), then
-// the per-GPU cases that share the host (GPU after GPU), then the multi-GPU cases.
+// the per-GPU cases that share the host (GPU after GPU), then the host-only cases (once each, on
+// no GPU: `gpus` empty), then the multi-GPU cases (none without GPUs).
 enum class RunMode { alone, concurrent };
 const char* to_string(RunMode m);
 struct Step {
@@ -58,8 +59,9 @@ struct Step {
 };
 std::vector<Step> schedule(const Plan& plan);
 
-// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default).
-CaseCost case_cost(const Case& c, const GpuInfo& gpu, const MeasureConfig& cfg);
+// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default); `gpu`
+// null for a step on no GPU (a host-only case): the default.
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg);
 // One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator.
 std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps);
 

@@ -207,7 +207,7 @@ Record build_record(const RecordInput& in) {
     if (in.out->measurement && !in.out->measurement->samples_s.empty()) add_timing(r, in, *in.out);
     for (const auto& f : in.out->flags) r.flags.push_back(f);  // the family's (single_rank, ...)
   }
-  if (!in.nvml_available) r.flags.push_back("clock_unknown");
+  if (!in.nvml_available && !in.gpus.empty()) r.flags.push_back("clock_unknown");  // a host-only record has no GPU clock
   set_primary(r, in.out);
   if (in.before) r.clocks["before"] = clock_to_json(*in.before);
   if (in.after) r.clocks["after"] = clock_to_json(*in.after);

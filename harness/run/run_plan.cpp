@@ -17,10 +17,52 @@ using nlohmann::json;
 
 namespace {
 
+// Runs the case's body in `ctx`, recording on `in` how it ended.
+void run_body(const Case& c, CaseContext& ctx, RecordInput& in) {
+  try {
+    c.run(ctx);
+    in.status = Status::ok;
+    in.reason_kind = ReasonKind::none;
+    in.reason.clear();
+  } catch (const SkipCase& s) {
+    in.status = Status::skipped;
+    in.reason_kind = s.kind;
+    in.reason = s.reason;
+  } catch (const std::exception& e) {
+    const Outcome o = outcome_of(e);
+    in.status = o.status;
+    in.reason_kind = o.kind;
+    in.reason = o.reason;
+  }
+}
+
+// A host-only case (Case::host_only): once, with the run's GPUs in its context, none its own
+// (no per-GPU resources, no GPU timer: it times itself on the host clock).
+CaseRecords run_host(const Step& step, const Plan& plan, Session& session) {
+  const Case& c = *step.c;
+  std::vector<const GpuInfo*> all;
+  for (int g : plan.gpus) all.push_back(&session.gpu(g));
+  RecordInput in;
+  in.c = &c;
+  in.started_at = iso_utc(std::chrono::system_clock::now());
+  const auto t0 = std::chrono::steady_clock::now();
+  MeasureConfig cfg = plan.base;
+  cfg.timer = Timer::host;
+  CaseContext ctx(session.nvml(), cfg, all,
+                  CaseServices{&session.settings(), nullptr, &session.resources(), &session.algo_cache()});
+  run_body(c, ctx, in);
+  in.out = &ctx.output();
+  in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CaseRecords made = make_case_records(in, session.env().gpus);
+  for (json& r : made.records) r["mode"] = to_string(RunMode::alone);
+  return made;
+}
+
 // Runs one case on this process's GPUs and returns its records (no collective calls, except
 // the agreement on a multi-GPU case under MPI, which every rank makes in the same order).
 CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
   const Case& c = *step.c;
+  if (c.host_only) return run_host(step, plan, session);
   const std::vector<int>& ids = step.gpus;
   const int gpu_id = ids.front();
   const GpuInfo& gpu = session.gpu(gpu_id);
@@ -82,15 +124,7 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
       if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
       ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
                   CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache()});
-      try {
-        c.run(*ctx);
-        set(Status::ok, ReasonKind::none, "");
-      } catch (const SkipCase& s) {
-        set(Status::skipped, s.kind, s.reason);
-      } catch (const std::exception& e) {
-        const Outcome o = outcome_of(e);
-        set(o.status, o.kind, o.reason);
-      }
+      run_body(c, *ctx, in);
       if (in.status == Status::failed) {
         // A sticky error (illegal address, launch failure) poisons the context for good.
         const cudaError_t sync = cudaDeviceSynchronize();
@@ -243,8 +277,9 @@ class PlanRun {
     if (j - i == 1) {
       const Step& s = steps_[i];
       const auto s0 = Clock::now();
-      if (!s.c->multi_gpu && s.c->shares_host && cluster::active()) {
-        // One GPU of the host at a time: the rank runs in its turn; records are gathered after.
+      if (!s.c->multi_gpu && (s.c->shares_host || s.c->host_only) && cluster::active()) {
+        // One GPU (or host-only case) of the host at a time: the rank runs in its turn; records
+        // are gathered after.
         cluster::take_turns_on_host([&] { made[0] = run_local(s, plan_, session_); });
       } else {
         made[0] = run_local(s, plan_, session_);

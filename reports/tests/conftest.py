@@ -17,7 +17,7 @@ from nodebench_reports.cli import main  # noqa: E402
 
 REPO = HERE.parents[1]
 HARNESS_SCHEMA = REPO / "harness" / "schema" / "result-v1.schema.json"
-PLOT_KEYS = ["gemm", "conv", "train", "hostlink", "p2p", "allreduce", "scaling", "fp16_speedup"]
+PLOT_KEYS = ["gemm", "conv", "train", "hostlink", "p2p", "allreduce", "scaling", "fp16_speedup", "input"]
 
 
 def load_schema() -> dict:

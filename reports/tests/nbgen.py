@@ -29,7 +29,8 @@ CONV_BATCHES = (64, 128, 256, 512, 1024, 2048)
 HOSTLINK_SIZES = tuple(4 ** k * 4096 for k in range(0, 8))        # 4 KiB .. 64 MiB
 NCCL_SIZES = tuple(4 ** k * (1 << 20) for k in range(0, 6))        # 1 MiB .. 1 GiB
 GPU_MEMORY = 150_754_820_096
-ALL_FAMILIES = ("gemm", "conv", "hostlink", "p2p", "nccl", "train")
+ALL_FAMILIES = ("gemm", "conv", "hostlink", "p2p", "nccl", "train", "input")
+INPUT_CORES = (1, 2, 4, 8, 16, 32, 64, 112)  # the environment's 112 CPUs
 TRAIN_BATCHES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
@@ -234,6 +235,19 @@ class Builder:
                              "time_us": med * 1e6, "algbw_gbps": s / med / 1e9,
                              "busbw_gbps": s / med / 1e9 * 2 * (n - 1) / n})
 
+    def input(self, per_core=400.0, cpus=112):
+        """The input family's core sweep (host-only records, gpus []): images/s a little below
+        linear as the workers grow, for both series the training steps are fed."""
+        for layout, dtype in (("nchw", "fp32"), ("nhwc", "fp16")):
+            for n in [c for c in INPUT_CORES if c <= cpus]:
+                rate = per_core * n * (1 - 0.002 * n)
+                params = {"layout": layout, "dtype": dtype, "placement": "spread", "cores": n}
+                rec = self.add("input", f"cpu/{layout}/{dtype}/c{n}", params, [], time_s=1.0 / rate,
+                         metrics_fn=lambda med, n=n: {"images_per_s": 1.0 / med, "per_core_images_per_s": 1.0 / med / n,
+                                                      "cores_count": n, "mean_file_bytes": 110e3},
+                         details={"cpus_available": cpus, "verification": {"ok": True}})
+                rec.update(clocks={}, flags=[])  # a host record: no GPU clock
+
     def train(self, gpus=(0,)):
         """The train family's sweep: FP16 NHWC and TF32 NCHW, memory growing with the batch until
         a batch does not fit; throughput rising to a plateau."""
@@ -314,6 +328,8 @@ class Builder:
             self.nccl()
         if "train" in families:
             self.train()
+        if "input" in families:
+            self.input()
         counts = {s: sum(1 for r in self.records if r["status"] == s) for s in ("ok", "skipped", "failed", "wrong")}
         doc = {
             "schema": "nodebench.result", "schema_version": 1, "run_id": self.run_id,

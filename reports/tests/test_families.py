@@ -194,7 +194,10 @@ def test_a_family_is_added_as_one_module(example_family):
     assert primary_metric(rec) == "widgets_per_s" and families.group_key(rec) == (1,)
     items = build_checklist(data)
     keys = [i.key for i in items]
-    assert keys.index("example") == keys.index("pinned_pageable") + 1 and keys[keys.index("example") + 1] == "distribution"
+    # placed by its order (35): right after pinned_pageable (31), before distribution (50); what lies between
+    # (another family's item, e.g. input's at 40) has a larger order
+    assert keys.index("example") == keys.index("pinned_pageable") + 1 < keys.index("distribution")
+    assert all(i.order > 35 for i in items[keys.index("example") + 1:keys.index("distribution")])
     assert next(i for i in items if i.key == "example").summary == "1 widget record(s)"
     plots = [p.key for p in render_all(data)]
     assert plots.index("example") == plots.index("hostlink") + 1

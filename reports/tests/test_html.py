@@ -14,7 +14,7 @@ from nodebench_reports.checklist import (FAIL, NOT_MEASURED, PASS, WARN, arch_su
                                          parse_architectures)
 from nodebench_reports.load import Run, check_document, merge_runs
 
-CHECK_KEYS = ["compute_capability", "pcie", "h2d", "pinned_pageable", "distribution", "mixed_precision", "clocks",
+CHECK_KEYS = ["compute_capability", "pcie", "h2d", "pinned_pageable", "input_pipeline", "distribution", "mixed_precision", "clocks",
               "memory", "fusion", "host", "run"]
 
 

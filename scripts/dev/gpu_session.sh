@@ -50,6 +50,11 @@
 #   families     issue 22, the families' side: the GPU tests of what moved (the Session's handles,
 #                choices, NCCL teams and algorithm cache; cases from Axes; the analyses), then the
 #                quick suite on every GPU (families_quick.json), its records by family and analyses
+#   input-peer   the input family's GPU tests (kernel, nvJPEG cases), then the family (JPEG decode +
+#                crop + normalise per core count, nvJPEG) against scripts/dev/peer_torch_input.py on
+#                the same files: peer, nodebench, peer; ratios last.
+#                nvJPEG: the nvidia-nvjpeg wheel carried in .whl/ (NVJPEG_ROOT is set from it);
+#                libjpeg-turbo: the system's, or .deps/jpeg from scripts/dev/carry_jpeg.sh
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -63,7 +68,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node"
+ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node input-peer"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -99,6 +104,9 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl &&
     export PYTHONPATH=/tmp/site
 fi
+# Optional libraries carried in the tree: nvJPEG from its wheel, libjpeg-turbo unpacked from Debian's packages.
+[ -d /tmp/site/nvidia/cu13/include ] && export NVJPEG_ROOT=/tmp/site/nvidia/cu13
+[ -d .deps/jpeg ] && export TURBOJPEG_ROOT=$PWD/.deps/jpeg
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "${NGPU:-0}" -ge 1 ] || NGPU=1
 nvidia-smi --query-gpu=index,uuid,name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
@@ -110,19 +118,19 @@ declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
                  [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
                  [fresh-node]=300
-                 [families]=300)
+                 [families]=300 [input-peer]=200)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
   local targets=(nodebench nodebench_gpu_tests nodebench_unit_tests)
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" > "$RAW/build.log" 2>&1 || return 1
   local t
-  for t in nodebench_mpi_gather_test nodebench_train_gpu_tests nodebench_train_dp_gpu_tests; do
+  for t in nodebench_mpi_gather_test nodebench_train_gpu_tests nodebench_train_dp_gpu_tests nodebench_input_gpu_tests; do
     grep -q "$t" build/build.ninja 2>/dev/null && targets+=("$t")
   done
   cmake --build build -j "$(nproc)" --target "${targets[@]}" >> "$RAW/build.log" 2>&1 || {
     grep -E "error" "$RAW/build.log" | head -20; return 1; }
-  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA|RE2)" "$RAW/build.log" | tee -a "$OUT/session.log"
+  grep -E "nodebench: (MPI|NCCL|cuDNN|CUDA|RE2|libjpeg|nvJPEG)" "$RAW/build.log" | tee -a "$OUT/session.log"
 }
 
 step_gputests() {
@@ -479,6 +487,27 @@ for r in d["records"]:
 print("  analyses:", ", ".join(sorted(d.get("analysis", {}))))
 PY
   keep families_quick.json
+  return $rc
+}
+
+step_input_peer() {  # ~2 minutes on 16 cores: two peer runs around one nodebench run, on the same files
+  local rc=0 keep="$RAW/input_jpegs" w
+  timeout "$(tmo 150)" ctest --test-dir build -R "gpu_input" --output-on-failure > "$RAW/ctest-input.log" 2>&1 || rc=1
+  grep -E "tests passed|Failed|\*\*\*|Not Run" "$RAW/ctest-input.log" | tee -a "$OUT/session.log"
+  w=$(python3 -c "import os; n = len(os.sched_getaffinity(0)); print(','.join(map(str, sorted({2 ** i for i in range(n.bit_length()) if 2 ** i < n} | {n}))))")
+  NODEBENCH_INPUT_KEEP="$keep" timeout "$(tmo 60)" build/nodebench run --family input --quiet --out-file "$RAW/input_quick.json" \
+    > "$RAW/input_quick.log" 2>&1 || rc=1   # writes the files; the quick case
+  for i in 0 1; do
+    [ $i = 1 ] && { NODEBENCH_INPUT_KEEP="$keep" timeout "$(tmo 240)" build/nodebench run --suite full --family input --max-time 1.5 \
+      --quiet --out-file "$RAW/input_nodebench.json" > "$RAW/input_nodebench.log" 2>&1 || rc=1; }
+    timeout "$(tmo 150)" python3 scripts/dev/peer_torch_input.py --files "$keep" --workers "$w" --seconds 1.5 --gpu \
+      --out "$RAW/input_peer$i.json" >> "$RAW/input_peer.log" 2>&1 || rc=1
+  done
+  grep -E "input (decode|pipeline)|cases:" "$RAW/input_nodebench.log" | tee -a "$OUT/session.log"
+  python3 scripts/dev/compare_input_peer.py "$RAW/input_nodebench.json" --peer "$RAW/input_peer0.json" \
+    --peer "$RAW/input_peer1.json" --out "$RAW/input_ratio.json" | tee -a "$OUT/session.log"
+  rm -rf "$keep"
+  keep input_nodebench.json; keep input_ratio.json
   return $rc
 }
 
