@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "oom_series.hpp"
+#include "settings.hpp"
 #include "analysis.hpp"
 #include "benchmark.hpp"
 #include "stats.hpp"
@@ -62,6 +63,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   cfg.batch = batch;
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  cfg.fusion = train::Fusion(current_settings().train_fusion);
   try {
     train::TrainStep st(cfg, g.index, g.name, ctx.stream());
     st.setup();
@@ -137,6 +139,14 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     }
     const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
     m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
+    // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
+    // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
+    const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(P.elem));
+    m["bn_floor_bytes"] = double(floor.bn);
+    m["elementwise_floor_bytes"] = double(floor.elementwise);
+    m["pool_floor_bytes"] = double(floor.pool);
+    m["update_floor_bytes"] = double(floor.update);
+    ctx.details()["fusion"] = st.fusion_details();
     ctx.details()["algorithms"] = st.algorithms();
     ctx.details()["loss_scale"] = cfg.loss_scale;
     ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
@@ -146,7 +156,8 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
                                           {"workspace", st.workspace_bytes()}};
     ctx.details()["profile_note"] =
         "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
-        "operations; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
+        "operations; bn holds the ReLU and the residual add where they are fused into it (details.fusion), "
+        "elementwise what runs apart; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
     ctx.details()["profile_sum_ms"] = sum;
     // The kinds should add up to about the step; when they do not, the split is not to be trusted.
     if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)

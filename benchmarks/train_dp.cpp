@@ -103,6 +103,7 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   cfg.batch = pt.batch;
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  cfg.fusion = train::Fusion(S.train_fusion);  // the same step as the train family's
   std::vector<int> devices;
   std::vector<std::string> models;
   for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index), models.push_back(g->name);

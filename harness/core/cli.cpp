@@ -61,6 +61,9 @@ const char* kFooter =
     "  NODEBENCH_NCCL_TRACE=0|1       each NCCL step on stderr; NODEBENCH_P2P_LOOPBACK=0|1 p2p on one GPU\n"
     "  NODEBENCH_DP_BUCKET_MIB        train_dp gradient bucket in MiB (default 25)\n"
     "  NODEBENCH_DP_ACCUMULATION      train_dp micro-steps per all-reduce and update (default 1)\n"
+    "  NODEBENCH_TRAIN_FUSION=0|1|kernels  train step's batch norm with ReLU/add: 0 unfused, 1 fused\n"
+    "                                 (cuDNN's fused calls where it runs them, own kernels elsewhere;\n"
+    "                                 default), kernels: own fused kernels everywhere\n"
     "  NODEBENCH_MPI=0|1              force the MPI launch mode off or on (default: detected)\n"
     "  NODEBENCH_NVML_LIBRARY=PATH    the NVML library to load (default: the driver's libnvidia-ml.so.1)\n"
     "See docs/MULTIGPU.md for the NCCL settings.";

@@ -22,7 +22,7 @@ const char* const kKnown[] = {"NODEBENCH_CUDNN_WORKSPACE_MIB", "NODEBENCH_NCCL_T
                               "NODEBENCH_NCCL_TRACE",         "NODEBENCH_NCCL_GRAPH_MULTI",
                               "NODEBENCH_P2P_LOOPBACK",       "NODEBENCH_MPI",
                               "NODEBENCH_NVML_LIBRARY",       "NODEBENCH_DP_BUCKET_MIB",
-                              "NODEBENCH_DP_ACCUMULATION",
+                              "NODEBENCH_DP_ACCUMULATION",    "NODEBENCH_TRAIN_FUSION",
                               "NODEBENCH_NCCL_TEST_STALL_S",  "NODEBENCH_NCCL_TEST_ABSENT_RANK"};
 const char* const kScripts[] = {"NODEBENCH_BIN", "NODEBENCH_REPORT", "NODEBENCH_SKIP_CUDA12", "NODEBENCH_SETUP_HIDE"};
 
@@ -80,6 +80,11 @@ Settings Settings::from_map(const std::map<std::string, std::string>& env, std::
   if (auto v = get("NODEBENCH_DP_BUCKET_MIB")) s.dp_bucket_mib = parse_number("NODEBENCH_DP_BUCKET_MIB", *v, 1 << 16, false, false);
   if (auto v = get("NODEBENCH_DP_ACCUMULATION"))
     s.dp_accumulation = int(parse_number("NODEBENCH_DP_ACCUMULATION", *v, 1024, true, false));
+  if (auto v = get("NODEBENCH_TRAIN_FUSION")) {
+    if (*v == "0" || *v == "1") s.train_fusion = *v == "1" ? 1 : 0;
+    else if (*v == "kernels") s.train_fusion = 2;
+    else throw Error("NODEBENCH_TRAIN_FUSION='" + *v + "': must be 0, 1 or kernels");
+  }
   if (auto v = get("NODEBENCH_NVML_LIBRARY")) s.nvml_library = *v;
   if (auto v = get("NODEBENCH_MPI")) s.mpi = parse_flag("NODEBENCH_MPI", *v);
   const auto stall = get("NODEBENCH_NCCL_TEST_STALL_S");
@@ -113,6 +118,7 @@ json Settings::to_json() const {
             {"p2p_loopback", p2p_loopback},
             {"dp_bucket_mib", dp_bucket_mib},
             {"dp_accumulation", dp_accumulation},
+            {"train_fusion", train_fusion == 2 ? "kernels" : train_fusion == 1 ? "1" : "0"},
             {"mpi", mpi ? json(*mpi) : json(nullptr)}};
   if (!nvml_library.empty()) j["nvml_library"] = nvml_library;
   if (test_nccl_stall_s > 0) j["test_nccl_stall_s"] = test_nccl_stall_s;

@@ -31,6 +31,10 @@ struct Settings {
   double dp_bucket_mib = 25;
   // NODEBENCH_DP_ACCUMULATION: micro-steps per all-reduce and update in train_dp (default 1).
   int dp_accumulation = 1;
+  // NODEBENCH_TRAIN_FUSION=0|1|kernels: the training step's batch norm with its ReLU and add
+  // (family train): 0 unfused, 1 fused (cuDNN's fused calls where cuDNN runs them, the step's own
+  // kernels elsewhere; the default), kernels: the step's own fused kernels everywhere.
+  int train_fusion = 1;
   // NODEBENCH_NVML_LIBRARY: the NVML library to load (default: the driver's libnvidia-ml.so.1).
   std::string nvml_library;
   // NODEBENCH_MPI=0|1: whether this process is under an MPI launcher (default: detected).
