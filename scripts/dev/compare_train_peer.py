@@ -121,22 +121,27 @@ def pair(key, nb_settings, modes):
                                      for m, x in figs.items()}}
 
 
-def best_rows(pairs):
-    """Per (precision, batch): nodebench's fastest layout against PyTorch's fastest (layout, mode)."""
+def best_rows(nb, peer):
+    """Per (precision, batch) both sides measured: nodebench's fastest layout (any layout it ran,
+    its fused step first) against PyTorch's fastest (layout, mode)."""
     out = []
-    for prec, batch in sorted({(t["precision"], t["batch"]) for t in pairs}):
-        group = [t for t in pairs if t["precision"] == prec and t["batch"] == batch]
-        nb = min(group, key=lambda t: t["nodebench_step_ms"])
-        pt = min(((t["layout"], m, x) for t in group for m, x in t["pytorch_modes"].items()),
-                 key=lambda c: c[2]["step_time_ms"])
-        out.append({"precision": prec, "batch": batch, "nodebench_layout": nb["layout"],
-                    "nodebench_step_ms": nb["nodebench_step_ms"],
-                    "nodebench_step_ms_by_layout": {t["layout"]: t["nodebench_step_ms"] for t in group},
+    keys = {(k[0], k[2]) for k in nb} & {(k[0], k[2]) for k in peer}
+    for prec, batch in sorted(keys, key=lambda k: (k[0] or "", k[1])):
+        mine = {k[1]: nodebench_figure(next(v[s] for s in SETTING_ORDER + tuple(sorted(v)) if s in v))
+                for k, v in nb.items() if (k[0], k[2]) == (prec, batch)}
+        theirs = [(k[1], m, mode_figure(rs)) for k, modes in peer.items() if (k[0], k[2]) == (prec, batch)
+                  for m, rs in modes.items()]
+        layout = min(mine, key=lambda l: mine[l]["step_time_ms"])
+        n = mine[layout]
+        pt = min(theirs, key=lambda c: c[2]["step_time_ms"])
+        out.append({"precision": prec, "batch": batch, "nodebench_layout": layout,
+                    "nodebench_step_ms": n["step_time_ms"],
+                    "nodebench_step_ms_by_layout": {l: x["step_time_ms"] for l, x in sorted(mine.items())},
                     "pytorch_layout": pt[0], "pytorch_mode": pt[1], "pytorch_step_ms": pt[2]["step_time_ms"],
-                    "ratio_to_fastest": pt[2]["step_time_ms"] / nb["nodebench_step_ms"],
-                    "nodebench_images_per_s": batch / (nb["nodebench_step_ms"] / 1e3),
-                    "memory_ratio": (nb["nodebench_peak_memory_bytes"] / pt[2]["max_memory_allocated_bytes"])
-                    if nb["nodebench_peak_memory_bytes"] and pt[2]["max_memory_allocated_bytes"] else None})
+                    "ratio_to_fastest": pt[2]["step_time_ms"] / n["step_time_ms"],
+                    "nodebench_images_per_s": batch / (n["step_time_ms"] / 1e3),
+                    "memory_ratio": (n["peak_memory_bytes"] / pt[2]["max_memory_allocated_bytes"])
+                    if n["peak_memory_bytes"] and pt[2]["max_memory_allocated_bytes"] else None})
     return out
 
 
@@ -177,7 +182,7 @@ def main(argv):
     if not table:
         print("compare_train_peer: no (precision, layout, batch) measured by both sides", file=sys.stderr)
         return 2
-    best = best_rows(table)
+    best = best_rows(nb, peer)
     print_tables(table, best)
     if a.out:
         with open(a.out, "w") as f:
