@@ -31,8 +31,8 @@ BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct 
   return {BnPath::kernels, act == BnAct::none ? why + " (as the fused layers of this precision and layout)" : why};
 }
 
-BnChoice fallback_after_not_supported(const std::string& call) {
-  return {BnPath::kernels, "cuDNN answered CUDNN_STATUS_NOT_SUPPORTED for " + call + ": the step's own kernels"};
+BnChoice fallback_after_not_supported(const std::string& call, const std::string& status) {
+  return {BnPath::kernels, "cuDNN answered " + status + " for " + call + ": the step's own kernels"};
 }
 
 json fusion_details(Fusion f, const std::vector<BnLayerPath>& layers) {

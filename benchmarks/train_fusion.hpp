@@ -43,8 +43,9 @@ struct BnChoice {
 // The path of one batch norm before cuDNN is asked: from the setting, the storage type (FP16 or
 // not), the layout and the channel count.
 BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act);
-// The path after cuDNN answered CUDNN_STATUS_NOT_SUPPORTED for a layer on the cudnn path.
-BnChoice fallback_after_not_supported(const std::string& call);
+// The path after cuDNN answered `status` (CUDNN_STATUS_NOT_SUPPORTED, or another failure: the
+// setup's check does not stop the step for it, the reason says it) for a layer on the cudnn path.
+BnChoice fallback_after_not_supported(const std::string& call, const std::string& status = "CUDNN_STATUS_NOT_SUPPORTED");
 
 // details.fusion of a record: the setting, per activation kind the number of layers on each path,
 // fused_layers (those whose ReLU / add ran inside the batch norm's passes) and the distinct reasons.

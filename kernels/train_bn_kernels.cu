@@ -58,12 +58,13 @@ __global__ void stats_nhwc_k(const S* x, int64_t rows, int c, Ws ws, int chunks)
   const int cvs = c / W, cv = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
   Shifted<W> acc;
-  if (cv < cvs)
+  if (cv < cvs) {
     for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
       float v[W];
       load<W>(x, uint64_t(r) * c + uint64_t(cv) * W, v);
       acc.add(v, false);
     }
+  }
   sh_n[t] = float(acc.cnt);
 #pragma unroll
   for (int j = 0; j < W; ++j) acc.summary(j, float(acc.cnt), sh_m[t * W + j], sh_q[t * W + j]);
@@ -81,12 +82,13 @@ __global__ void stats_nhwc_k(const S* x, int64_t rows, int c, Ws ws, int chunks)
     }
     __syncthreads();
   }
-  if (threadIdx.y == 0 && cv < cvs)
+  if (threadIdx.y == 0 && cv < cvs) {
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       const size_t i = size_t(blockIdx.y) * c + size_t(cv) * W + j;
       ws.p0[i] = sh_n[t], ws.p1[i] = sh_m[t * W + j], ws.p2[i] = sh_q[t * W + j];
     }
+  }
 }
 
 // A block's 256 one-channel summaries combined into thread 0's.
@@ -186,7 +188,7 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, const float* sa
     mean[j] = cv < cvs ? save_mean[cv * W + j] : 0.f;
     inv[j] = cv < cvs ? save_inv[cv * W + j] : 0.f;
   }
-  if (cv < cvs)
+  if (cv < cvs) {
     for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
       const uint64_t i = uint64_t(r) * c + uint64_t(cv) * W;
       float xv[W], dv[W], yv[W], g[W], gx[W];
@@ -197,6 +199,7 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, const float* sa
 #pragma unroll
       for (int j = 0; j < W; ++j) sg[j] += g[j], sgx[j] += gx[j];
     }
+  }
 #pragma unroll
   for (int j = 0; j < W; ++j) sh_g[t * W + j] = sg[j], sh_gx[t * W + j] = sgx[j];
   __syncthreads();
@@ -208,12 +211,13 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, const float* sa
     }
     __syncthreads();
   }
-  if (threadIdx.y == 0 && cv < cvs)
+  if (threadIdx.y == 0 && cv < cvs) {
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       const size_t i = size_t(blockIdx.y) * c + size_t(cv) * W + j;
       ws.p0[i] = sh_g[t * W + j], ws.p1[i] = sh_gx[t * W + j];
     }
+  }
 }
 
 template <class S, int W, bool MASK>
