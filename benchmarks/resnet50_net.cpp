@@ -100,7 +100,7 @@ int64_t max_activation_elems_per_image(const Net& n) {
   return m;
 }
 
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem) {
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax) {
   MemoryPlan p;
   p.activations = kept_activation_elems_per_image(n) * batch * elem;
   p.gradients = int64_t(kGradientBuffers) * max_activation_elems_per_image(n) * batch * elem;
@@ -114,6 +114,7 @@ MemoryPlan memory_plan(const Net& n, int64_t batch, int elem) {
   int64_t bn_c = 0;
   for (const auto& c : n.convs) bn_c += c.k;
   p.other = 4 * 4 * bn_c + batch * 4 + batch * n.classes * (4 + elem) + 4;
+  if (pool_argmax) p.other += int64_t(n.convs[0].k) * n.pool_out_hw * n.pool_out_hw * batch;
   return p;
 }
 

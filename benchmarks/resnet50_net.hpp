@@ -69,7 +69,8 @@ struct MemoryPlan {
   int64_t activations = 0, gradients = 0, parameters = 0, other = 0;
   int64_t total() const { return activations + gradients + parameters + other; }
 };
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem);
+// pool_argmax: the step's own max pool keeps one byte an output of it (the fused paths).
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax = false);
 
 // The bytes the memory-bound layer kinds of one step must move at least, for `batch` images with
 // `elem`-byte storage: every tensor an operation reads read once and every tensor it writes

@@ -150,7 +150,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     ctx.details()["algorithms"] = st.algorithms();
     ctx.details()["loss_scale"] = cfg.loss_scale;
     ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
-    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
+    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem), cfg.fusion != train::Fusion::off);
     ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
                                           {"parameters", plan.parameters}, {"other", plan.other},
                                           {"workspace", st.workspace_bytes()}};

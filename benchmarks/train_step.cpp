@@ -152,6 +152,11 @@ void TrainStep::setup() {
   I.layers[0].data_grad = false;
   const int phw = net_.pool_out_hw;
   I.pool_out = P(size_t(N) * convs[0].k * phw * phw, "the max pool output");
+  // The fused paths pool with the step's own kernels (16 bytes a thread, the argmax kept for
+  // backward: one byte an output); the unfused step keeps cuDNN's pooling, as before.
+  I.pool_dims = {int(N), convs[0].k, net_.pool_hw, net_.pool_hw, phw, phw, 3, 2, 1};
+  if (cfg_.fusion != Fusion::off)
+    I.pool_arg = static_cast<uint8_t*>(arena_.alloc(size_t(N) * convs[0].k * phw * phw, "the max pool's argmax"));
   NB_CUDNN(cudnnCreatePoolingDescriptor(&I.pool));
   NB_CUDNN(cudnnSetPooling2dDescriptor(I.pool, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 3, 3, 1, 1, 2, 2));
   NB_CUDNN(cudnnCreateTensorDescriptor(&I.pool_desc));
@@ -268,8 +273,12 @@ void TrainStep::forward(cudaStream_t s) {
   Layer& stem = I.layers[0];
   conv_fwd(stem, s);
   bn_fwd(stem, nullptr, s);
-  NB_CUDNN(cudnnSetStream(I.h, s));
-  NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+  if (I.pool_arg) {
+    kernels::launch_maxpool(s, stem.z, I.pool_out, I.pool_arg, I.pool_dims, cfg_.nhwc, half_);
+  } else {
+    NB_CUDNN(cudnnSetStream(I.h, s));
+    NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+  }
   mark(Kind::pool, s);
   void* x = I.pool_out;
   for (size_t bi = 0; bi < net_.blocks.size(); ++bi) {
@@ -367,9 +376,13 @@ void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
     P = R, Q = X, S = F;
   }
   Layer& stem = I.layers[0];
-  NB_CUDNN(cudnnSetStream(I.h, s));
-  NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, P, stem.d->y, stem.z, &zero,
-                                stem.d->y, Q));
+  if (I.pool_arg) {
+    kernels::launch_maxpool_backward(s, P, I.pool_arg, Q, I.pool_dims, cfg_.nhwc, half_);
+  } else {
+    NB_CUDNN(cudnnSetStream(I.h, s));
+    NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, P, stem.d->y, stem.z, &zero,
+                                  stem.d->y, Q));
+  }
   mark(Kind::pool, s);
   bn_bwd(stem, Q, S, nullptr, s);
   conv_bwd(stem, S, nullptr, 0.f, s);

@@ -176,7 +176,9 @@ void* TrainStep::bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s) 
 json TrainStep::fusion_details() const {
   std::vector<BnLayerPath> v;
   for (const auto& L : impl_->layers) v.push_back({L.act, L.bn_choice});
-  return train::fusion_details(cfg_.fusion, v);
+  json d = train::fusion_details(cfg_.fusion, v);
+  d["max_pool"] = impl_->pool_arg ? "kernels" : "cudnn";  // the stem's max pool, forward and backward
+  return d;
 }
 
 }  // namespace nb::train

@@ -42,6 +42,8 @@ struct TrainStep::Impl {
   std::vector<void*> block_out;  // per block
   void* image = nullptr;
   void* pool_out = nullptr;
+  uint8_t* pool_arg = nullptr;  // the max pool's argmax: the step's own max pool (fused paths), else cuDNN's
+  kernels::PoolDims pool_dims;
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnTensorDescriptor_t pool_desc = nullptr;
   void* pooled = nullptr;  // [N, 2048]

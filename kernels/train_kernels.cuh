@@ -52,6 +52,17 @@ void launch_add_relu(cudaStream_t s, const void* a, const void* b, void* y, size
 void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw, bool nhwc, bool half);
 // dx = dy[n][c] / hw at every position.
 void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half);
+// Max pool forward (window k, stride s, padding p; the step's 3x3 stride 2 pad 1), with the
+// position of each output's maximum in its window (r k + q, the first maximum in row order) in
+// argmax (one byte an output, the output's layout); backward from it without atomics: each
+// input element gathers the gradients of the outputs whose window covers it and picked it.
+// NHWC moves 16 bytes of channels a thread (8 bytes of argmax); NCHW one element.
+struct PoolDims {
+  int n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0, k = 3, s = 2, p = 1;
+};
+void launch_maxpool(cudaStream_t s, const void* x, void* y, uint8_t* argmax, const PoolDims& d, bool nhwc, bool half);
+void launch_maxpool_backward(cudaStream_t s, const void* dy, const uint8_t* argmax, void* dx, const PoolDims& d, bool nhwc,
+                             bool half);
 // Softmax cross-entropy over rows of `classes` logits (FP32) plus bias (FP32): adds the mean loss
 // over the n rows to *loss (FP32, zero it first) and writes dlogits = *scale * (softmax - onehot) / n
 // (scale: the loss scale, in device memory).

@@ -125,6 +125,16 @@ inline size_t bn_workspace_bytes(const BnGeometry& g, int64_t c) {
   return (3 * size_t(g.chunks) * size_t(c) + 4 * size_t(c)) * sizeof(float);
 }
 
+// ---- max pooling (window k, stride s, padding p) ----------------------------------------------
+// The outputs along one axis whose window covers input position i: [lo, hi] (empty when lo > hi);
+// output o covers inputs o s - p .. o s - p + k - 1.
+NB_VEC_HD inline void pool_cover(int i, int k, int s, int p, int out, int& lo, int& hi) {
+  const int a = i + p - k + 1;
+  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  hi = (i + p) / s;
+  if (hi > out - 1) hi = out - 1;
+}
+
 // ---- batch norm's arithmetic, shared by its kernels (train_bn_kernels.cu) and the unit tests ----
 // Chan et al.'s combination of two (count, mean, sum of squared deviations) summaries into the
 // first: exact in exact arithmetic, and without the cancellation of sum(x^2) - sum(x)^2 / n.

@@ -94,6 +94,9 @@ TEST(TrainNet, ActivationAccountingMatchesHandCount) {
   const int64_t all = net().parameter_count(), fp32 = net().bn_parameter_count() + 1000, half = all - fp32;
   EXPECT_EQ(p1.parameters, 8 * all + 4 * fp32 + 2 * half + 2 * half);
   EXPECT_EQ(resnet50::memory_plan(net(), 1, 4).parameters, 12 * all);
+  // The step's own max pool keeps one byte per output of it (64 x 56 x 56 an image).
+  EXPECT_EQ(resnet50::memory_plan(net(), 8, 2, true).other - resnet50::memory_plan(net(), 8, 2).other,
+            8 * 64 * 56 * 56);
   // At batch 256 mixed precision the activations are several GiB, as frameworks measure.
   const double gib = double(resnet50::memory_plan(net(), 256, 2).total()) / (1 << 30);
   EXPECT_GT(gib, 10);

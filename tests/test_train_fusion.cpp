@@ -224,6 +224,27 @@ TEST(TrainUpdateTable, ChunksCoverEachElementOnceOnVectorBoundaries) {
   EXPECT_EQ(mt_chunks({10}, 4).size(), 3u);  // 4 + 4 + 2
 }
 
+// The max pool's backward gathers, for each input position, the outputs whose window covers it:
+// against every output's window enumerated, for the step's 3x3 stride 2 pad 1 and other shapes.
+TEST(TrainMaxPool, CoverIsExactlyTheWindowsHoldingAnInput) {
+  struct Case {
+    int in, k, s, p;
+  };
+  for (const Case cs : {Case{112, 3, 2, 1}, Case{7, 3, 2, 1}, Case{9, 2, 2, 0}, Case{10, 3, 1, 1}, Case{11, 5, 3, 2}}) {
+    const int out = (cs.in + 2 * cs.p - cs.k) / cs.s + 1;
+    for (int i = 0; i < cs.in; ++i) {
+      std::set<int> want;
+      for (int o = 0; o < out; ++o)
+        if (o * cs.s - cs.p <= i && i <= o * cs.s - cs.p + cs.k - 1) want.insert(o);
+      int lo = 0, hi = -1;
+      pool_cover(i, cs.k, cs.s, cs.p, out, lo, hi);
+      std::set<int> got;
+      for (int o = lo; o <= hi; ++o) got.insert(o);
+      ASSERT_EQ(got, want) << "input " << i << " of " << cs.in << ", k " << cs.k << " s " << cs.s << " p " << cs.p;
+    }
+  }
+}
+
 // The batch-norm kernels' arithmetic on the host, as the kernels run it: per-thread shifted sums
 // (x - first value) in FP32 turned into (count, mean, M2), combined by Chan's formula across
 // "threads" and "chunks", the finalize, the apply; then backward's sums and coefficients.

@@ -2,7 +2,9 @@
 // batch and weights, the step with its batch norms fused (cuDNN's fused calls where they run,
 // the step's own kernels elsewhere, or the own kernels everywhere) gives the loss, the batch-norm
 // statistics and the gradients of the unfused step (cuDNN's batch norm, separate ReLU / add
-// kernels), in every precision and layout at batch 4. Tolerances, relative:
+// kernels, cuDNN's max pool; the fused step pools with its own max pool, which sends a tie's
+// gradient to the first maximum: ties at zero, the usual ones after the stem's ReLU, get no
+// gradient through that ReLU anyway), in every precision and layout at batch 4. Tolerances, relative:
 //   loss: FP32/TF32 1e-5, FP16 5e-3; gradients (the norm of the difference over the norm, per
 //   sampled tensor): FP32 1e-3, TF32 5e-3, FP16 3e-2; the stem's batch-norm statistics 1e-4.
 // Why: in FP32 the two differ only in the order of the batch-norm sums and in the convolutions'
@@ -62,6 +64,8 @@ void compare(const cudaDeviceProp& prop, const char* prec, bool nhwc, train::Fus
   std::printf("%s %s fusion %s: %s\n", prec, nhwc ? "nhwc" : "nchw", train::fusion_setting_name(mode), fd.dump().c_str());
   EXPECT_EQ(fd["fused_layers"], 49) << "every batch norm followed by a ReLU or the add";
   EXPECT_EQ(ud["fused_layers"], 0);
+  EXPECT_EQ(fd["max_pool"], "kernels");  // the step's own max pool on the fused paths, cuDNN's unfused
+  EXPECT_EQ(ud["max_pool"], "cudnn");
   // A layer may fall back from cuDNN's fused calls only because cuDNN does not run them there;
   // another status (a bad parameter) would be the step's error.
   for (const auto& r : fd["reasons"]) {
