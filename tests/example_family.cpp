@@ -2,9 +2,9 @@
 // knows is in this one file -- its cases from declared axes, what it shares, its primary metric
 // and its validation check -- and it needs one CMake line (tests/CMakeLists.txt). A real family
 // is this file in benchmarks/ plus one line in benchmarks/CMakeLists.txt.
-#include "benchmark.hpp"
-#include "kernels.cuh"
-#include "resources.hpp"
+#include "bench/benchmark.hpp"
+#include "kernels/common/kernels.cuh"
+#include "base/resources.hpp"
 
 namespace nb {
 namespace {

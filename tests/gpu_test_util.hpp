@@ -2,7 +2,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace nb::test {
 

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster.hpp"
-#include "mpi.hpp"
+#include "cluster/cluster.hpp"
+#include "cluster/mpi.hpp"
 
 using nlohmann::json;
 namespace mpi = nb::mpi;

@@ -30,7 +30,7 @@ if(NODEBENCH_WITH_MPI)
   set(NB_MPIRUN ${MPIEXEC_EXECUTABLE} ${NB_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG})
 
   add_executable(nodebench_mpi_gather_test mpi_gather_test.cpp)
-  target_link_libraries(nodebench_mpi_gather_test PRIVATE nb_harness)
+  target_link_libraries(nodebench_mpi_gather_test PRIVATE nb_test_everything)
   add_test(NAME mpi_bootstrap_and_gather_np2 COMMAND ${NB_MPIRUN} 2 $<TARGET_FILE:nodebench_mpi_gather_test>)
   add_test(NAME mpi_bootstrap_and_gather_np3 COMMAND ${NB_MPIRUN} 3 $<TARGET_FILE:nodebench_mpi_gather_test>)
   set_tests_properties(mpi_bootstrap_and_gather_np2 mpi_bootstrap_and_gather_np3 PROPERTIES

@@ -1,15 +1,16 @@
 // `nodebench advise`: the data-parallel model (advise.hpp), the inputs read from result
-// documents (advise_inputs.hpp) and the advice (cmd_advise.hpp). Expectations computed by hand.
+// documents (advise_inputs.hpp) and the advice (advise/advice.hpp). Expectations computed by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <set>
 
-#include "advise.hpp"
-#include "advise_inputs.hpp"
-#include "cmd_advise.hpp"
-#include "error.hpp"
+#include "advise/advise.hpp"
+#include "advise/advise_inputs.hpp"
+#include "advise/advice.hpp"
+#include "app/cli.hpp"
+#include "base/error.hpp"
 
 using namespace nb::advise;
 using nlohmann::json;

@@ -12,10 +12,10 @@
 #include <random>
 #include <thread>
 
-#include "algo_choice.hpp"
-#include "case_records.hpp"
-#include "cli.hpp"
-#include "error.hpp"
+#include "bench/algo_choice.hpp"
+#include "run/case_records.hpp"
+#include "app/cli.hpp"
+#include "base/error.hpp"
 
 using namespace nb;
 using nlohmann::json;

@@ -2,8 +2,8 @@
 // per-architecture unit rates the peak family uses.
 #include <gtest/gtest.h>
 
-#include "analysis.hpp"
-#include "profiles.hpp"
+#include "bench/analysis.hpp"
+#include "node/profiles.hpp"
 
 using namespace nb;
 using nlohmann::json;

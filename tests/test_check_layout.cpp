@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "benchmark.hpp"
-#include "doctor.hpp"
-#include "validate.hpp"
-#include "validate_values.hpp"
+#include "bench/benchmark.hpp"
+#include "check/doctor.hpp"
+#include "check/validate.hpp"
+#include "bench/validate_values.hpp"
 
 using namespace nb;
 using nlohmann::json;

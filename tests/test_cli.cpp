@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 
-#include "cli.hpp"
-#include "error.hpp"
-#include "runner.hpp"
+#include "app/cli.hpp"
+#include "base/error.hpp"
+#include "app/runner.hpp"
 
 using namespace nb;
 

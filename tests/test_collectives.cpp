@@ -7,21 +7,23 @@
 #include <cmath>
 #include <set>
 
-#include "case_records.hpp"
-#include "collective_kernels.cuh"
-#include "cluster.hpp"
-#include "collectives.hpp"
-#include "mpi.hpp"
-#include "runner.hpp"
+#include "run/case_records.hpp"
+#include "kernels/nccl/collective_kernels.cuh"
+#include "cluster/cluster.hpp"
+#include "node/topology.hpp"
+#include "shared/nccl/collectives.hpp"
+#include "cluster/mpi.hpp"
+#include "app/runner.hpp"
 
 using namespace nb;
 using namespace nb::coll;
+using namespace nb::topo;
 using nlohmann::json;
 
 namespace {
 
 // Symmetric matrix from a function of (i, j), 0 on the diagonal.
-std::vector<std::vector<int>> topo(int n, int (*f)(int, int)) {
+std::vector<std::vector<int>> sym_matrix(int n, int (*f)(int, int)) {
   std::vector<std::vector<int>> d(size_t(n), std::vector<int>(size_t(n), 0));
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
@@ -121,7 +123,7 @@ TEST(SweepCounts, PowersOfTwoThenN) {
 }
 
 TEST(PickClosest, TwoSocketPcieServer) {
-  const auto d = topo(8, two_socket);
+  const auto d = sym_matrix(8, two_socket);
   EXPECT_EQ(pick_closest(d, 1), (std::vector<int>{0}));
   EXPECT_EQ(pick_closest(d, 2), (std::vector<int>{0, 1}));      // one switch
   EXPECT_EQ(pick_closest(d, 3), (std::vector<int>{0, 1, 2}));   // one socket
@@ -135,7 +137,7 @@ TEST(PickClosest, TwoSocketPcieServer) {
 
 TEST(PickClosest, PrefersTheClosePairOverLowIndices) {
   // GPU 0 sits alone across the system; 2 and 3 share a switch; the rest meet at a host bridge.
-  const auto d = topo(4, [](int a, int b) {
+  const auto d = sym_matrix(4, [](int a, int b) {
     if (a == 0) return 50;
     if (a == 2 && b == 3) return 10;
     return 30;
@@ -146,25 +148,25 @@ TEST(PickClosest, PrefersTheClosePairOverLowIndices) {
 
 TEST(PickClosest, NvlinkPairsAndNvswitch) {
   // 0 and 5 are NVLinked (distance 0), everything else crosses the system.
-  const auto pair = topo(8, [](int a, int b) { return a == 0 && b == 5 ? 0 : 50; });
+  const auto pair = sym_matrix(8, [](int a, int b) { return a == 0 && b == 5 ? 0 : 50; });
   EXPECT_EQ(pick_closest(pair, 2), (std::vector<int>{0, 5}));
   // NVSwitch: every pair NVLink: the lowest indices.
-  const auto all = topo(8, [](int, int) { return 0; });
+  const auto all = sym_matrix(8, [](int, int) { return 0; });
   EXPECT_EQ(pick_closest(all, 4), (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(PickClosest, HostsBeforeTheNetwork) {
   // Two hosts of four ranks each (MPI mode): a count that fits in a host stays in one host.
-  const auto d = topo(8, [](int a, int b) { return a / 4 != b / 4 ? kNetworkDistance : 0; });
+  const auto d = sym_matrix(8, [](int a, int b) { return a / 4 != b / 4 ? kNetworkDistance : 0; });
   EXPECT_EQ(pick_closest(d, 4), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(pick_closest(d, 2), (std::vector<int>{0, 1}));
   // Ranks interleaved over the hosts (round-robin placement): still one host first.
-  const auto rr = topo(8, [](int a, int b) { return a % 2 != b % 2 ? kNetworkDistance : 0; });
+  const auto rr = sym_matrix(8, [](int a, int b) { return a % 2 != b % 2 ? kNetworkDistance : 0; });
   EXPECT_EQ(pick_closest(rr, 4), (std::vector<int>{0, 2, 4, 6}));
 }
 
 TEST(PickClosest, RejectsBadInput) {
-  const auto d = topo(4, two_socket);
+  const auto d = sym_matrix(4, two_socket);
   EXPECT_THROW(pick_closest(d, 0), std::invalid_argument);
   EXPECT_THROW(pick_closest(d, 5), std::invalid_argument);
   EXPECT_THROW(pick_closest({{0, 1}, {1}}, 1), std::invalid_argument);

@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gbench_out.hpp"
-#include "plan.hpp"
-#include "result.hpp"
-#include "run_combine.hpp"
-#include "settings.hpp"
-#include "status.hpp"
+#include "output/gbench_out.hpp"
+#include "run/plan.hpp"
+#include "run/result.hpp"
+#include "run/run_combine.hpp"
+#include "bench/settings.hpp"
+#include "base/status.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -89,18 +89,43 @@ TEST(Record, ReasonKindAndPrimaryMetricAreWritten) {
 
 TEST(Settings, DefaultsAndValidValues) {
   const Settings d = Settings::from_map({});
-  EXPECT_EQ(d.cudnn_workspace_mib, 4096u);
-  EXPECT_DOUBLE_EQ(d.nccl_timeout_s, 120.0);
-  EXPECT_FALSE(d.nccl_nonblocking.has_value());
+  EXPECT_EQ(d.integer("NODEBENCH_CUDNN_WORKSPACE_MIB"), 4096);
+  EXPECT_DOUBLE_EQ(d.number("NODEBENCH_NCCL_TIMEOUT_S"), 120.0);
+  EXPECT_FALSE(d.tristate("NODEBENCH_NCCL_NONBLOCKING").has_value());
   const Settings s = Settings::from_map({{"NODEBENCH_CUDNN_WORKSPACE_MIB", "1024"},
                                          {"NODEBENCH_NCCL_TIMEOUT_S", "4.5"},
                                          {"NODEBENCH_NCCL_NONBLOCKING", "1"},
                                          {"NODEBENCH_P2P_LOOPBACK", "0"}});
-  EXPECT_EQ(s.cudnn_workspace_mib, 1024u);
-  EXPECT_DOUBLE_EQ(s.nccl_timeout_s, 4.5);
-  EXPECT_EQ(s.nccl_nonblocking, std::optional<bool>(true));
-  EXPECT_FALSE(s.p2p_loopback);
+  EXPECT_EQ(s.integer("NODEBENCH_CUDNN_WORKSPACE_MIB"), 1024);
+  EXPECT_DOUBLE_EQ(s.number("NODEBENCH_NCCL_TIMEOUT_S"), 4.5);
+  EXPECT_EQ(s.tristate("NODEBENCH_NCCL_NONBLOCKING"), std::optional<bool>(true));
+  EXPECT_FALSE(s.flag("NODEBENCH_P2P_LOOPBACK"));
   EXPECT_EQ(s.to_json()["cudnn_workspace_mib"], 1024);
+  // The result's `settings` keeps the keys it had before the settings were declared by families.
+  const nlohmann::json j = d.to_json();
+  for (const char* key : {"cudnn_workspace_mib", "nccl_timeout_s", "nccl_nonblocking", "nccl_hold", "nccl_trace",
+                          "nccl_graph_multi", "p2p_loopback", "dp_bucket_mib", "dp_accumulation", "mpi"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["nccl_nonblocking"].is_null());
+  EXPECT_FALSE(j.contains("test_nccl_stall_s"));
+}
+
+TEST(Settings, ReadingAnUndeclaredOrMistypedSettingThrows) {
+  const Settings d = Settings::from_map({});
+  EXPECT_THROW((void)d.number("NODEBENCH_NO_SUCH_THING"), Error);
+  EXPECT_THROW((void)d.flag("NODEBENCH_NCCL_TIMEOUT_S"), Error);  // a number read as a flag
+}
+
+TEST(Settings, HelpListsEveryDeclaredSettingButTheTestHooks) {
+  const std::string h = settings_help();
+  for (const auto& s : setting_registry())
+    EXPECT_EQ(h.find(s.name) != std::string::npos, !s.test_hook) << s.name;
+  // Declared by the families, not by the core.
+  for (const char* fam : {"NODEBENCH_DP_BUCKET_MIB", "NODEBENCH_P2P_LOOPBACK", "NODEBENCH_CUDNN_WORKSPACE_MIB"}) {
+    bool found = false;
+    for (const auto& s : setting_registry()) found = found || (s.name == fam && s.owner != "core");
+    EXPECT_TRUE(found) << fam;
+  }
 }
 
 TEST(Settings, BadValuesNameTheVariable) {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <regex>
 
-#include "doctor.hpp"
+#include "check/doctor.hpp"
 
 using namespace nb;
 using nlohmann::json;

@@ -2,9 +2,9 @@
 // axes, validate plans its case at level 2 and judges its records with its own check.
 #include <gtest/gtest.h>
 
-#include "error.hpp"
-#include "plan.hpp"
-#include "validate.hpp"
+#include "base/error.hpp"
+#include "run/plan.hpp"
+#include "check/validate.hpp"
 
 using namespace nb;
 using nlohmann::json;

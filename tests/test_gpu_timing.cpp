@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels.cuh"
-#include "measure.hpp"
-#include "resources.hpp"
+#include "kernels/common/kernels.cuh"
+#include "bench/measure.hpp"
+#include "base/resources.hpp"
 
 using namespace nb;
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "measure.hpp"
-#include "nvml.hpp"
+#include "bench/measure.hpp"
+#include "node/nvml.hpp"
 
 using namespace nb;
 

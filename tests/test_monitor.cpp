@@ -12,13 +12,13 @@
 #include <sstream>
 #include <thread>
 
-#include "cli.hpp"
-#include "cmd_monitor.hpp"
-#include "monitor.hpp"
-#include "plan.hpp"
-#include "result.hpp"
-#include "session.hpp"
-#include "settings.hpp"
+#include "app/cli.hpp"
+#include "app/cmd_monitor.hpp"
+#include "node/monitor.hpp"
+#include "run/plan.hpp"
+#include "run/result.hpp"
+#include "run/session.hpp"
+#include "bench/settings.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -368,7 +368,7 @@ TEST(MonitorSettings, NvmlLibraryIsASetting) {
   std::vector<std::string> unknown;
   const Settings s = Settings::from_map({{"NODEBENCH_NVML_LIBRARY", "/opt/nvml/libnvidia-ml.so.1"}}, &unknown);
   EXPECT_TRUE(unknown.empty());
-  EXPECT_EQ(s.nvml_library, "/opt/nvml/libnvidia-ml.so.1");
+  EXPECT_EQ(s.text("NODEBENCH_NVML_LIBRARY"), "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_EQ(s.to_json()["nvml_library"], "/opt/nvml/libnvidia-ml.so.1");
   EXPECT_FALSE(Settings::from_map({}).to_json().contains("nvml_library"));
 }
@@ -376,8 +376,7 @@ TEST(MonitorSettings, NvmlLibraryIsASetting) {
 // run --monitor where NVML cannot be loaded (a library path that does not exist, so this holds on a
 // GPU machine too): the run goes on, the result has no timeline and a note says why.
 TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
-  Settings settings;
-  settings.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  const Settings settings = Settings::from_map({{"NODEBENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}});
   Session session(ProfileDb::builtin(), settings);
   Plan plan;  // no case: only the monitor's part of run_plan is at stake
   plan.monitor_interval_s = 0.05;

@@ -12,16 +12,16 @@
 #include <map>
 #include <set>
 
-#include "analysis.hpp"
-#include "benchmark.hpp"
-#include "cli.hpp"
-#include "doctor.hpp"
-#include "doctor_from.hpp"
-#include "environment.hpp"
-#include "error.hpp"
-#include "profiles.hpp"
-#include "status.hpp"
-#include "validate.hpp"
+#include "bench/analysis.hpp"
+#include "bench/benchmark.hpp"
+#include "app/cli.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_from.hpp"
+#include "node/environment.hpp"
+#include "base/error.hpp"
+#include "node/profiles.hpp"
+#include "base/status.hpp"
+#include "check/validate.hpp"
 
 namespace nb {
 // benchmarks/gemm.cpp: the peak key of a GEMM precision on a GPU.

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <set>
 
-#include "cli.hpp"
-#include "doctor.hpp"
-#include "doctor_from.hpp"
-#include "error.hpp"
-#include "validate.hpp"
+#include "app/cli.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_from.hpp"
+#include "base/error.hpp"
+#include "check/validate.hpp"
 
 using namespace nb;
 using nlohmann::json;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "error.hpp"
-#include "profiles.hpp"
+#include "base/error.hpp"
+#include "node/profiles.hpp"
 
 using namespace nb;
 

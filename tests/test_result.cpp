@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "case_records.hpp"
-#include "result.hpp"
+#include "run/case_records.hpp"
+#include "run/result.hpp"
 
 using namespace nb;
 using nlohmann::json;

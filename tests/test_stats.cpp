@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "error.hpp"
-#include "stats.hpp"
+#include "base/error.hpp"
+#include "base/stats.hpp"
 
 using namespace nb;
 

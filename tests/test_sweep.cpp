@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "error.hpp"
-#include "runner.hpp"
+#include "base/error.hpp"
+#include "app/runner.hpp"
 
 using namespace nb;
 

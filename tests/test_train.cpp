@@ -7,11 +7,11 @@
 #include <cmath>
 #include <string>
 
-#include "../benchmarks/oom_series.hpp"
-#include "../benchmarks/resnet50_net.hpp"
-#include "../benchmarks/train_analysis.hpp"
-#include "../kernels/train_kernels.cuh"
-#include "analysis.hpp"
+#include "shared/common/oom_series.hpp"
+#include "shared/resnet50/resnet50_net.hpp"
+#include "train/train_analysis.hpp"
+#include "kernels/train/train_kernels.cuh"
+#include "bench/analysis.hpp"
 
 namespace nb {
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "../benchmarks/train_dp_plan.hpp"
-#include "error.hpp"
-#include "settings.hpp"
+#include "train_dp/train_dp_plan.hpp"
+#include "base/error.hpp"
+#include "bench/settings.hpp"
 
 namespace nb::train_dp {
 namespace {
@@ -156,11 +156,11 @@ TEST(TrainDpCases, IdsFollowTheContract) {
 
 TEST(TrainDpSettings, BucketAndAccumulation) {
   const Settings d = Settings::from_map({});
-  EXPECT_DOUBLE_EQ(d.dp_bucket_mib, 25.0);
-  EXPECT_EQ(d.dp_accumulation, 1);
+  EXPECT_DOUBLE_EQ(d.number("NODEBENCH_DP_BUCKET_MIB"), 25.0);
+  EXPECT_EQ(d.integer("NODEBENCH_DP_ACCUMULATION"), 1);
   const Settings s = Settings::from_map({{"NODEBENCH_DP_BUCKET_MIB", "2.5"}, {"NODEBENCH_DP_ACCUMULATION", "4"}});
-  EXPECT_DOUBLE_EQ(s.dp_bucket_mib, 2.5);
-  EXPECT_EQ(s.dp_accumulation, 4);
+  EXPECT_DOUBLE_EQ(s.number("NODEBENCH_DP_BUCKET_MIB"), 2.5);
+  EXPECT_EQ(s.integer("NODEBENCH_DP_ACCUMULATION"), 4);
   EXPECT_EQ(s.to_json()["dp_accumulation"], 4);
   auto message = [](std::map<std::string, std::string> env) {
     try {

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <string>
 
-#include "../benchmarks/train_dp_engine.hpp"
-#include "../benchmarks/train_step.hpp"
+#include "train_dp/train_dp_engine.hpp"
+#include "shared/resnet50/train_step.hpp"
 #include "gpu_test_util.hpp"
 
 namespace nb {

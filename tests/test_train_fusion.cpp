@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "../benchmarks/resnet50_net.hpp"
-#include "../benchmarks/train_fusion.hpp"
-#include "../kernels/train_vec.hpp"
-#include "error.hpp"
-#include "settings.hpp"
+#include "base/error.hpp"
+#include "bench/settings.hpp"
+#include "kernels/train/train_vec.hpp"
+#include "shared/resnet50/resnet50_net.hpp"
+#include "shared/resnet50/train_fusion.hpp"
 
 namespace nb {
 namespace {
@@ -75,12 +75,11 @@ TEST(TrainFusionDetails, CountsLayersPerKindAndPathAndTheFusedOnes) {
 }
 
 TEST(TrainFusionSetting, ZeroOneKernelsAndABadValue) {
-  EXPECT_EQ(Settings::from_map({}).train_fusion, 1);
-  EXPECT_EQ(Settings::from_map({{"NODEBENCH_TRAIN_FUSION", "0"}}).train_fusion, 0);
-  EXPECT_EQ(Settings::from_map({{"NODEBENCH_TRAIN_FUSION", "1"}}).train_fusion, 1);
+  EXPECT_EQ(fusion_setting(Settings::from_map({})), Fusion::on);
+  EXPECT_EQ(fusion_setting(Settings::from_map({{"NODEBENCH_TRAIN_FUSION", "0"}})), Fusion::off);
+  EXPECT_EQ(fusion_setting(Settings::from_map({{"NODEBENCH_TRAIN_FUSION", "1"}})), Fusion::on);
   const Settings k = Settings::from_map({{"NODEBENCH_TRAIN_FUSION", "kernels"}});
-  EXPECT_EQ(k.train_fusion, 2);
-  EXPECT_EQ(Fusion(k.train_fusion), Fusion::kernels);
+  EXPECT_EQ(fusion_setting(k), Fusion::kernels);
   EXPECT_EQ(k.to_json()["train_fusion"], "kernels");
   EXPECT_EQ(Settings::from_map({}).to_json()["train_fusion"], "1");
   std::vector<std::string> unknown;

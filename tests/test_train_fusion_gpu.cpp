@@ -21,7 +21,7 @@
 #include <cstdio>
 #include <string>
 
-#include "../benchmarks/train_step.hpp"
+#include "shared/resnet50/train_step.hpp"
 #include "gpu_test_util.hpp"
 
 namespace nb {

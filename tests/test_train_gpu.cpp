@@ -11,7 +11,7 @@
 #include <cmath>
 #include <string>
 
-#include "../benchmarks/train_step.hpp"
+#include "shared/resnet50/train_step.hpp"
 #include "gpu_test_util.hpp"
 
 namespace nb {

@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "cli.hpp"
-#include "error.hpp"
-#include "validate.hpp"
+#include "app/cli.hpp"
+#include "base/error.hpp"
+#include "check/validate.hpp"
 
 using namespace nb;
 using nlohmann::json;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "error.hpp"
-#include "verify.hpp"
+#include "base/error.hpp"
+#include "base/verify.hpp"
 
 using namespace nb;
 

@@ -2,13 +2,13 @@
 // built-in rule data, and the command. The rules themselves live by topic in doctor_rules_*.cpp;
 // the facts' JSON in doctor_facts.cpp, the live gathering in doctor_live.cpp, the output in
 // doctor_print.cpp, versions and architecture lists in doctor_versions.cpp.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <iostream>
 
-#include "error.hpp"
-#include "profiles.hpp"
+#include "base/error.hpp"
+#include "node/profiles.hpp"
 
 #include "build_info.hpp"
 
@@ -66,29 +66,6 @@ std::vector<Check> run_doctor_rules(const DoctorInput& in, const RuleData& data)
   for (const DoctorRule& rule : doctor_rules())
     for (auto& c : rule.apply(in, data)) out.push_back(std::move(c));
   return out;
-}
-
-int cmd_doctor(const Command& cmd) {
-  Nvml nvml;
-  const Environment env = capture_environment(nvml, ProfileDb::builtin());
-  DoctorInput in;
-  in.environment = env.json;
-  in.cuda_architectures = NODEBENCH_CUDA_ARCHITECTURES;
-  in.live = gather_live_facts(nvml, env, !cmd.validate.no_load);
-  const std::vector<Check> checks = run_doctor_rules(in);
-  if (cmd.options.json) {
-    std::cout << doctor_report_json(in, checks).dump(2) << "\n";
-  } else {
-    std::cout << "nodebench doctor: " << env.gpus.size() << " GPU(s) visible, driver "
-              << jstr(software_of(env.json), "driver_version").value_or("unknown") << ", CUDA runtime "
-              << version_string(runtime_version(env.json)) << "\n\n";
-    print_checks(checks, std::cout);
-  }
-  if (env.gpus.empty()) {
-    std::cerr << no_gpu_diagnosis(env.cuda_error) << "\n";
-    return kExitNoGpu;
-  }
-  return count_checks(checks).fail ? kExitCaseFailed : kExitOk;
 }
 
 }  // namespace nb

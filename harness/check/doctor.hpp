@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.hpp"
-#include "environment.hpp"
-#include "nvml.hpp"
+#include "check/options.hpp"
+#include "node/environment.hpp"
+#include "node/nvml.hpp"
 
 namespace nb {
 
@@ -184,6 +184,5 @@ nlohmann::json doctor_report_json(const DoctorInput& in, const std::vector<Check
 // copies keep it busy (links train down at idle). Never throws.
 LiveFacts gather_live_facts(const Nvml& nvml, const Environment& env, bool load_links);
 
-int cmd_doctor(const Command& cmd);
 
 }  // namespace nb

@@ -1,6 +1,6 @@
 // A check: its severity, its JSON form and counts.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 // The live facts and the doctor input in JSON (fixtures, --json, captured files), and the pure
 // readings of PCIe facts (topology level names, ACS control).
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <string>
 #include <vector>

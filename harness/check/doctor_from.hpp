@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.hpp"
-#include "doctor.hpp"
+#include "check/options.hpp"
+#include "check/doctor.hpp"
 
 namespace nb {
 
@@ -36,8 +36,5 @@ CapturedNode load_captured_node(const std::string& path);
 // architectures of the binary (an env capture records none).
 std::vector<Check> judge_captured_node(CapturedNode& node, const std::string& archs = "");
 
-// The command: checks printed (or JSON with --json); exit 0 when nothing fails, 1 when a check
-// fails, 2 when FILE is bad (the message names it).
-int cmd_doctor_from(const Command& cmd);
 
 }  // namespace nb

@@ -1,7 +1,7 @@
 // The live facts of the node: /proc, /sys (cgroup, IOMMU, ACS of the bridges above each GPU),
 // NVML, peer access, and each GPU's PCIe link read while a side thread keeps it busy.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // The doctor's output: the table of checks and the JSON report.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 // Rules on the software stack: NVML, driver against runtime and GPUs, the binary's
 // architectures, the libraries, and which framework builds run here.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <algorithm>
 #include <functional>

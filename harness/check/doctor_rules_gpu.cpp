@@ -1,7 +1,7 @@
 // Rules on each GPU's state: visibility, device order, processes, MIG, ECC, persistence,
 // throttling, temperature.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
 // Rules on the links: each GPU's PCIe link, peer access and topology, the IOMMU and ACS.
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <algorithm>
 #include <map>

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "doctor.hpp"
-#include "json_fields.hpp"
-#include "text.hpp"
+#include "check/doctor.hpp"
+#include "base/json_fields.hpp"
+#include "base/text.hpp"
 
 namespace nb::doctor_detail {
 

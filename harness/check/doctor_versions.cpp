@@ -1,6 +1,6 @@
 // Version strings and lists of CUDA architectures (CMake, PyTorch and TensorFlow notations).
-#include "doctor.hpp"
-#include "doctor_util.hpp"
+#include "check/doctor.hpp"
+#include "check/doctor_util.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "benchmark.hpp"
-#include "cli.hpp"
-#include "doctor.hpp"
-#include "prometheus.hpp"
+#include "bench/benchmark.hpp"
+#include "check/options.hpp"
+#include "check/doctor.hpp"
+#include "base/prometheus.hpp"
 
 namespace nb {
 
@@ -111,6 +111,5 @@ std::string prometheus_text(const ValidationReport& r, const PromContext& ctx);
 
 void print_validation(const ValidationReport& r, std::ostream& os);
 
-int cmd_validate(const Command& cmd);
 
 }  // namespace nb

@@ -1,7 +1,7 @@
 // `nodebench validate`'s reports: the verdict, the result file's analysis.validation, JUnit XML,
 // the Prometheus textfile and the printed table.
-#include "prometheus.hpp"
-#include "validate.hpp"
+#include "base/prometheus.hpp"
+#include "check/validate.hpp"
 
 #include <cmath>
 #include <iomanip>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <utility>
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 namespace nb {
 

@@ -1,9 +1,9 @@
-#include "cluster.hpp"
+#include "cluster/cluster.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "mpi.hpp"
+#include "cluster/mpi.hpp"
 
 namespace nb::cluster {
 using nlohmann::json;

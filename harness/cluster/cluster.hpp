@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "environment.hpp"
+#include "node/environment.hpp"
 
 namespace nb::cluster {
 

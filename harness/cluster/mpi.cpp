@@ -1,4 +1,4 @@
-#include "mpi.hpp"
+#include "cluster/mpi.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "environment.hpp"
+#include "node/environment.hpp"
 
 #include <dlfcn.h>
 #include <sys/utsname.h>

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nvml.hpp"
-#include "profiles.hpp"
+#include "node/nvml.hpp"
+#include "node/profiles.hpp"
 
 namespace nb {
 

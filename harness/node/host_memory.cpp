@@ -1,4 +1,4 @@
-#include "host_memory.hpp"
+#include "node/host_memory.hpp"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -14,7 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace nb {
 

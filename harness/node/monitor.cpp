@@ -1,5 +1,5 @@
-#include "monitor.hpp"
-#include "prometheus.hpp"
+#include "node/monitor.hpp"
+#include "base/prometheus.hpp"
 
 #include <algorithm>
 #include <chrono>

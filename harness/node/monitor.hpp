@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nvml.hpp"
+#include "node/nvml.hpp"
 
 namespace nb {
 

@@ -1,4 +1,4 @@
-#include "nvml.hpp"
+#include "node/nvml.hpp"
 
 #include <dlfcn.h>
 

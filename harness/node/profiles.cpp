@@ -1,11 +1,11 @@
-#include "profiles.hpp"
+#include "node/profiles.hpp"
 
 #include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace nb {
 

@@ -35,7 +35,7 @@ def metric_pattern():
 
 def written_names():
     found = {}
-    for path in sorted([*REPO.glob("benchmarks/*.cpp"), *REPO.glob("harness/**/*.cpp")]):
+    for path in sorted([*REPO.glob("benchmarks/**/*.cpp"), *REPO.glob("harness/**/*.cpp")]):
         text = path.read_text(encoding="utf-8")
         for rx in (ASSIGN, SETTER):
             for mt in rx.finditer(text):

@@ -2,7 +2,7 @@
 """Checks that the peak-arithmetic kernels issue the instructions their FLOP counts assume.
 
 The peak family reports operations per second from a count per loop iteration
-(kernels/peak_kernels.cu, peak_ops_per_thread_iter). That count is only true when the compiler
+(kernels/peak/peak_kernels.cu, peak_ops_per_thread_iter). That count is only true when the compiler
 keeps every operation: a result that is never used is dead code, and a tensor-core kernel that
 summed one element of each accumulator lost half its HMMA instructions and reported 123% of
 the tensor cores' peak. This script reads the machine code (cuobjdump -sass) and checks, for
@@ -143,7 +143,7 @@ def check_function(name, instrs, arch, release=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("binary", help="the nodebench binary or libnb_kernels.a")
+    ap.add_argument("binary", help="the nodebench binary or libnb_kernels_peak.a")
     ap.add_argument("--cuobjdump", help="a cuobjdump (CUDA 12 reads sm_61; found on PATH or CUDA_HOME)")
     ap.add_argument("--arch", action="append", help="architectures to check (default: every sm_XX in the binary)")
     a = ap.parse_args()

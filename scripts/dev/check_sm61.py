@@ -5,7 +5,7 @@ Reads the binaries with cuobjdump (a CUDA 12 one: CUDA 13's cuobjdump lists sm_6
 refuses to disassemble it) and checks:
 
   1. every artefact with device code (the nodebench binary, the static libraries such as
-     libnb_kernels.a) holds sm_61 machine code (SASS), not only PTX to be JIT-compiled;
+     the libnb_kernels_*.a of kernels/<family>/) holds sm_61 machine code (SASS), not only PTX to be JIT-compiled;
   2. every __global__ kernel defined in the sources (*.cu, *.cuh outside build directories and
      scripts/, whose standalone maintainer kernels are not part of the binary) is
      in the binary's sm_61 SASS, so no kernel is left without a P40 code path;
@@ -238,11 +238,11 @@ def main():
     lib_funcs = {}
     statics = sorted(p for p in build.rglob("*.a") if "CMakeFiles" not in p.parts)
     for lib in statics:
-        f = check_artifact_sass(rep, cuobjdump, lib, required=(lib.name == "libnb_kernels.a"))
+        f = check_artifact_sass(rep, cuobjdump, lib, required=lib.name.startswith("libnb_kernels_"))
         if f:
             lib_funcs.update(f)
-    if not any(p.name == "libnb_kernels.a" for p in statics):
-        rep.fail("libnb_kernels.a not found in the build directory")
+    if not any(p.name.startswith("libnb_kernels_") for p in statics):
+        rep.fail("no libnb_kernels_*.a (kernels/<family>/ libraries) found in the build directory")
 
     all_funcs = dict(bin_funcs)
     all_funcs.update({k: v for k, v in lib_funcs.items() if k not in all_funcs})

@@ -82,7 +82,7 @@ def gpu_busy_ms(torch, step, steps):
 
 
 def sgd_lr_for_batch(batch):
-    """nodebench's rule (kernels/train_kernels.cuh): 0.1 per 256 images, at most 0.02."""
+    """nodebench's rule (kernels/train/train_kernels.cuh): 0.1 per 256 images, at most 0.02."""
     return min(0.02, 0.1 * max(batch, 1) / 256)
 
 

@@ -261,7 +261,7 @@ ar = add("nccl", "all_reduce/float/out_of_place/eager/256MiB/ngpus4",
          [0, 1, 2, 3], seconds=256 * MiB / 3.6e9,
          metrics={"busbw_gbps": 5.4, "algbw_gbps": 3.6})
 
-# analysis.fp16_vs_fp32 as the binary computes it from these records (harness/core/analysis.cpp).
+# analysis.fp16_vs_fp32 as the binary computes it from these records (harness/bench/analysis.cpp).
 def rate_of(pred):
     best = None
     for r in RECORDS:

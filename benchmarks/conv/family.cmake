@@ -1,0 +1,5 @@
+if(NB_HAVE_CUDNN)
+  nb_family(conv SOURCES conv.cpp SHARED cudnn common)
+else()
+  nb_family_not_built(conv "cuDNN not found")
+endif()

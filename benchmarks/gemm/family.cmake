@@ -1,0 +1,1 @@
+nb_family(gemm SOURCES gemm.cpp)

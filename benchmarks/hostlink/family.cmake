@@ -1,0 +1,1 @@
+nb_family(hostlink SOURCES hostlink.cpp)

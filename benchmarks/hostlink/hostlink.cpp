@@ -1,0 +1,339 @@
+// Host link: host-to-device, device-to-host and both at once, from pinned (on the GPU's NUMA
+// node), pageable and write-combined memory, by the copy engines (cudaMemcpyAsync) and by SM
+// kernels over mapped pinned memory; per GPU, and all GPUs at once. Each result carries the
+// link's theoretical bandwidth from its PCIe generation and width, read while the link is busy.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "bench/benchmark.hpp"
+#include "base/json_fields.hpp"
+#include "base/text.hpp"
+#include "bench/validate_values.hpp"
+#include "node/host_memory.hpp"
+#include "kernels/common/kernels.cuh"
+#include "base/resources.hpp"
+#include "base/stats.hpp"
+#include "base/verify.hpp"
+
+namespace nb {
+namespace {
+
+using nlohmann::json;
+
+std::string size_name(size_t b) {
+  if (b >= (size_t(1) << 30)) return std::to_string(b >> 30) + "GiB";
+  if (b >= (size_t(1) << 20)) return std::to_string(b >> 20) + "MiB";
+  return std::to_string(b >> 10) + "KiB";
+}
+
+HostMemKind parse_kind(const std::string& m) {
+  if (m == "pinned") return HostMemKind::pinned;
+  if (m == "pageable") return HostMemKind::pageable;
+  return HostMemKind::write_combined;
+}
+
+// Link width and generation read now (the link is busy or just was), as metrics.
+void add_link(CaseContext& ctx, double gbps) {
+  const GpuInfo& g = ctx.gpu();
+  PcieLink l = g.nvml_index ? ctx.nvml().pcie(*g.nvml_index) : PcieLink{};
+  if (!l.gen_current) l = g.pcie;
+  if (l.gen_current && l.width_current) {
+    if (auto theo = pcie_gbps(*l.gen_current, *l.width_current)) {
+      ctx.metrics()["link_gbps"] = *theo;
+      ctx.metrics()["link_pct"] = 100.0 * gbps / *theo;
+    }
+    ctx.details()["link"] = {{"gen", *l.gen_current}, {"width", *l.width_current},
+                             {"gen_max", l.gen_max ? json(*l.gen_max) : json(nullptr)},
+                             {"width_max", l.width_max ? json(*l.width_max) : json(nullptr)}};
+  }
+}
+
+uint32_t host_word(size_t i) { return uint32_t(i) * 2654435761u ^ 0xA5A5A5A5u; }
+
+void fill_host(void* p, size_t bytes) {
+  auto* w = static_cast<uint32_t*>(p);
+  for (size_t i = 0; i < bytes / 4; ++i) w[i] = host_word(i);
+}
+
+std::string check_words(const void* host_or_null, const void* dev_or_null, size_t bytes) {
+  const auto pos = sample_positions(int64_t(bytes / 4), 1, 64, 0x1234ull);
+  size_t bad = 0;
+  std::ostringstream first;
+  for (const auto& [i, j] : pos) {
+    (void)j;
+    uint32_t v = 0;
+    if (dev_or_null)
+      NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(dev_or_null) + i, 4, cudaMemcpyDeviceToHost));
+    else
+      v = static_cast<const uint32_t*>(host_or_null)[i];
+    if (v != host_word(size_t(i))) {
+      if (!bad) first << "word " << i << " = " << v << ", expected " << host_word(size_t(i));
+      ++bad;
+    }
+  }
+  if (!bad) return "";
+  std::ostringstream os;
+  os << bad << " of " << pos.size() << " sampled words wrong; first: " << first.str();
+  return os.str();
+}
+
+void run_one_way(CaseContext& ctx, const std::string& dir, const std::string& memory, const std::string& engine,
+                 size_t bytes) {
+  const GpuInfo& g = ctx.gpu();
+  const HostMemKind kind = parse_kind(memory);
+  const auto node = gpu_numa_node(g.pci_bus_id);
+  HostBuffer host(kind, bytes, kind == HostMemKind::pinned ? node : std::nullopt);
+  DeviceBuffer dev(bytes);
+  const bool h2d = dir == "h2d";
+  if (h2d) fill_host(host.get(), bytes);
+  else {
+    // Device source holds the host pattern, so both directions verify the same way.
+    std::vector<uint32_t> tmp(bytes / 4);
+    for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = host_word(i);
+    NB_CUDA(cudaMemcpy(dev.get(), tmp.data(), bytes, cudaMemcpyHostToDevice));
+  }
+  if (kind == HostMemKind::pageable) ctx.mutable_config().timer = Timer::host;
+  std::function<void(cudaStream_t)> launch;
+  if (engine == "ce") {
+    launch = [&, h2d](cudaStream_t st) {
+      if (h2d) NB_CUDA(cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, st));
+      else NB_CUDA(cudaMemcpyAsync(host.get(), dev.get(), bytes, cudaMemcpyDeviceToHost, st));
+    };
+  } else {
+    const unsigned blocks = unsigned(g.sm_count) * 4, threads = 256;
+    launch = [&, h2d, blocks](cudaStream_t st) {
+      if (h2d) kernels::launch_sm_copy(st, host.device_ptr(), dev.get(), bytes / 16, blocks, threads);
+      else kernels::launch_sm_copy(st, dev.get(), host.device_ptr(), bytes / 16, blocks, threads);
+      NB_CUDA_LAUNCH();
+    };
+  }
+  ctx.measure(launch);
+  ctx.set_throughput("gbps", double(bytes) / 1e9, "");
+  const Stats s = compute_stats(ctx.output().measurement->samples_s);
+  add_link(ctx, double(bytes) / 1e9 / s.median);
+  ctx.details()["numa_node"] = host.bound_node() ? json(*host.bound_node()) : json(nullptr);
+  ctx.details()["timer"] = kind == HostMemKind::pageable ? "host clock (pageable copies are staged by the driver)"
+                                                         : "cuda events";
+  // Verify: clear the destination, copy once more, compare sampled words.
+  if (h2d) NB_CUDA(cudaMemset(dev.get(), 0, bytes));
+  else std::memset(host.get(), 0, bytes);
+  launch(ctx.stream());
+  NB_CUDA(cudaStreamSynchronize(ctx.stream()));
+  const std::string err = h2d ? check_words(nullptr, dev.get(), bytes) : check_words(host.get(), nullptr, bytes);
+  ctx.details()["verification"] = {{"method", "64 sampled 32-bit words of a position-dependent pattern"}, {"ok", err.empty()}};
+  if (!err.empty()) ctx.wrong(err);
+}
+
+// Both directions at once on two streams; each direction timed from a common start event.
+void run_bidir(CaseContext& ctx, size_t bytes) {
+  const GpuInfo& g = ctx.gpu();
+  const auto node = gpu_numa_node(g.pci_bus_id);
+  HostBuffer hsrc(HostMemKind::pinned, bytes, node), hdst(HostMemKind::pinned, bytes, node);
+  DeviceBuffer dsrc(bytes), ddst(bytes);
+  fill_host(hsrc.get(), bytes);
+  NB_CUDA(cudaMemcpy(dsrc.get(), hsrc.get(), bytes, cudaMemcpyHostToDevice));
+  Stream a, b;
+  Event start, end_h2d, end_d2h;
+  std::vector<double> t_h2d, t_d2h;
+  double pair_s = 0;
+  auto once = [&](bool keep) {
+    start.record(a.get());
+    NB_CUDA(cudaStreamWaitEvent(b.get(), start.get(), 0));
+    NB_CUDA(cudaMemcpyAsync(ddst.get(), hsrc.get(), bytes, cudaMemcpyHostToDevice, a.get()));
+    NB_CUDA(cudaMemcpyAsync(hdst.get(), dsrc.get(), bytes, cudaMemcpyDeviceToHost, b.get()));
+    end_h2d.record(a.get());
+    end_d2h.record(b.get());
+    NB_CUDA(cudaEventSynchronize(end_h2d.get()));
+    NB_CUDA(cudaEventSynchronize(end_d2h.get()));
+    if (!keep) return;
+    t_h2d.push_back(end_h2d.seconds_since(start));
+    t_d2h.push_back(end_d2h.seconds_since(start));
+    pair_s = std::max(t_h2d.back(), t_d2h.back());
+  };
+  for (int i = 0; i < 3; ++i) once(false);
+  Measurement m = sample_until_stop(ctx.config(), [&] {
+    once(true);
+    return pair_s;
+  });
+  m.warmup_runs = 3;
+  ctx.set_measurement(m);
+  const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
+  const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
+  ctx.metrics()["h2d_gbps"] = h2d_gbps;
+  ctx.metrics()["d2h_gbps"] = d2h_gbps;
+  ctx.metrics()["sum_gbps"] = h2d_gbps + d2h_gbps;  // as tools that report each direction add them
+  ctx.set_throughput("gbps", 2.0 * double(bytes) / 1e9, "");
+  add_link(ctx, std::max(h2d_gbps, d2h_gbps));
+  ctx.details()["note"] = "h2d_gbps and d2h_gbps: each direction while both run (its own events); sum_gbps their sum; "
+                          "gbps counts both directions over the time until both are done; link_pct is the faster "
+                          "direction against one direction's theoretical";
+  std::memset(hdst.get(), 0, bytes);
+  NB_CUDA(cudaMemset(ddst.get(), 0, bytes));
+  once(false);
+  std::string err = check_words(nullptr, ddst.get(), bytes);
+  if (err.empty()) err = check_words(hdst.get(), nullptr, bytes);
+  ctx.details()["verification"] = {{"method", "64 sampled words each way"}, {"ok", err.empty()}};
+  if (!err.empty()) ctx.wrong(err);
+}
+
+// Host-to-device on every selected GPU at once: the aggregate, and each GPU's share.
+void run_all_gpus(CaseContext& ctx, size_t bytes) {
+  struct PerGpu {
+    int index;
+    std::unique_ptr<HostBuffer> host;
+    std::unique_ptr<DeviceBuffer> dev;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Event> e0, e1;
+    std::vector<double> times;
+  };
+  std::vector<PerGpu> per;
+  for (const GpuInfo* g : ctx.gpus()) {
+    DeviceGuard guard(g->index);
+    PerGpu p;
+    p.index = g->index;
+    p.host = std::make_unique<HostBuffer>(HostMemKind::pinned, bytes, gpu_numa_node(g->pci_bus_id));
+    fill_host(p.host->get(), bytes);
+    p.dev = std::make_unique<DeviceBuffer>(bytes);
+    p.stream = std::make_unique<Stream>();
+    p.e0 = std::make_unique<Event>();
+    p.e1 = std::make_unique<Event>();
+    per.push_back(std::move(p));
+  }
+  double wall = 0;
+  auto once = [&](bool keep) {
+    const auto h0 = std::chrono::steady_clock::now();
+    for (auto& p : per) {
+      DeviceGuard guard(p.index);
+      p.e0->record(p.stream->get());
+      NB_CUDA(cudaMemcpyAsync(p.dev->get(), p.host->get(), bytes, cudaMemcpyHostToDevice, p.stream->get()));
+      p.e1->record(p.stream->get());
+    }
+    for (auto& p : per) NB_CUDA(cudaEventSynchronize(p.e1->get()));
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+    if (!keep) return;
+    for (auto& p : per) p.times.push_back(p.e1->seconds_since(*p.e0));
+  };
+  for (int i = 0; i < 3; ++i) once(false);
+  Measurement m = sample_until_stop(ctx.config(), [&] {
+    once(true);
+    return wall;
+  });
+  m.warmup_runs = 3;
+  ctx.set_measurement(m);
+  ctx.set_throughput("gbps", double(bytes) * double(per.size()) / 1e9, "");
+  json shares = json::object();
+  for (auto& p : per) {
+    const double gbps = double(bytes) / 1e9 / compute_stats(p.times).median;
+    ctx.metrics()["gpu" + std::to_string(p.index) + "_gbps"] = gbps;
+  }
+  ctx.details()["timer"] = "aggregate: host clock over all GPUs; per GPU: that GPU's events";
+  std::string err;
+  for (auto& p : per) {
+    DeviceGuard guard(p.index);
+    if (err.empty()) err = check_words(nullptr, p.dev->get(), bytes);
+  }
+  if (!err.empty()) ctx.wrong(err);
+}
+
+// What `nodebench validate` judges of this family: pinned copies each way through the copy engine
+// at the largest size, against the PCIe rate of the GPU's maximum link (or in GB/s).
+std::vector<ValidationCheck> hostlink_checks() {
+  static const char* const kFix =
+      "Host-device bandwidth is low: see pcie.link (a link trained at lower width or generation), run the copy "
+      "from the GPU's NUMA node (numactl --cpunodebind=N --membind=N), check p2p.iommu (a translating IOMMU slows "
+      "DMA), and the BIOS PCIe settings (link speed, max payload size).";
+  std::vector<ValidationCheck> out;
+  for (const std::string d : {"h2d", "d2h"}) {
+    ValidationCheck c = gpu_check("hostlink." + d, "pinned " + d, kFix, 2);
+    c.runs_case = [d](const Case& x) {
+      return x.params.value("direction", "") == d && x.params.value("memory", "") == "pinned" &&
+             x.params.value("engine", "ce") == "ce";
+    };
+    c.judges = [d](const json& r) {
+      const json& p = jf::at(r, "params");
+      return jf::str_or(p, "direction") == d && jf::str_or(p, "memory") == "pinned" && jf::str_or(p, "engine", "ce") == "ce";
+    };
+    c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {
+      const json& m = jf::at(r, "metrics");
+      const double gbps = jf::num_or(m, "gbps", NAN);
+      if (!std::isfinite(gbps)) return std::nullopt;
+      if (in.unit == "gbps") {
+        how = fmt(gbps, 1) + " GB/s";
+        return gbps;
+      }
+      const double bytes = jf::num_or(jf::at(r, "params"), "bytes", 0);
+      const std::string size = bytes > 0 ? fmt(bytes / double(1 << 20), 0) + " MiB, " : "";
+      const auto link_pct = jf::jnum(m, "link_pct");
+      if (auto link = max_link_gbps(in.environment, in.gpu, &r); link && *link > 0) {
+        how = size + fmt(gbps, 1) + " GB/s of " + fmt(*link, 1) + " GB/s (the PCIe rate at the GPU's maximum generation and width)";
+        if (link_pct) how += "; " + fmt(*link_pct, 1) + "% of the link as trained";
+        return 100.0 * gbps / *link;
+      }
+      if (link_pct) {
+        how = size + fmt(gbps, 1) + " GB/s, " + fmt(*link_pct, 1) + "% of the link as trained (its maximum is unknown)";
+        return *link_pct;
+      }
+      return std::nullopt;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+class HostLinkFamily : public Family {
+ public:
+  std::string name() const override { return "hostlink"; }
+  // Its cases contend for the host link and host memory, which every GPU of the node shares: one GPU at a time.
+  bool shares_host() const override { return true; }
+  std::string description() const override {
+    return "Host<->device bandwidth: pinned/pageable/write-combined, copy engine and SM copies, both ways, all GPUs";
+  }
+  std::vector<Case> cases(Suite suite) const override {
+    std::vector<Case> out;
+    auto add = [&](const std::string& dir, const std::string& memory, const std::string& engine, size_t bytes) {
+      Case c;
+      c.family = "hostlink";
+      c.name = dir + "/" + memory + "/" + engine + "/" + size_name(bytes);
+      c.params = {{"direction", dir}, {"memory", memory}, {"engine", engine}, {"bytes", bytes}};
+      c.l2 = L2Mode::hot;
+      if (dir == "bidir") c.run = [bytes](CaseContext& ctx) { run_bidir(ctx, bytes); };
+      else if (dir == "h2d_all_gpus") {
+        c.multi_gpu = true;
+        c.min_gpus = 2;
+        c.run = [bytes](CaseContext& ctx) { run_all_gpus(ctx, bytes); };
+      } else {
+        c.run = [dir, memory, engine, bytes](CaseContext& ctx) { run_one_way(ctx, dir, memory, engine, bytes); };
+      }
+      out.push_back(std::move(c));
+    };
+    const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+    if (suite == Suite::quick) {
+      for (const char* dir : {"h2d", "d2h"}) {
+        for (size_t b : {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB}) add(dir, "pinned", "ce", b);
+        add(dir, "pageable", "ce", 1 * GiB);
+        add(dir, "pinned", "sm", 256 * MiB);
+      }
+      add("h2d", "write_combined", "ce", 1 * GiB);
+      add("bidir", "pinned", "ce", 256 * MiB);
+      add("h2d_all_gpus", "pinned", "ce", 256 * MiB);
+      return out;
+    }
+    for (const char* dir : {"h2d", "d2h"})
+      for (const char* mem : {"pinned", "pageable", "write_combined"})
+        for (size_t b = 4 * KiB; b <= GiB; b *= 4) {
+          add(dir, mem, "ce", b);
+          if (std::string(mem) != "pageable" && b >= MiB) add(dir, mem, "sm", b);
+        }
+    for (size_t b : {1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB}) add("bidir", "pinned", "ce", b);
+    add("h2d_all_gpus", "pinned", "ce", 1 * GiB);
+    return out;
+  }
+  std::vector<ValidationCheck> validation_checks() const override { return hostlink_checks(); }
+};
+
+const Registrar registrar(std::make_unique<HostLinkFamily>());
+
+}  // namespace
+}  // namespace nb

@@ -1,0 +1,1 @@
+nb_family(latency SOURCES latency.cpp)

@@ -1,0 +1,1 @@
+nb_family(memory SOURCES memory.cpp KERNELS memory)

@@ -1,0 +1,1 @@
+nb_family(nccl SOURCES nccl.cpp nccl_driver.cpp nccl_settings.cpp SHARED nccl)

@@ -1,0 +1,367 @@
+// NCCL collectives: all-reduce, reduce-scatter, all-gather and broadcast; float, half and
+// bfloat16; out of place and in place; launched directly or through CUDA graphs; from 8 B to
+// 4 GiB. Time per collective, algorithm bandwidth and bus bandwidth (nccl-tests' factors),
+// then a check of every output element on fresh data. And a GPU-count sweep (1, 2, 4, ... N
+// GPUs, chosen closest-first from the topology) with the scaling of bus bandwidth.
+//
+// Two launch modes (docs/MULTIGPU.md): one process driving every selected GPU (communicators
+// made by a group of ncclCommInitRankConfig calls), or one process per GPU under MPI (the
+// unique id goes out by MPI broadcast; rank 0 decides the iteration counts for every rank and
+// gathers the times). A watchdog polls ncclCommGetAsyncError and the completion events, and
+// aborts (ncclCommAbort) a communicator that hangs past the timeout (NODEBENCH_NCCL_TIMEOUT_S,
+// 120 s), which records the case as failed; under MPI the communicators are non-blocking, so
+// that a hung initialisation is aborted too.
+//
+// Each collective plugs into one driver through a row of a table (CollectiveDef): its byte
+// count, its data initialisation, its expected result, its bus-bandwidth factor and its call.
+//
+// This file holds the cases and the family; nccl_driver.cpp the collectives' table and the
+// shared driver; nccl_team.* the communicators, watchdog and lockstep.
+#include "nccl_spec.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "bench/benchmark.hpp"
+#include "base/json_fields.hpp"
+#include "bench/validate_values.hpp"
+#include "bench/settings.hpp"
+#include "kernels/nccl/collective_kernels.cuh"
+#include "shared/nccl/collectives.hpp"
+#include "kernels/common/kernels.cuh"
+#include "cluster/mpi.hpp"
+#include "shared/nccl/nccl_team.hpp"
+#include "base/text.hpp"
+#include "base/resources.hpp"
+#include "base/stats.hpp"
+#include "node/topology.hpp"
+#include "base/verify.hpp"
+
+#if NB_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+extern char** environ;
+
+namespace nb {
+namespace {
+
+
+using coll::Collective;
+using coll::DType;
+using nlohmann::json;
+using nccl::case_name;
+using nccl::Spec;
+
+#if NB_HAVE_NCCL
+
+using namespace nccl;
+
+// ---------------------------------------------------------------- the cases
+
+bool ranks_share_gpus(const std::vector<RankDesc>& world, std::string& why) {
+  std::map<std::string, int> seen;
+  for (size_t r = 0; r < world.size(); ++r) {
+    const std::string key = world[r].host + "|" + world[r].pci;
+    auto [it, fresh] = seen.emplace(key, int(r));
+    if (!fresh) {
+      why = "ranks " + std::to_string(it->second) + " and " + std::to_string(r) + " share GPU " + world[r].pci + " on " +
+            world[r].host + ": NCCL needs one GPU per rank (start as many processes per host as it has GPUs)";
+      return true;
+    }
+  }
+  return false;
+}
+
+void check_mpi_layout(CaseContext& ctx) {
+  const auto& world = world_ranks(ctx.gpu());
+  std::string why;
+  if (test_absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
+}
+
+void run_collective(CaseContext& ctx, const Spec& spec) {
+  prepare_env();
+  Lockstep ls;
+  Team* team = nullptr;
+  int nranks = 0;
+  if (mpi::active()) {
+    check_mpi_layout(ctx);
+    std::vector<int> all(size_t(mpi::size()));
+    for (int r = 0; r < mpi::size(); ++r) all[size_t(r)] = r;
+    nranks = mpi::size();
+    team = mpi_team(all, ctx.gpu(), ls);
+  } else {
+    std::vector<int> devices;
+    for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index);
+    nranks = int(devices.size());
+    // On two H200s, capturing one thread's group of NCCL launches on several GPUs first failed
+    // (cudaErrorStreamCaptureUnsupported at the end of capture) and, once every capture was ended
+    // before instantiating, hung until the watchdog (120 s a case). Under MPI (one GPU per
+    // process) the graph cases ran and verified. Until the one-process path is shown to work,
+    // it is skipped rather than left to hang.
+    if (spec.graph && devices.size() > 1 && !current_settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
+      ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
+               "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
+               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
+    ls.step([&] { team = &local_team(devices); });
+  }
+  if (ls.failed()) ls.raise();
+  const TeamResult r = measure_team(team, nranks, spec, ctx.config(), ls);
+  if (ls.failed()) {
+    drop_team(team->key);
+    ls.raise();
+  }
+  ctx.set_measurement(r.m);
+  ctx.extra_params()["ngpus"] = nranks;
+  fill_output(ctx.metrics(), ctx.details(), r, spec, nranks);
+  ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
+  ctx.details()["members"] = team->members;
+  if (r.wrong > 0 && mpi::rank() == 0)
+    ctx.wrong(std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong);
+}
+
+// The distance between every pair of GPUs the sweep may choose from: this process's GPUs, or
+// under MPI every rank's (NVML on each host; ranks on different hosts are a network apart).
+std::vector<std::vector<int>> sweep_distances(CaseContext& ctx) {
+  if (!mpi::active()) return distance_matrix(ctx.nvml(), ctx.gpus());
+  const auto& world = world_ranks(ctx.gpu());
+  std::vector<int> row(world.size(), 0);
+  for (size_t j = 0; j < world.size(); ++j) {
+    if (int(j) == mpi::rank()) continue;
+    if (world[j].host != mpi::host()) {
+      row[j] = topo::kNetworkDistance;
+      continue;
+    }
+    row[j] = pair_link(ctx.nvml(), ctx.gpu().nvml_index, ctx.nvml().find_by_pci(world[j].pci)).distance;
+  }
+  std::vector<std::vector<int>> d;
+  for (const auto& s : mpi::allgather_strings(json(row).dump())) d.push_back(json::parse(s).get<std::vector<int>>());
+  return d;
+}
+
+void run_sweep(CaseContext& ctx, const Spec& spec) {
+  prepare_env();
+  if (mpi::active()) check_mpi_layout(ctx);
+  const auto dist = sweep_distances(ctx);
+  const auto steps = topo::sweep_subsets(dist);
+  json points = json::array();
+  std::optional<double> reference;
+  int reference_count = 0;
+  for (const auto& step : steps) {
+    const auto t0 = Clock::now();
+    Lockstep ls;
+    Team* team = nullptr;
+    CasePart part;
+    part.name = "n" + std::to_string(step.count);
+    part.params = {{"ngpus", step.count}};
+    if (mpi::active()) {
+      part.params["ranks"] = step.members;
+      part.gpus = {ctx.gpu().index};
+      team = mpi_team(step.members, ctx.gpu(), ls);
+    } else {
+      std::vector<int> devices;
+      for (int i : step.members) devices.push_back(ctx.gpus()[size_t(i)]->index);
+      part.params["members"] = devices;
+      part.gpus = devices;
+      ls.step([&] { team = &local_team(devices); });
+    }
+    TeamResult r;
+    if (!ls.failed()) {
+      r = measure_team(team, step.count, spec, ctx.config(), ls);
+      if (ls.failed()) drop_team(team->key);
+    }
+    json point = {{"ngpus", step.count}, {"members", part.params.contains("ranks") ? part.params["ranks"] : part.params["members"]}};
+    if (ls.failed()) {
+      const auto reason = ls.collect();
+      part.status = reason.skip ? Status::skipped : Status::failed;
+      if (reason.timeout) part.reason_kind = ReasonKind::timeout;
+      part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
+      if (mpi::rank() != 0) {
+        part.status = Status::skipped;
+        part.reason_kind = ReasonKind::peer_rank;
+      }
+      point["status"] = to_string(part.status);
+    } else {
+      part.out.measurement = r.m;
+      part.out.config = ctx.config();
+      fill_output(part.out.metrics, part.out.details, r, spec, step.count);
+      part.out.details["members"] = team ? team->members : json::array();
+      if (r.wrong > 0 && mpi::rank() == 0) {
+        part.out.wrong = true;
+        part.out.wrong_reason = std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong;
+      }
+      if (!reference && r.busbw > 0) {
+        reference = r.busbw;
+        reference_count = step.count;
+      }
+      const double eff = reference && r.busbw > 0 ? 100.0 * r.busbw / *reference : -1;
+      if (eff >= 0) part.out.metrics["scaling_efficiency_pct"] = eff;
+      point.update({{"status", r.wrong ? "wrong" : "ok"},
+                    {"time_us", r.median * 1e6},
+                    {"algbw_gbps", r.algbw},
+                    {"busbw_gbps", r.busbw},
+                    {"efficiency_pct", eff >= 0 ? json(eff) : json(nullptr)}});
+    }
+    part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    ctx.add_part(std::move(part));
+    points.push_back(std::move(point));
+  }
+  ctx.extra_params()["ngpus_max"] = int(dist.size());
+  ctx.analysis()["nccl_scaling"][coll::to_string(spec.coll) + "/" + coll::to_string(spec.dtype) + "/" +
+                                 coll::size_name(spec.bytes)] = {
+      {"case", "nccl/" + case_name(spec)},
+      {"collective", coll::to_string(spec.coll)},
+      {"dtype", coll::to_string(spec.dtype)},
+      {"bytes", spec.bytes},
+      {"mode", mpi::active() ? "mpi" : "single_process"},
+      {"reference_ngpus", reference ? json(reference_count) : json(nullptr)},
+      {"efficiency", "bus bandwidth at each GPU count over the bus bandwidth at the smallest count above one "
+                     "(constant bus bandwidth is perfect scaling)"},
+      {"points", points}};
+}
+
+#endif  // NB_HAVE_NCCL
+
+// What `nodebench validate` judges of this family (level 3): all-reduce, the largest message at
+// the most GPUs (float, out of place where the records say), by link type.
+std::vector<ValidationCheck> nccl_checks() {
+  ValidationCheck c;
+  c.id = "nccl.all_reduce";
+  c.min_level = 3;
+  c.required_level = 3;
+  c.min_gpus = 2;
+  c.fix = "All-reduce bandwidth is low: run with NCCL_DEBUG=INFO to see the transport chosen (P2P/SHM/NET), check "
+          "p2p.* above, and that nvidia-fabricmanager runs on NVSwitch systems.";
+  c.node = [](const NodeCheckInput& in) {
+    using jf::at;
+    using jf::num_or;
+    using jf::str_or;
+    const json& doc = in.doc;
+    const json* rec = nullptr;
+    double best_n = -1, best_b = -1;
+    for (const auto& r : at(doc, "records")) {
+      const json& p = at(r, "params");
+      if (str_or(r, "family") != "nccl") continue;
+      const std::string coll = str_or(p, "collective");
+      if (coll != "all_reduce" && coll != "allreduce") continue;
+      if (str_or(p, "dtype", "float") != "float" || (at(p, "in_place").is_boolean() && at(p, "in_place").get<bool>()))
+        continue;
+      const double ng = num_or(p, "ngpus", 0), b = num_or(p, "bytes", 0);
+      if (ng < 2) continue;
+      if (ng > best_n || (ng == best_n && b > best_b)) {
+        rec = &r;
+        best_n = ng;
+        best_b = b;
+      }
+    }
+    std::vector<int> members;
+    if (rec && at(*rec, "gpus").is_array())
+      for (const auto& g : at(*rec, "gpus"))
+        if (g.is_number()) members.push_back(g.get<int>());
+    if (members.size() < 2) members = in.gpus;
+    const std::string link = rec ? link_class(doc, *rec, members) : "pcie";
+    Judgement j;
+    j.id = "nccl.all_reduce." + link;
+    j.model_gpu = in.gpus.front();
+    j.record = rec;
+    j.what = "all-reduce over two or more GPUs";
+    const std::string unit = in.unit(j.id, in.gpus.front());
+    const json* env = &at(doc, "environment");
+    j.value = [env, unit, link, members](const json& r, std::string& how) -> std::optional<double> {
+      const double bus = num_or(at(r, "metrics"), "busbw_gbps", NAN);
+      if (!std::isfinite(bus)) return std::nullopt;
+      const std::string size = fmt(num_or(at(r, "params"), "bytes", 0) / double(1 << 20), 0) + " MiB over " +
+                               fmt(num_or(at(r, "params"), "ngpus", 0), 0) + " GPUs: ";
+      if (unit == "percent_of_link") {
+        std::optional<double> l;
+        for (int g : members)
+          if (auto v = max_link_gbps(*env, g)) l = l ? std::min(*l, *v) : *v;
+        if (!l) return std::nullopt;
+        how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s of " + fmt(*l, 1) + " GB/s (slowest PCIe link)";
+        return 100.0 * bus / *l;
+      }
+      how = size + "bus bandwidth " + fmt(bus, 1) + " GB/s, link " + link;
+      return bus;
+    };
+    return std::vector<Judgement>{j};
+  };
+  return {c};
+}
+
+class NcclFamily : public Family {
+ public:
+  std::string name() const override { return "nccl"; }
+  std::string description() const override {
+    return "NCCL all-reduce, reduce-scatter, all-gather, broadcast: time, algorithm and bus bandwidth, checked "
+           "results; GPU-count scaling; one process or MPI";
+  }
+  std::vector<Case> cases(Suite suite) const override {
+    std::vector<Case> out;
+    auto add = [&](Spec s) {
+      Case c;
+      c.family = "nccl";
+      c.name = case_name(s);
+      c.params = {{"collective", coll::to_string(s.coll)}, {"dtype", coll::to_string(s.dtype)}, {"bytes", s.bytes},
+                  {"in_place", s.in_place}, {"graph", s.graph}};
+      if (s.sweep) c.params["sweep"] = true;
+      c.multi_gpu = true;
+      c.min_gpus = 1;
+#if NB_HAVE_NCCL
+      if (s.sweep) c.run = [s](CaseContext& ctx) { run_sweep(ctx, s); };
+      else c.run = [s](CaseContext& ctx) { run_collective(ctx, s); };
+#else
+      c.available = [](const GpuInfo&) {
+        return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
+      };
+      c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+#endif
+      out.push_back(std::move(c));
+    };
+    const size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+    if (suite == Suite::quick) {
+      for (size_t b : {size_t(8), 64 * KiB, 1 * MiB, 64 * MiB, 256 * MiB}) add({Collective::all_reduce, DType::f32, b});
+      add({Collective::all_reduce, DType::f16, 64 * MiB});
+      add({Collective::all_reduce, DType::bf16, 64 * MiB});
+      add({Collective::all_reduce, DType::f32, 64 * MiB, true});
+      add({Collective::all_reduce, DType::f32, 8, false, true});
+      add({Collective::all_reduce, DType::f32, 64 * KiB, false, true});
+      for (Collective c : {Collective::reduce_scatter, Collective::all_gather, Collective::broadcast})
+        for (size_t b : {1 * MiB, 256 * MiB}) add({c, DType::f32, b});
+      add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
+      return out;
+    }
+    // Full: all-reduce in float, out of place, every power of two from 8 B to 4 GiB; every
+    // other combination every eighth power (8 B, 64 B, ... 1 GiB) and 4 GiB. The data type
+    // matters only to the reductions: all-gather and broadcast run in float.
+    const auto every = coll::size_ladder(8, 4 * GiB, 1);
+    const auto sparse = coll::size_ladder(8, 4 * GiB, 3);
+    for (Collective c : coll::all_collectives()) {
+      for (DType t : coll::all_dtypes()) {
+        if (!coll::reduces(c) && t != DType::f32) continue;
+        for (bool in_place : {false, true})
+          for (bool graph : {false, true}) {
+            const bool main = c == Collective::all_reduce && t == DType::f32 && !in_place && !graph;
+            for (size_t b : main ? every : sparse) add({c, t, b, in_place, graph});
+          }
+      }
+    }
+    add({Collective::all_reduce, DType::f32, 256 * MiB, false, false, true});
+    add({Collective::all_reduce, DType::f32, 1 * GiB, false, false, true});
+    return out;
+  }
+  std::vector<ValidationCheck> validation_checks() const override { return nccl_checks(); }
+};
+
+const Registrar registrar(std::make_unique<NcclFamily>());
+
+}  // namespace
+}  // namespace nb

@@ -1,0 +1,1 @@
+nb_family(peak SOURCES peak.cpp KERNELS peak)

@@ -1,0 +1,5 @@
+if(NB_HAVE_CUDNN)
+  nb_family(train SOURCES train.cpp train_analysis.cpp SHARED resnet50 common KERNELS train)
+else()
+  nb_family_not_built(train "cuDNN not found")
+endif()

@@ -1,0 +1,252 @@
+// Family train: a framework-free ResNet-50 v1.5 training step (train_step.cpp) per precision
+// (fp32, tf32, fp16 = mixed precision), layout (nchw, nhwc) and batch. The step is verified
+// (sampled points of the first convolution and the FC; the loss finite and falling over 20 steps
+// on the fixed batch), timed whole as one CUDA graph, then profiled by layer kind, and issued call
+// by call (host_issue_ms, eager_step_ms: the host's cost a loop without graphs pays); its memory is the arena's
+// high-water mark and cudaMemGetInfo's total - free. The full suite sweeps batch 1, 2, 4, ...
+// until a batch does not fit (recorded as skipped, reason_kind oom; larger ones smaller_oom).
+#include <climits>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "shared/common/oom_series.hpp"
+#include "bench/analysis.hpp"
+#include "bench/benchmark.hpp"
+#include "bench/settings.hpp"
+#include "base/stats.hpp"
+#include "base/text.hpp"
+#include "train_analysis.hpp"
+#include "kernels/train/train_kernels.cuh"
+#include "shared/resnet50/train_step.hpp"
+
+namespace nb {
+namespace {
+
+using nlohmann::json;
+using namespace cudnn;
+using train::Kind;
+
+// The smallest batch of each (GPU, precision, layout) series that did not fit.
+OomSeries& oom_series() {
+  static OomSeries o;
+  return o;
+}
+
+constexpr int kLossSteps = 20;
+
+void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
+  const GpuInfo& g = ctx.gpu();
+  const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
+  oom_series().skip_if_larger_than_failed(ctx, series, batch);
+  auto record_oom = [&] { oom_series().failed(series, batch); };
+  // cuDNN's tensor descriptors count elements in 32 bits: a batch whose largest activation has
+  // 2^31 elements or more cannot be described (FP16 NHWC b4096 failed in cudnnSetTensor4dDescriptor
+  // with CUDNN_STATUS_NOT_SUPPORTED). Such a batch is skipped before anything is allocated: as out
+  // of memory when the step's memory plan is over the device's memory, else as unsupported.
+  const int64_t largest = resnet50::max_activation_elems_per_image(resnet50::net()) * batch;
+  if (largest > int64_t(INT32_MAX)) {
+    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem));
+    const std::string limit = "its largest activation has " + std::to_string(largest) +
+                              " elements, over cuDNN's limit of 2^31 - 1 per tensor";
+    if (g.memory_bytes && plan.total() > int64_t(g.memory_bytes)) {
+      record_oom();
+      ctx.skip("out of memory by the step's memory plan: " + fmt(double(plan.total()) / double(1ull << 30), 1) + " GiB against " +
+                   fmt(double(g.memory_bytes) / double(1ull << 30), 1) + " GiB of device memory (not allocated: " + limit + ")",
+               ReasonKind::oom);
+    }
+    ctx.skip("batch " + std::to_string(batch) + " cannot run: " + limit, ReasonKind::unsupported);
+  }
+  train::StepConfig cfg;
+  cfg.prec = &P;
+  cfg.nhwc = nhwc;
+  cfg.batch = batch;
+  cfg.loss_scale = train::default_loss_scale(P);
+  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  cfg.fusion = train::fusion_setting(current_settings());
+  try {
+    train::TrainStep st(cfg, g.index, g.name, ctx.stream());
+    st.setup();
+    cudaStream_t s = ctx.stream();
+    // Verification: sampled points of the first forward, then the loss over 20 steps.
+    st.forward(s);
+    size_t failures = 0;
+    std::string first;
+    json v = st.verify_samples(8, failures, first);
+    // The step as one CUDA graph (nothing runs in the capture): the verification's steps below
+    // run the graph, so the loss check covers what is timed.
+    std::string graph_why;
+    const bool graph = st.capture_graph(graph_why);
+    ctx.details()["cuda_graph"] = graph ? json{{"used", true}} : json{{"used", false}, {"reason", graph_why}};
+    std::vector<double> losses;
+    for (int i = 0; i < kLossSteps; ++i) {
+      st.run(s);
+      losses.push_back(st.read_loss());
+    }
+    bool finite = true;
+    for (double l : losses) finite = finite && std::isfinite(l);
+    const bool falling = finite && losses.back() < losses.front();
+    // fp16: steps skipped for FP16 overflow (their update is not applied). The loss check means
+    // something only when most steps were applied.
+    const int skipped = st.skipped_steps();
+    v["losses"] = losses;
+    v["loss_falling"] = falling;
+    v["skipped_steps"] = skipped;
+    v["loss_scale_final"] = st.loss_scale();
+    ctx.details()["verification"] = v;
+    if (failures) ctx.wrong(std::to_string(failures) + " sampled layer outputs outside the bound; first: " + first);
+    else if (2 * skipped > kLossSteps)
+      ctx.wrong(std::to_string(skipped) + " of " + std::to_string(kLossSteps) +
+                " steps skipped for non-finite FP16 gradients: the loss check is not meaningful");
+    else if (!finite) ctx.wrong("the loss is not finite over " + std::to_string(kLossSteps) + " steps on the fixed batch");
+    else if (!falling)
+      ctx.wrong("the loss does not fall over " + std::to_string(kLossSteps) + " steps on the fixed batch (" +
+                fmt(losses.front(), 4) + " -> " + fmt(losses.back(), 4) + ")");
+    size_t free_b = 0, total_b = 0;
+    NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    const double device_used = double(total_b) - double(free_b);
+
+    ctx.measure([&](cudaStream_t st_s) { st.run(st_s); });
+    const auto kinds = st.profile(5);
+    // The same step issued call by call: the host's cost of one step, and what a loop issuing the
+    // calls one by one sustains (the host's cost or the GPU's time, whichever is larger).
+    const double host_issue = st.host_issue_s(3);
+    const double eager = st.eager_step_s(0.3);
+    double med = compute_stats(ctx.output().measurement->samples_s).median;
+    if (!graph) {
+      // Without a graph the measured samples (queued behind a blocking kernel) leave the host's
+      // cost out; the step a loop gets is the eager one.
+      ctx.details()["step_time_note"] = "no CUDA graph (" + graph_why + "): step_time_ms and images_per_s are the eager "
+                                        "loop's; the samples are the GPU's time with the host's cost left out";
+      med = std::max(med, eager);
+    }
+    ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
+    ctx.set_primary_metric("images_per_s", true);
+    auto& m = ctx.metrics();
+    m["step_time_ms"] = med * 1e3;
+    m["images_per_s"] = double(batch) / med;
+    m["host_issue_ms"] = host_issue * 1e3;
+    m["eager_step_ms"] = eager * 1e3;
+    m["eager_images_per_s"] = double(batch) / eager;
+    m["peak_memory_bytes"] = double(st.peak_bytes());
+    m["device_used_bytes"] = device_used;
+    m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
+    m["workspace_bytes"] = double(st.workspace_bytes());
+    double sum = 0;
+    for (int k = 0; k < train::kKinds; ++k) {
+      m[std::string("time_") + train::kind_name(Kind(k)) + "_ms"] = kinds[size_t(k)];
+      sum += kinds[size_t(k)];
+    }
+    const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
+    m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
+    // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
+    // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
+    const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(P.elem));
+    m["bn_floor_bytes"] = double(floor.bn);
+    m["elementwise_floor_bytes"] = double(floor.elementwise);
+    m["pool_floor_bytes"] = double(floor.pool);
+    m["update_floor_bytes"] = double(floor.update);
+    ctx.details()["fusion"] = st.fusion_details();
+    ctx.details()["algorithms"] = st.algorithms();
+    ctx.details()["loss_scale"] = cfg.loss_scale;
+    ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
+    const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem), cfg.fusion != train::Fusion::off);
+    ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
+                                          {"parameters", plan.parameters}, {"other", plan.other},
+                                          {"workspace", st.workspace_bytes()}};
+    ctx.details()["profile_note"] =
+        "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
+        "operations; bn holds the ReLU and the residual add where they are fused into it (details.fusion), "
+        "elementwise what runs apart; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
+    ctx.details()["profile_sum_ms"] = sum;
+    // The kinds should add up to about the step; when they do not, the split is not to be trusted.
+    if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)
+      ctx.details()["profile_warning"] = "the per-kind times add up to " + fmt(sum, 2) + " ms for a " + fmt(med * 1e3, 2) +
+                                         " ms step" + (st.profile_host_bound() ? " (the step could not be queued in full "
+                                                                                  "behind the blocking kernel)" : "") +
+                                         ": the split by layer kind is not reliable for this case";
+    if (P.data == CUDNN_DATA_HALF && g.cc() < 70)
+      ctx.details()["note"] = "compute capability " + g.cc_string() +
+                              " (below 7.0): mixed precision runs FP16 storage with FP32 arithmetic (no FP16 tensor cores)";
+  } catch (const train::OutOfMemory& e) {
+    record_oom();
+    ctx.skip(e.message(), ReasonKind::oom);
+  } catch (const CudaError& e) {
+    if (e.out_of_memory()) record_oom();
+    throw;
+  }
+}
+
+Availability train_available(const Prec& P, const GpuInfo& g) { return prec_available(P, g); }
+
+std::vector<Case> make_cases(Suite suite) {
+  std::vector<Case> out;
+  auto fill = [](const AxisPoint& p, Case& c) {
+    c.name = "resnet50/" + p.name;
+    const Prec* pp = &prec_by_name(p.str("precision"));
+    const bool nhwc = p.str("layout") == "nhwc";
+    const int64_t batch = p.int64("batch");
+    c.available = [pp](const GpuInfo& g) { return train_available(*pp, g); };
+    c.run = [pp, nhwc, batch](CaseContext& ctx) { run_train_case(ctx, *pp, nhwc, batch); };
+  };
+  if (suite == Suite::quick) {
+    // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.
+    for (auto& c : Axes().add_string("precision", {"fp16"}).add_string("layout", {"nhwc"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+      c.available = [](const GpuInfo& g) {
+        return g.cc() >= 70 ? Availability::yes() : Availability::no("the quick suite's mixed-precision case needs FP16 tensor cores (compute capability 7.0 or "
+                                   "newer); this GPU has " + g.cc_string() + ": the quick suite runs fp32/nchw here");
+      };
+      out.push_back(std::move(c));
+    }
+    for (auto& c : Axes().add_string("precision", {"fp32"}).add_string("layout", {"nchw"}).add_int64("batch", {32}, "b").cases("train", fill)) {
+      c.available = [](const GpuInfo& g) {
+        return g.cc() < 70 ? Availability::yes() : Availability::no("the quick suite's fp32/nchw case needs a GPU below compute capability 7.0; this GPU "
+                                   "has " + g.cc_string() + ": the quick suite runs fp16/nhwc here");
+      };
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+  std::vector<int64_t> batches;
+  for (int64_t b = 1; b <= 4096; b *= 2) batches.push_back(b);
+  return Axes()
+      .add_string("precision", {"fp32", "tf32", "fp16"})
+      .add_string("layout", {"nchw", "nhwc"})
+      .add_int64("batch", batches, "b")
+      .cases("train", fill);
+}
+
+class TrainFamily : public Family {
+ public:
+  std::string name() const override { return "train"; }
+  std::string description() const override {
+    return "ResNet-50 v1.5 training step on cuDNN/cuBLAS: FP32/TF32/mixed FP16, NCHW/NHWC, batch sweep to OOM";
+  }
+  std::vector<Case> cases(Suite suite) const override { return make_cases(suite); }
+};
+
+const Registrar registrar(std::make_unique<TrainFamily>());
+
+const AnalysisRegistrar train_analysis({
+    "train_recommendation",
+    [](const json& records) {
+      for (const auto& r : records)
+        if (r.value("family", "") == "train") return true;
+      return false;
+    },
+    [](const json& records, const AnalysisContext& ctx) {
+      std::vector<train::GpuCc> gpus;
+      for (const GpuInfo* g : ctx.gpus) gpus.push_back({g->index, g->cc()});
+      return train::train_recommendation(records, ctx.memory_fraction, ctx.global_batch, gpus);
+    },
+    [](const json& a) { return train::train_recommendation_lines(a); }});
+
+}  // namespace
+
+std::vector<std::string> train::train_case_ids(bool full) {
+  std::vector<std::string> ids;
+  for (const auto& c : make_cases(full ? Suite::full : Suite::quick)) ids.push_back(c.id());
+  return ids;
+}
+
+}  // namespace nb

@@ -1,0 +1,246 @@
+// Family train_dp: the ResNet-50 training step (train_step.cpp) data parallel over the selected
+// GPUs of one process (train_dp_engine.hpp): every GPU its own batch, the gradients all-reduced
+// with NCCL in buckets (NODEBENCH_DP_BUCKET_MIB, default 25 as PyTorch DDP) overlapping
+// backward, then the update; gradient accumulation NODEBENCH_DP_ACCUMULATION (k, default 1).
+//
+// A case is a precision, layout and per-GPU batch; its records are parts, one per GPU count of
+// the sweep (1, 2, 4, ... and all, chosen closest-first from the topology as the nccl sweep):
+// train_dp/resnet50/<precision>/<layout>/b<batch>/g<gpus>. Each part measures the step with the
+// all-reduce, then the same GPUs with the all-reduce skipped (exposed_comm_ms = the difference);
+// the case measures the first GPU alone once (compute only), the 1-GPU figure of
+// scaling_efficiency_ratio. Verification on every part of two GPUs or more (after the first GPU's
+// optimizer state is broadcast to the others, since compute-only steps let them drift apart):
+// each GPU's own gradient of
+// one micro-step (different images, identical initial weights), then the same micro-step with
+// the bucketed all-reduce: the sampled parameters' reduced gradients equal the mean of the own
+// ones within a bound and are bit-identical across GPUs; after the update, and again after the
+// timed steps, sampled parameters are identical on every GPU. One rank per GPU under MPI is not
+// yet supported (skipped, saying so).
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "bench/benchmark.hpp"
+#include "shared/nccl/collectives.hpp"
+#include "cluster/mpi.hpp"
+#include "bench/settings.hpp"
+#include "base/stats.hpp"
+#include "base/text.hpp"
+#include "node/topology.hpp"
+#include "train_dp_engine.hpp"
+#include "train_dp_plan.hpp"
+#include "kernels/train/train_kernels.cuh"
+#include "shared/resnet50/train_step.hpp"
+
+#if NB_HAVE_NCCL
+#include "shared/nccl/nccl_team.hpp"
+#endif
+
+namespace nb {
+namespace {
+
+
+using nlohmann::json;
+using train_dp::Point;
+
+constexpr int kStepsPerSample = 2;
+
+#if NB_HAVE_NCCL
+
+double median_s(const Measurement& m) { return compute_stats(m.samples_s).median; }
+
+void fill_part(CasePart& part, const Point& pt, int n, int k, const Measurement& step, double compute_s, double one_s,
+               const train_dp::Engine& eng, size_t bucket_bytes) {
+  const double step_s = median_s(step);
+  const double ips = train_dp::images_per_s(n, pt.batch, k, step_s);
+  const double one_ips = train_dp::images_per_s(1, pt.batch, k, one_s);
+  auto& m = part.out.metrics;
+  m["step_time_ms"] = step_s * 1e3;
+  m["images_per_s"] = ips;
+  m["compute_step_ms"] = compute_s * 1e3;
+  m["exposed_comm_ms"] = (step_s - compute_s) * 1e3;
+  m["one_gpu_step_ms"] = one_s * 1e3;
+  m["one_gpu_images_per_s"] = one_ips;
+  const double eff = train_dp::scaling_efficiency(ips, n, one_ips);
+  if (std::isfinite(eff)) m["scaling_efficiency_ratio"] = eff;
+  m["bucket_bytes"] = double(bucket_bytes);
+  m["bucket_count"] = double(eng.buckets().size());
+  m["gradient_bytes"] = double(eng.gradient_bytes());
+  part.out.measurement = step;
+  part.out.primary_metric = "images_per_s";
+  part.out.primary_higher = true;
+}
+
+json nccl_facts() {
+  return {{"nccl_env", nccl::nccl_env()}, {"nccl_version", nccl::nccl_version()}};
+}
+
+void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
+  if (mpi::active())
+    ctx.skip("train_dp under MPI (one rank per GPU) is not yet supported: run it in one process over the node's GPUs");
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 10, 0)
+  ctx.skip("train_dp needs NCCL 2.10 or newer (ncclAvg); this build has " + nccl::nccl_version());
+#endif
+  nccl::prepare_env();
+  // The engine makes each GPU current in turn: the case's own GPU is current again at the end.
+  struct DeviceGuard {
+    int dev = 0;
+    DeviceGuard() { (void)cudaGetDevice(&dev); }
+    ~DeviceGuard() { (void)cudaSetDevice(dev); }
+  } device_guard;
+  const cudnn::Prec& P = cudnn::prec_by_name(pt.precision);
+  for (const GpuInfo* g : ctx.gpus()) {
+    const Availability a = cudnn::prec_available(P, *g);
+    if (!a.ok) ctx.skip("GPU " + std::to_string(g->index) + ": " + a.reason);
+  }
+  const Settings& S = current_settings();
+  const int k = int(S.integer("NODEBENCH_DP_ACCUMULATION"));
+  const size_t bucket_bytes = size_t(S.number("NODEBENCH_DP_BUCKET_MIB") * 1048576.0);
+  const auto steps = topo::sweep_subsets(distance_matrix(ctx.nvml(), ctx.gpus()));
+  const int all = int(ctx.gpus().size());
+  train::StepConfig cfg;
+  cfg.prec = &P;
+  cfg.nhwc = pt.layout == "nhwc";
+  cfg.batch = pt.batch;
+  cfg.loss_scale = train::default_loss_scale(P);
+  cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  cfg.fusion = train::fusion_setting(S);  // the same step as the train family's
+  std::vector<int> devices;
+  std::vector<std::string> models;
+  for (const GpuInfo* g : ctx.gpus()) devices.push_back(g->index), models.push_back(g->name);
+  std::optional<train_dp::Engine> eng;
+  try {
+    eng.emplace(cfg, devices, models, bucket_bytes, k);
+    eng->setup();
+  } catch (const train::OutOfMemory& e) {
+    ctx.skip(e.message(), ReasonKind::oom);
+  } catch (const CudaError& e) {
+    if (!e.out_of_memory()) throw;
+    (void)cudaGetLastError();
+    ctx.skip(std::string("out of memory: ") + e.what(), ReasonKind::oom);
+  }
+  // The 1-GPU figure: the first GPU alone, compute only.
+  eng->run({0}, {}, 1);
+  const Measurement one = sample_until_stop(ctx.config(), [&] { return eng->run({0}, {}, kStepsPerSample); });
+  const double one_s = median_s(one);
+  ctx.extra_params()["accumulation"] = k;
+  for (const auto& step : steps) {
+    if (quick && step.count != all) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    CasePart part;
+    part.name = train_dp::part_name(step.count);
+    std::vector<size_t> members;
+    std::vector<int> devs;
+    for (int i : step.members) members.push_back(size_t(i)), devs.push_back(devices[size_t(i)]);
+    part.params = {{"gpus", step.count}, {"members", devs}, {"accumulation", k}};
+    part.gpus = devs;
+    part.out.config = ctx.config();
+    part.out.details = nccl_facts();
+    part.out.details["mode"] = "single_process";
+    part.out.details["gradient_dtype"] = {{"weights", P.data == CUDNN_DATA_HALF ? "half" : "float"},
+                                          {"batch_norm_and_bias", "float"}};
+    part.out.details["reduction"] = "ncclAvg, in place, one ncclAllReduce per segment per bucket";
+    part.out.details["one_gpu_reference"] = {{"gpu", devices[0]}, {"note", "the first GPU alone, compute only"}};
+    part.out.details["exposed_comm_note"] =
+        "step_time_ms minus compute_step_ms (the same GPUs, all-reduce skipped); noise can make it slightly negative";
+    std::string key;
+    try {
+      if (step.count == 1) {
+        // One GPU: nothing to all-reduce; its step is the compute-only step.
+        const Measurement m = members == std::vector<size_t>{0}
+                                  ? one
+                                  : sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
+        fill_part(part, pt, 1, k, m, median_s(m), one_s, *eng, bucket_bytes);
+        part.out.details["note"] = "one GPU: no all-reduce";
+      } else {
+        nccl::Team& team = nccl::local_team(devs);
+        key = team.key;
+        std::vector<ncclComm_t> comms;
+        for (int d : devs)
+          for (const auto& mem : team.local)
+            if (mem.device == d) comms.push_back(mem.comm);
+        if (comms.size() != devs.size()) throw Error("the NCCL team does not hold every GPU of " + nccl::join(devs));
+        size_t failures = 0;
+        std::string first;
+        // Compute-only steps (the 1-GPU figure, earlier parts) moved each GPU on its own: the
+        // first GPU's optimizer state to every GPU of the part, then the checks.
+        eng->sync_state(members, comms);
+        json v = eng->verify_gradients(members, comms, failures, first);
+        eng->run(members, comms, 1);  // warm-up
+        const Measurement m = sample_until_stop(ctx.config(), [&] { return eng->run(members, comms, kStepsPerSample); });
+        v["parameters_after_timed_steps"] = eng->check_identical(members, failures, first);
+        const Measurement c = sample_until_stop(ctx.config(), [&] { return eng->run(members, {}, kStepsPerSample); });
+        fill_part(part, pt, step.count, k, m, median_s(c), one_s, *eng, bucket_bytes);
+        part.out.details["verification"] = v;
+        part.out.details["members"] = team.members;
+        if (failures) {
+          part.out.wrong = true;
+          part.out.wrong_reason = std::to_string(failures) + " checks failed; first: " + first;
+        }
+      }
+    } catch (const nccl::Hang& e) {
+      if (!key.empty()) nccl::drop_team(key);
+      set_outcome(part, e);
+    } catch (const train::OutOfMemory& e) {
+      part.status = Status::skipped;
+      part.reason = e.message();
+      part.reason_kind = ReasonKind::oom;
+    } catch (const std::exception& e) {
+      if (!key.empty()) nccl::drop_team(key);
+      set_outcome(part, e);
+    }
+    part.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctx.add_part(std::move(part));
+  }
+}
+
+#endif  // NB_HAVE_NCCL
+
+std::vector<Case> make_cases(Suite suite) {
+  std::vector<Case> out;
+  // Not in the quick suite (the main job on every node) until the data-parallel step has run on a
+  // multi-GPU machine: `run --suite full --family train_dp` runs it.
+  if (suite == Suite::quick) return out;
+  const bool quick = false;
+  for (const Point& pt : train_dp::points(!quick)) {
+    Case c;
+    c.family = "train_dp";
+    c.name = pt.name();
+    c.params = {{"precision", pt.precision}, {"layout", pt.layout}, {"batch", pt.batch},
+                {"accumulation", current_settings().integer("NODEBENCH_DP_ACCUMULATION")}};
+    c.multi_gpu = true;
+    c.min_gpus = quick ? 2 : 1;
+#if NB_HAVE_NCCL
+    c.run = [pt, quick](CaseContext& ctx) { run_dp_case(ctx, pt, quick); };
+#else
+    c.available = [](const GpuInfo&) {
+      return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
+    };
+    c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+#endif
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+class TrainDpFamily : public Family {
+ public:
+  std::string name() const override { return "train_dp"; }
+  std::string description() const override {
+    return "ResNet-50 training step data parallel over the GPUs (NCCL bucketed all-reduce overlapping backward): "
+           "images/s, exposed communication, scaling efficiency by GPU count";
+  }
+  std::vector<Case> cases(Suite suite) const override { return make_cases(suite); }
+};
+
+const Registrar registrar(std::make_unique<TrainDpFamily>());
+
+}  // namespace
+
+std::vector<std::string> train_dp::case_ids(bool full) {
+  std::vector<std::string> ids;
+  for (const auto& c : make_cases(full ? Suite::full : Suite::quick)) ids.push_back(c.id());
+  return ids;
+}
+
+}  // namespace nb

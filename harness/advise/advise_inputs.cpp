@@ -1,0 +1,153 @@
+#include "advise/advise_inputs.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace nb::advise {
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> num(const json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string str(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
+  Inputs in;
+  const std::string want_dtype = grad_dtype == "fp16" ? "half" : "float";
+  // all-reduce points: dtype -> count -> bytes -> (sum busbw, sum time, n)
+  std::map<std::string, std::map<int, std::map<double, std::tuple<double, double, int>>>> ar;
+  struct Host {
+    double bytes = 0, gbps = 0;
+  };
+  std::map<std::pair<std::string, int>, Host> host;  // (memory, gpu) -> largest transfer
+  using Key = std::tuple<std::string, std::string, int>;
+  std::map<Key, StepSource> train, conv;
+  for (const json& doc : docs) {
+    ++in.files;
+    if (!doc.is_object()) continue;
+    const json& an = doc.contains("analysis") ? doc["analysis"] : json();
+    if (an.is_object() && an.contains("fp16_vs_fp32") && an["fp16_vs_fp32"].is_array())
+      for (const json& v : an["fp16_vs_fp32"]) {
+        const std::string verdict = str(v, "verdict");
+        if (verdict.empty() || verdict == "not_measured") continue;  // a file without gemm/peak says nothing
+        std::string gpu = v.contains("gpu") && v["gpu"].is_number() ? "GPU " + std::to_string(v["gpu"].get<int>()) : "";
+        in.fp16_verdicts.push_back(verdict + ": " + str(v, "reason") + (gpu.empty() ? "" : " (" + gpu + ")"));
+      }
+    if (!doc.contains("records") || !doc["records"].is_array()) continue;
+    for (const json& r : doc["records"]) {
+      if (!r.is_object() || str(r, "status") != "ok") continue;
+      const std::string id = str(r, "id");
+      const json& p = r.contains("params") ? r["params"] : json();
+      const json& m = r.contains("metrics") ? r["metrics"] : json();
+      const int gpu = r.contains("gpus") && r["gpus"].is_array() && !r["gpus"].empty() && r["gpus"][0].is_number()
+                          ? r["gpus"][0].get<int>()
+                          : 0;
+      if (starts_with(id, "nccl/") && str(p, "collective") == "all_reduce") {
+        const auto bw = num(m, "busbw_gbps");
+        const auto bytes = num(m, "data_bytes") ? num(m, "data_bytes") : num(p, "bytes");
+        auto n = num(m, "gpu_count");
+        if (!n) n = num(p, "ngpus");
+        if (!bw || !bytes || !n || *n < 2 || !(*bw > 0)) continue;
+        std::string settings;
+        const json& d = r.contains("details") ? r["details"] : json();
+        if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())
+          for (const auto& [k, v] : d["nccl_env"].items())
+            if (k != "NCCL_VERSION" && !starts_with(k, "NCCL_DEBUG") && v.is_string())
+              settings += (settings.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+        in.nccl_settings.insert(settings.empty() ? "defaults" : settings);
+        auto& cell = ar[str(p, "dtype")][int(*n)][*bytes];
+        std::get<0>(cell) += *bw;
+        std::get<1>(cell) += num(m, "time_us").value_or(0) * 1e-6;
+        std::get<2>(cell) += 1;
+      } else if (starts_with(id, "hostlink/h2d/") && str(p, "direction") == "h2d" &&
+                 (str(p, "engine").empty() || str(p, "engine") == "ce")) {
+        const std::string mem = str(p, "memory");
+        const auto gbps = num(m, "gbps");
+        const auto bytes = num(p, "bytes");
+        if ((mem != "pinned" && mem != "pageable") || !gbps || !bytes) continue;
+        Host& h = host[{mem, gpu}];
+        if (*bytes > h.bytes || (*bytes == h.bytes && *gbps > h.gbps)) h = {*bytes, *gbps};
+      } else if (starts_with(id, "train/resnet50/")) {
+        const auto ms = num(m, "step_time_ms");
+        const auto b = num(p, "batch");
+        if (!ms || !b || !(*ms > 0)) continue;
+        Key k{str(p, "precision"), str(p, "layout"), int(*b)};
+        StepSource& s = train[k];
+        if (*ms * 1e-3 > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *ms * 1e-3, id, false};
+      } else if (starts_with(id, "conv/resnet50/") && str(p, "pass") == "train") {
+        const auto us = num(m, "time_us");
+        const auto b = num(p, "batch");
+        if (!us || !b || !(*us > 0)) continue;
+        Key k{str(p, "precision"), str(p, "layout"), int(*b)};
+        StepSource& s = conv[k];
+        if (*us * 1e-6 > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *us * 1e-6, id, true};
+      } else if (starts_with(id, "train_dp/")) {
+        MeasuredDp d;
+        d.id = id;
+        d.precision = str(p, "precision");
+        d.layout = str(p, "layout");
+        d.batch = int(num(p, "batch").value_or(0));
+        d.gpus = int(num(p, "gpus").value_or(0));
+        d.accumulation = int(num(p, "accumulation").value_or(1));
+        d.images_per_s = num(m, "images_per_s").value_or(0);
+        d.efficiency = num(m, "scaling_efficiency_ratio");
+        d.step_ms = num(m, "step_time_ms");
+        d.exposed_comm_ms = num(m, "exposed_comm_ms");
+        if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in.dp.push_back(d);
+      }
+    }
+  }
+  // Curves: the gradient's dtype where it was measured, else whichever dtype has the most points.
+  std::string dtype = want_dtype;
+  if (!ar.count(dtype)) {
+    size_t most = 0;
+    for (const auto& [dt, counts] : ar) {
+      size_t n = 0;
+      for (const auto& c : counts) n += c.second.size();
+      if (n > most) most = n, dtype = dt;
+    }
+  }
+  if (ar.count(dtype)) {
+    in.curve_dtype = dtype;
+    for (const auto& [n, sizes] : ar[dtype]) {
+      CommModel::Curve c;
+      c.ngpus = n;
+      for (const auto& [bytes, cell] : sizes) {
+        const double k = std::get<2>(cell);
+        c.points.push_back({bytes, std::get<0>(cell) / k, std::get<1>(cell) / k});
+      }
+      in.curves.push_back(c);
+    }
+  }
+  // Host link: the slowest GPU (a synchronous step waits for it).
+  for (const auto& [key, h] : host) {
+    auto& slot = key.first == "pinned" ? in.pinned_gbps : in.pageable_gbps;
+    if (!slot || h.gbps < *slot) slot = h.gbps;
+  }
+  if (in.pinned_gbps || in.pageable_gbps)
+    in.host_source = "hostlink h2d (copy engine, largest transfer, slowest GPU)";
+  for (const auto& [k, s] : train) in.steps.push_back(s);
+  for (const auto& [k, s] : conv)
+    if (!train.count(k)) in.steps.push_back(s);
+  std::sort(in.steps.begin(), in.steps.end(), [](const StepSource& a, const StepSource& b) {
+    return std::tie(a.precision, a.layout, a.batch) < std::tie(b.precision, b.layout, b.batch);
+  });
+  return in;
+}
+
+}  // namespace nb::advise

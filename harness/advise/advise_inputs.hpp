@@ -1,0 +1,52 @@
+// What `nodebench advise` reads from result files: the measured all-reduce curves (nccl family),
+// the host link (hostlink family), the one-GPU step times (train family, else the conv family's
+// network case), the measured data-parallel steps (train_dp family) and the FP16 verdict.
+// Pure over parsed JSON documents, so it is unit-tested without files.
+#pragma once
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "advise/advise.hpp"
+
+namespace nb::advise {
+
+struct StepSource {
+  std::string precision, layout;
+  int batch = 0;
+  double step_s = 0;      // the slowest GPU's one-GPU step
+  std::string source;     // "train/resnet50/fp16/nhwc/b256" or the conv case, with its caveat
+  bool from_conv = false; // the conv family's network case: convolutions only
+};
+
+struct MeasuredDp {
+  std::string id, precision, layout;
+  int batch = 0, gpus = 0, accumulation = 1;
+  double images_per_s = 0;
+  std::optional<double> efficiency, step_ms, exposed_comm_ms;
+};
+
+struct Inputs {
+  std::vector<CommModel::Curve> curves;  // per GPU count, the gradient dtype's points preferred
+  std::string curve_dtype;               // the NCCL dtype the curves were taken from
+  // The NCCL_* settings in force for the all-reduce records (details.nccl_env without
+  // NCCL_VERSION and NCCL_DEBUG*), each distinct set as "A=1 B=0" ("defaults" when none): a
+  // transport forced by NCCL_P2P_DISABLE / NCCL_SHM_DISABLE changes the curve, so curves of
+  // different settings must not be mixed.
+  std::set<std::string> nccl_settings;
+  std::optional<double> pinned_gbps, pageable_gbps;  // h2d, the slowest GPU's largest transfer
+  std::string host_source;
+  std::vector<StepSource> steps;
+  std::vector<MeasuredDp> dp;
+  std::vector<std::string> fp16_verdicts;  // "pays: FP16 runs 12.45x ..." per GPU
+  int files = 0;
+};
+
+// Gathers the inputs from parsed result documents; only records with status "ok" count. When a
+// train record exists for a (precision, layout, batch), conv records for it are not used.
+Inputs gather_inputs(const std::vector<nlohmann::json>& docs, const std::string& grad_dtype);
+
+}  // namespace nb::advise

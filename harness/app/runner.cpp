@@ -1,0 +1,462 @@
+#include "app/runner.hpp"
+#include "base/text.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <ctime>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cluster/cluster.hpp"
+#include "output/gbench_out.hpp"
+#include "cluster/mpi.hpp"
+#include "run/plan.hpp"
+#include "run/header.hpp"
+#include "run/result.hpp"
+#include "run/run_combine.hpp"
+
+#include "build_info.hpp"
+
+namespace nb {
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+InterruptAction interrupt_action(int64_t now_ns, int64_t& first_ns) {
+  if (first_ns == 0) {
+    first_ns = now_ns;
+    return InterruptAction::stop_after_case;
+  }
+  return now_ns - first_ns < kInterruptRepeatNs ? InterruptAction::ignore : InterruptAction::terminate;
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+std::atomic<int64_t> g_first_signal_ns{0};
+
+extern "C" void on_signal(int sig) {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  int64_t first = g_first_signal_ns.load();
+  switch (interrupt_action(int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, first)) {
+    case InterruptAction::stop_after_case:
+      g_first_signal_ns.store(first);
+      g_interrupted.store(true);
+      break;
+    case InterruptAction::ignore: break;
+    case InterruptAction::terminate:
+      signal(sig, SIG_DFL);
+      raise(sig);
+      break;
+  }
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // not SA_RESETHAND: see interrupt_action
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+ProfileDb load_profiles(const RunOptions& o) {
+  return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
+}
+
+// "0,1" from [0, 1].
+std::string gpu_list(const json& gpus) {
+  std::string out;
+  for (const auto& g : gpus) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(g.get<int>()));
+  }
+  return out;
+}
+
+std::string human_time(double s) {
+  if (s < 1e-3) return fmt(s * 1e6, 2) + " us";
+  if (s < 1) return fmt(s * 1e3, 3) + " ms";
+  return fmt(s, 3) + " s";
+}
+
+// "742.1 tflops (75.0% of peak)" or the reason.
+std::string headline(const json& r) {
+  const std::string status = r["status"];
+  if (status != "ok" && status != "wrong") return r["reason"].is_string() ? r["reason"].get<std::string>() : "";
+  std::string s;
+  for (const char* m : {"tflops", "tops", "gbps", "busbw_gbps", "algbw_gbps", "latency_us"}) {
+    // busbw is 0 on one rank by definition: algbw says more there.
+    if (std::string(m) == "busbw_gbps" && r["metrics"].value(m, 0.0) <= 0) continue;
+    if (r["metrics"].contains(m) && r["metrics"][m].is_number()) {
+      s = fmt(r["metrics"][m].get<double>(), 2) + " " + m;
+      break;
+    }
+  }
+  if (r["percent_of_peak"].is_object()) s += " (" + fmt(r["percent_of_peak"]["percent"].get<double>(), 1) + "% of peak)";
+  if (status == "wrong") s += "  WRONG: " + r["reason"].get<std::string>();
+  return s;
+}
+
+std::string result_file_name(const json& env, const std::string& run_id) {
+  std::string host = env["host"].value("hostname", "host");
+  for (char& c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return "nodebench-" + host + "-" + buf + "-" + run_id.substr(0, 8) + ".json";
+}
+
+}  // namespace
+
+namespace {
+
+void print_summary(const json& doc, std::ostream& os) {
+  os << "\n" << std::left << std::setw(58) << "case" << std::setw(6) << "gpu" << std::setw(9) << "status"
+     << std::setw(13) << "median" << std::setw(8) << "cv" << "result\n";
+  for (const auto& r : doc["records"]) {
+    const std::string gpus = gpu_list(r["gpus"]);
+    std::string med = "-", cv = "-";
+    if (r["stats"].is_object()) {
+      med = human_time(r["stats"]["median"].get<double>());
+      cv = fmt(100.0 * r["stats"]["cv"].get<double>(), 2) + "%";
+    }
+    std::string flags;
+    for (const auto& f : r["flags"])
+      if (f != "clock_unknown") flags.append(" [").append(f.get<std::string>()).append("]");
+    os << std::left << std::setw(58) << r["id"].get<std::string>() << std::setw(6) << gpus << std::setw(9)
+       << r["status"].get<std::string>() << std::setw(13) << med << std::setw(8) << cv << headline(r) << flags
+       << "\n";
+  }
+  const json& s = doc["summary"];
+  os << "\n" << s["total"] << " cases: " << s["ok"] << " ok, " << s["skipped"] << " skipped, " << s["failed"]
+     << " failed, " << s["wrong"] << " wrong; " << fmt(s["wall_time_s"].get<double>(), 1) << " s\n";
+}
+
+}  // namespace
+
+int cmd_list(const Command& cmd) {
+  const RunOptions& o = cmd.options;
+  std::vector<Case> cases;
+  try {
+    cases = select_cases(o.suite, o.families, o.filter);
+  } catch (const Error& e) {
+    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("list");
+    return kExitUsage;
+  }
+  Nvml nvml;
+  const Environment env = capture_environment(nvml, ProfileDb::builtin());
+  json out = json::array();
+  if (!o.json) {
+    std::cout << "Families:\n";
+    for (const auto& f : family_registry()) std::cout << "  " << std::left << std::setw(12) << f->name() << f->description() << "\n";
+    if (env.gpus.empty()) std::cout << "No GPU visible (" << env.cuda_error << "): whether a case can run is unknown.\n";
+    std::cout << "\nCases (" << to_string(o.suite) << " suite): " << cases.size() << "\n";
+  }
+  for (const auto& c : cases) {
+    json avail = json::array();
+    std::string line;
+    for (const auto& g : env.gpus) {
+      const Availability a = c.available ? c.available(g) : Availability::yes();
+      avail.push_back({{"gpu", g.index}, {"can_run", a.ok}, {"reason", a.ok ? json(nullptr) : json(a.reason)}});
+      line += "  gpu" + std::to_string(g.index) + ": " + (a.ok ? std::string("yes") : "no, " + a.reason);
+    }
+    if (env.gpus.empty()) line = "  unknown (no GPU)";
+    out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"availability", avail}});
+    if (!o.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
+  }
+  if (o.json) std::cout << out.dump(2) << "\n";
+  return kExitOk;
+}
+
+int cmd_env(const Command& cmd) {
+  Nvml nvml;
+  const Environment env = capture_environment(nvml, ProfileDb::builtin());
+  if (cmd.options.json) {
+    std::cout << env.json.dump(2) << "\n";
+    return kExitOk;
+  }
+  const json& h = env.json["host"];
+  const json& sw = env.json["software"];
+  auto s = [](const json& v) { return v.is_null() ? std::string("not found") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  std::cout << "host      " << s(h["hostname"]) << " | " << s(h["os"]) << " | " << s(h["kernel"]) << "\n"
+            << "cpu       " << s(h["cpu_model"]) << " x" << h["cpu_count"] << ", NUMA nodes " << h["numa_nodes"].size() << "\n"
+            << "driver    " << s(sw["driver_version"]) << " (CUDA driver API " << s(sw["cuda_driver_version"]) << ")\n"
+            << "runtime   CUDA " << s(sw["cuda_runtime_version"]) << ", cuBLAS " << s(sw["cublas_version"]) << ", cuDNN "
+            << s(sw["cudnn_version"]) << ", NCCL " << s(sw["nccl_version"]) << "\n"
+            << "NVML      " << (nvml.available() ? "available" : "unavailable: " + nvml.error()) << "\n"
+            << "CUDA_VISIBLE_DEVICES " << s(env.json["cuda_visible_devices"]) << "\n";
+  if (env.gpus.empty()) std::cout << "GPUs      none: " << env.cuda_error << "\n";
+  for (const auto& g : env.json["gpus"]) {
+    std::cout << "gpu" << g["index"] << "      " << s(g["name"]) << ", cc " << s(g["compute_capability"]) << ", "
+              << g["sm_count"] << " SMs, " << fmt(g["memory_bytes"].get<double>() / (1 << 30), 1) << " GiB, bus "
+              << s(g["pci_bus_id"]) << ", PCIe gen " << s(g["pcie"]["gen_current"]) << "/" << s(g["pcie"]["gen_max"])
+              << " x" << s(g["pcie"]["width_current"]) << "/" << s(g["pcie"]["width_max"]) << ", SM clock "
+              << s(g["clock_sm_mhz"]) << "/" << s(g["clock_sm_max_mhz"]) << " MHz, profile " << s(g["profile"]) << "\n";
+  }
+  return kExitOk;
+}
+
+namespace {
+
+// Progress: case i of n, elapsed, and an estimate of what is left from the pace so far;
+// redrawn in place on a terminal, one line per case otherwise (a log).
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(isatty(STDOUT_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
+  void record(const json& rec, size_t done, size_t total) {
+    if (quiet_) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double left = done > 0 ? elapsed / double(done) * double(total - std::min(done, total)) : 0;
+    std::string where = (rec["gpus"].size() > 1 ? " gpus " : " gpu") + gpu_list(rec["gpus"]);
+    if (rec.contains("rank")) where = " rank" + std::to_string(rec["rank"].get<int>()) + where;
+    std::ostringstream line;
+    line << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << " " << fmt(elapsed, 0)
+         << " s, ~" << fmt(left, 0) << " s left] " << std::left << std::setw(52) << rec["id"].get<std::string>() << where
+         << "  " << std::setw(8) << rec["status"].get<std::string>() << headline(rec) << "  ("
+         << fmt(rec["duration_s"].get<double>(), 2) << " s)";
+    if (tty_) std::cout << "\r\033[K";
+    std::cout << line.str() << (tty_ && done < total ? "" : "\n") << std::flush;
+    if (tty_ && rec["status"] != "ok") std::cout << "\n";  // keep failures and skips on screen
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// argv without --runs N / --runs=N and without an --out-file (each run names its own file).
+std::vector<std::string> child_args(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--runs" || a == "--out-file" || a == "--gbench-out") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--runs=", 0) == 0 || a.rfind("--out-file=", 0) == 0 || a.rfind("--gbench-out=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+int run_child(const std::vector<std::string>& args) {
+  std::vector<char*> cargv;
+  for (const auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    execv("/proc/self/exe", cargv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitCaseFailed;
+}
+
+// --runs N: the same run N times, each in a fresh process (a fresh CUDA context and, unless an
+// algorithm cache is given, a fresh algorithm search), then one file whose records (the last
+// run's) carry each case's spread over the runs.
+int run_repeated(const Command& cmd) {
+  const RunOptions& o = cmd.options;
+  const std::string stem = o.out_file.empty() ? (fs::path(o.out_dir) / ("nodebench-runs-" + make_run_id().substr(0, 8))).string()
+                                              : fs::path(o.out_file).replace_extension("").string();
+  std::vector<std::string> files;
+  std::vector<json> docs;
+  int worst = kExitOk;
+  for (size_t i = 1; i <= o.runs; ++i) {
+    const std::string file = stem + "-run" + std::to_string(i) + ".json";
+    std::vector<std::string> args = child_args(cmd.argv);
+    args.push_back("--out-file");
+    args.push_back(file);
+    std::cout << "== run " << i << " of " << o.runs << ": " << file << std::endl;
+    const int rc = run_child(args);
+    if (rc == kExitUsage || rc == kExitNoGpu) return rc;
+    worst = std::max(worst, rc);
+    try {
+      std::ifstream f(file);
+      docs.push_back(json::parse(f));
+      files.push_back(file);
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: run " << i << " left no readable result file (" << e.what() << ")\n";
+      worst = kExitCaseFailed;
+    }
+  }
+  if (docs.empty()) return kExitCaseFailed;
+  json combined = combine_runs(docs, files);
+  const std::string path = o.out_file.empty() ? stem + ".json" : o.out_file;
+  write_file_atomic(path, combined.dump(1, ' ', false, json::error_handler_t::replace));
+  print_summary(combined, std::cout);
+  std::cout << "\nrun-to-run spread (max/min of the per-run medians) over " << docs.size() << " runs:\n";
+  for (const auto& r : combined["records"])
+    if (r.contains("run_to_run") && r["run_to_run"].is_object())
+      std::cout << "  " << std::left << std::setw(58) << r["id"].get<std::string>() << " x"
+                << fmt(r["run_to_run"]["max_over_min"].get<double>(), 3) << "\n";
+  std::cout << "results: " << path << "\n";
+  return worst;
+}
+
+}  // namespace
+
+int cmd_run(const Command& cmd) {
+  const RunOptions& o = cmd.options;
+  if (o.runs > 1) {
+    if (mpi::launched()) {
+      std::cerr << "nodebench: --runs repeats the run in fresh processes and cannot be used under an MPI launcher; "
+                   "repeat mpirun instead\n";
+      return kExitUsage;
+    }
+    try {
+      return run_repeated(cmd);
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: " << e.what() << "\n";
+      return kExitCaseFailed;
+    }
+  }
+  ProfileDb profiles;
+  std::vector<Case> cases;
+  try {
+    profiles = load_profiles(o);
+    cases = select_cases(o.suite, o.families, o.filter);
+  } catch (const Error& e) {
+    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("run");
+    return kExitUsage;
+  }
+  if (cases.empty()) {
+    std::cerr << "nodebench: no case matches (suite " << to_string(o.suite) << ", filter '" << o.filter
+              << "'); 'nodebench list' shows the cases\n";
+    return kExitUsage;
+  }
+
+  // Under an MPI launcher: one process per GPU, rank 0 writes the file (docs/MULTIGPU.md).
+  // Every step that can fail on one process only is agreed on, so no process waits alone.
+  if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
+  Session session(std::move(profiles), current_settings());
+  if (!cluster::all_ok(session.has_gpus())) {
+    std::cerr << (session.has_gpus() ? "nodebench: another MPI rank found no GPU" : no_gpu_diagnosis(session.env().cuda_error))
+              << "\n";
+    return kExitNoGpu;
+  }
+  Plan plan;
+  plan.cases = std::move(cases);
+  std::string gpu_error;
+  try {
+    plan.gpus = parse_gpu_list(o.gpus, int(session.env().gpus.size()));
+  } catch (const Error& e) {
+    gpu_error = e.what();
+  }
+  if (!cluster::all_ok(gpu_error.empty())) {
+    std::cerr << "nodebench: " << (gpu_error.empty() ? "another MPI rank rejected --gpus" : gpu_error) << "\n";
+    return kExitUsage;
+  }
+  const bool shared = cluster::gpu_shared(plan.gpus);
+  plan.gpus = cluster::local_gpus(plan.gpus);
+  if (shared && cluster::root())
+    std::cerr << "nodebench: more MPI ranks on a host than GPUs: per-GPU cases are skipped (shared GPU)\n";
+
+  const double max_time = o.max_time_s.value_or(default_max_time(o.suite));
+  plan.base.target_cv = o.target_cv;
+  plan.base.min_samples = o.min_samples;
+  plan.base.max_time_s = max_time;
+  plan.base.fixed_samples = o.repetitions;
+  plan.l2 = o.l2;
+  plan.concurrent = !o.one_gpu_at_a_time;
+  plan.memory_fraction = o.memory_fraction;
+  plan.global_batch = o.global_batch;
+  plan.algo_cache_file = o.algo_cache_file;
+  plan.algo_search = o.algo_search;
+  plan.monitor_interval_s = o.monitor_interval_s;
+
+  const std::string run_id = cluster::from_root(make_run_id());
+  std::string path = cluster::root() ? o.out_file : "";
+  std::string out_error;
+  try {
+    if (!cluster::root()) {
+      // Other ranks keep their records in memory and send them to rank 0.
+    } else if (path.empty()) {
+      fs::create_directories(o.out_dir);
+      path = (fs::path(o.out_dir) / result_file_name(session.env().json, run_id)).string();
+    } else if (fs::path(path).has_parent_path()) {
+      fs::create_directories(fs::path(path).parent_path());
+    }
+  } catch (const fs::filesystem_error& e) {
+    out_error = std::string("cannot create the output folder: ") + e.what();
+  }
+  if (!cluster::all_ok(out_error.empty())) {
+    std::cerr << "nodebench: " << (out_error.empty() ? "rank 0 cannot write the result file" : out_error) << "\n";
+    return kExitUsage;
+  }
+  json header = run_header(cmd.argv, session, o, max_time, run_id);
+  cluster::gather_environment(header["environment"], plan.gpus.front());
+  std::optional<ResultFile> file;
+  try {
+    file.emplace(path, header);
+  } catch (const Error& e) {
+    std::cerr << "nodebench: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  install_signal_handlers();
+  size_t steps = schedule(plan).size();
+  if (cluster::root())
+    std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
+              << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
+              << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
+              << "), suite " << to_string(o.suite)
+              << (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string())
+              << "; results: " << path << std::endl;
+
+  Progress progress(o.quiet);
+  RunHooks hooks;
+  hooks.on_record = [&](const json& rec, size_t done, size_t total) { progress.record(rec, done, total); };
+  hooks.stop_requested = [] { return g_interrupted.load(); };
+  RunOutcome outcome;
+  try {
+    outcome = run_plan(plan, session, *file, hooks);
+  } catch (const Error& e) {
+    std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
+    return kExitCaseFailed;
+  }
+  if (!cluster::root()) {
+    // Rank 0 reports the whole run; this rank's exit code says how its own part went.
+    if (!outcome.error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << outcome.error << "\n";
+    return outcome.status == "complete" ? kExitOk : kExitCaseFailed;
+  }
+  if (!o.gbench_out.empty()) {
+    try {
+      write_gbench_json(file->doc(), o.gbench_out);
+      std::cout << "Google Benchmark JSON: " << o.gbench_out << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench: could not write --gbench-out '" << o.gbench_out << "': " << e.what() << "\n";
+    }
+  }
+  print_summary(file->doc(), std::cout);
+  for (const auto& v : outcome.verdict_lines) std::cout << v << "\n";
+  std::cout << "results: " << path << "\n";
+  if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
+  if (outcome.status == "interrupted")
+    std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";
+  const json& s = file->doc()["summary"];
+  if (outcome.status != "complete" || s["failed"].get<int>() > 0 || s["wrong"].get<int>() > 0) return kExitCaseFailed;
+  return kExitOk;
+}
+
+
+}  // namespace nb

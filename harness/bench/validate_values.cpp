@@ -1,0 +1,117 @@
+#include "bench/validate_values.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <utility>
+
+#include "base/json_fields.hpp"
+#include "base/text.hpp"
+#include "node/profiles.hpp"
+
+namespace nb {
+
+using nlohmann::json;
+using jf::at;
+using jf::num_or;
+using jf::str_or;
+
+ValidationCheck gpu_check(std::string id, std::string what, std::string fix, int required_level) {
+  ValidationCheck c;
+  c.id = std::move(id);
+  c.what = std::move(what);
+  c.fix = std::move(fix);
+  c.required_level = required_level;
+  return c;
+}
+
+bool record_on_gpu(const json& r, int g) {
+  return r.contains("gpus") && r["gpus"].is_array() && r["gpus"].size() == 1 && r["gpus"][0].is_number() &&
+         r["gpus"][0].get<int>() == g;
+}
+
+const json* environment_gpu(const json& env, int index) {
+  if (!env.is_object() || !env.contains("gpus") || !env["gpus"].is_array()) return nullptr;
+  for (const auto& g : env["gpus"])
+    if (g.value("index", -1) == index) return &g;
+  return nullptr;
+}
+
+const json* largest_record(const json& records, const std::function<bool(const json&)>& pred) {
+  const json* best = nullptr;
+  double best_bytes = -1;
+  for (const auto& r : records) {
+    if (!pred(r)) continue;
+    const double b = num_or(at(r, "params"), "bytes", 0);
+    if (b > best_bytes) {
+      best = &r;
+      best_bytes = b;
+    }
+  }
+  return best;
+}
+
+std::optional<double> percent_of_peak_value(const json& r, std::string& how) {
+  if (r.contains("percent_of_peak") && r["percent_of_peak"].is_object()) {
+    const json& p = r["percent_of_peak"];
+    const double pct = num_or(p, "percent", NAN);
+    if (std::isfinite(pct)) {
+      how = fmt(num_or(at(r, "metrics"), str_or(p, "metric", "?").c_str(), NAN), 2) + " " + str_or(p, "metric") + " of " +
+            fmt(num_or(p, "peak", NAN), 1) + " peak (" + str_or(p, "source") + ")";
+      return pct;
+    }
+  }
+  how = "no expected peak is known for this GPU: add it to harness/profiles/devices.json";
+  return std::nullopt;
+}
+
+std::optional<double> max_link_gbps(const json& env, int index, const json* record) {
+  std::optional<unsigned> gen, width;
+  if (const json* g = environment_gpu(env, index); g && g->contains("pcie") && (*g)["pcie"].is_object()) {
+    const json& p = (*g)["pcie"];
+    if (p.contains("gen_max") && p["gen_max"].is_number()) gen = p["gen_max"].get<unsigned>();
+    if (p.contains("width_max") && p["width_max"].is_number()) width = p["width_max"].get<unsigned>();
+  }
+  if ((!gen || !width) && record && at(at(*record, "details"), "link").is_object()) {
+    const json& l = at(at(*record, "details"), "link");
+    if (l.contains("gen_max") && l["gen_max"].is_number()) gen = l["gen_max"].get<unsigned>();
+    if (l.contains("width_max") && l["width_max"].is_number()) width = l["width_max"].get<unsigned>();
+  }
+  if (!gen || !width) return std::nullopt;
+  return pcie_gbps(*gen, *width);
+}
+
+std::string link_class(const json& doc, const json& rec, const std::vector<int>& members) {
+  const std::string given = str_or(at(rec, "params"), "link");
+  if (!given.empty()) {
+    std::string l = given;
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    return l;
+  }
+  const json& p2p = at(at(doc, "analysis"), "p2p");
+  const json& ids = at(p2p, "gpus");
+  const json& types = at(p2p, "link_type");
+  if (!ids.is_array() || !types.is_array()) return "pcie";
+  auto pos = [&](int g) -> std::optional<size_t> {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i].is_number() && ids[i].get<int>() == g) return i;
+    return std::nullopt;
+  };
+  bool all_nvlink = true, any_sys = false, known = false;
+  for (size_t x = 0; x < members.size(); ++x)
+    for (size_t y = 0; y < members.size(); ++y) {
+      if (x == y) continue;
+      const auto a = pos(members[x]), b = pos(members[y]);
+      if (!a || !b || *a >= types.size() || !types[*a].is_array() || *b >= types[*a].size() || !types[*a][*b].is_string())
+        return "pcie";
+      const std::string t = types[*a][*b].get<std::string>();
+      known = true;
+      all_nvlink = all_nvlink && t == "NVLink";
+      any_sys = any_sys || t == "SYS";
+    }
+  if (!known) return "pcie";
+  if (all_nvlink) return "nvlink";
+  return any_sys ? "sys" : "pcie";
+}
+
+}  // namespace nb
