@@ -17,7 +17,7 @@ database and writes the HTML report.
 Steps:
   1. \$NODEBENCH_BIN run --suite SUITE --out OUT       (the new result file appears in OUT)
   2. nodebench-report compare BASELINE NEW             -> OUT/compare.txt, compare.json, compare.junit.xml
-  3. nodebench-report ingest NEW --db DB
+  3. nodebench-report ingest NEW --db DB               (DB: an SQLite file or a postgresql:// URL)
   4. nodebench-report html NEW -o OUT/report            -> OUT/report/report.html, summary.md
 
 Arguments:
@@ -26,7 +26,11 @@ Arguments:
 Options:
   --out DIR           folder for the run's result file and the reports
                       (default: results/runs/nightly-YYYYmmdd-HHMMSS under the repository)
-  --db FILE           history database (default: results/runs/history.sqlite under the repository)
+  --db FILE|URL       history database (default: results/runs/history.sqlite under the repository):
+                      an SQLite file, or a PostgreSQL database that a whole fleet writes to,
+                      postgresql://USER@HOST/DB or postgresql:///?service=NAME. Credentials come
+                      from the environment (PGPASSWORD, PGUSER, ...), ~/.pgpass or a libpq service
+                      file (PGSERVICEFILE), never from the URL: a URL with a password is refused
   --suite NAME        suite to run (default: quick)
   --threshold F       slowdown that counts as a regression, 0.05 or 5% (default 0.05)
   --alpha A           significance level of the comparison (default 0.01)
@@ -38,7 +42,10 @@ Environment:
   NODEBENCH_BIN       the nodebench binary (default: build/nodebench under the repository)
   NODEBENCH_REPORT    the report command (default: nodebench-report when on PATH,
                       else "python3 -m nodebench_reports"); install it with
-                      python3 -m pip install -e reports
+                      python3 -m pip install -e reports (a postgresql:// DB also needs
+                      python3 -m pip install -e 'reports[postgres]')
+  PGPASSWORD, PGUSER, PGHOST, PGSERVICEFILE, PGPASSFILE, ...
+                      libpq's, for a postgresql:// DB
 
 Exit status (the comparison's):
   0  no regression
@@ -47,6 +54,10 @@ Exit status (the comparison's):
   2  bad input or a broken pipeline: missing baseline or binary, no result file, files that do
      not match (schema, GPU model); also when the comparison passed but the run exited with an
      error or the ingest/report step failed (a broken night never passes silently)
+  3  no regression, but the run was not stored: the history database could not be reached
+     (or stayed busy). The result file and the report are kept; OUT/not-stored.txt holds
+     the exact command that stores the run later. A regression (1) or a broken pipeline (2)
+     takes precedence over 3; the run is then reported as not stored all the same.
 EOF
 }
 
@@ -59,7 +70,7 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
-    --db) [ $# -ge 2 ] || die "--db needs a file"; db=$2; shift 2 ;;
+    --db) [ $# -ge 2 ] || die "--db needs a file or a postgresql:// URL"; db=$2; shift 2 ;;
     --db=*) db=${1#*=}; shift ;;
     --suite) [ $# -ge 2 ] || die "--suite needs a name"; suite=$2; shift 2 ;;
     --suite=*) suite=${1#*=}; shift ;;
@@ -97,8 +108,15 @@ fi
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out=${out:-$repo/results/runs/nightly-$stamp}
 db=${db:-$repo/results/runs/history.sqlite}
+case "$db" in
+  postgresql://*|postgres://*)
+    # a password in the URL would end up in ps, logs and files: refused (and never printed)
+    if [[ "$db" =~ ^postgres(ql)?://[^/@?]*:[^/@?]*@ ]] || [[ "$db" =~ [?\&][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]= ]]; then
+      die "the --db URL embeds a password; give it in PGPASSWORD, ~/.pgpass or a libpq service file (postgresql:///?service=NAME)"
+    fi ;;
+  *) mkdir -p "$(dirname "$db")" || die "cannot create the folder of '$db'" ;;
+esac
 mkdir -p "$out" || die "cannot create '$out'"
-mkdir -p "$(dirname "$db")" || die "cannot create the folder of '$db'"
 
 # 1. run
 marker="$out/.nightly-start"
@@ -124,9 +142,22 @@ echo "== compare: $baseline -> $new"
 compare_rc=${PIPESTATUS[0]}
 
 # 3. ingest, 4. report (failures here do not hide the comparison's verdict)
-broken=0
+broken=0 not_stored=0
 echo "== ingest into $db"
-"${report[@]}" ingest "$new" --db "$db" || { echo "$prog: warning: ingest failed" >&2; broken=1; }
+"${report[@]}" ingest "$new" --db "$db"
+ingest_rc=$?
+if [ "$ingest_rc" -ne 0 ]; then
+  if [ "$ingest_rc" -eq 3 ]; then not_stored=1; else broken=1; fi
+  new_abs=$(cd "$(dirname "$new")" && pwd)/$(basename "$new")
+  later=$(printf '%q ' "${report[@]}" ingest "$new_abs" --db "$db")
+  later=${later% }
+  printf '# %s: the run was not stored in the history database (ingest exit %s); store it with:\n%s\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$ingest_rc" "$later" > "$out/not-stored.txt"
+  echo "$prog: warning: the run was NOT stored in the history database (ingest exit $ingest_rc);" \
+       "the result file and the report are kept. Store it later with:" >&2
+  echo "  $later" >&2
+  echo "(also in $out/not-stored.txt)" >&2
+fi
 echo "== report"
 "${report[@]}" html "$new" -o "$out/report" || { echo "$prog: warning: the HTML report failed" >&2; broken=1; }
 
@@ -134,6 +165,10 @@ case "$compare_rc" in
   0) if [ "$run_rc" -ne 0 ] || [ "$broken" -ne 0 ]; then
        echo "$prog: no regression in the cases measured, but the pipeline did not complete (run status $run_rc)" >&2
        exit 2
+     fi
+     if [ "$not_stored" -ne 0 ]; then
+       echo "$prog: no regression, but the run was not stored in the history (exit 3; see $out/not-stored.txt)" >&2
+       exit 3
      fi
      echo "== nightly: no regression"; exit 0 ;;
   1) echo "== nightly: REGRESSION (see $out/compare.txt)"; exit 1 ;;

@@ -330,8 +330,8 @@ TEST(AdviseCli, ParsesTheOptions) {
                                             "--global-batch", "1024", "--bucket-mib", "50", "--grad-dtype", "fp16",
                                             "--json", "out.json"});
   ASSERT_TRUE(p.command) << p.err;
-  EXPECT_EQ(p.command->kind, nb::CommandKind::advise);
-  const nb::AdviseOptions& a = p.command->advise;
+  EXPECT_EQ(std::string(p.command->name()), "advise");
+  const nb::AdviseOptions& a = p.command->as<nb::AdviseCommand>()->options;
   EXPECT_EQ(a.files, (std::vector<std::string>{"a.json", "b.json"}));
   EXPECT_EQ(a.gpus, "1,2,4");
   EXPECT_EQ(a.nodes, 2);

@@ -329,12 +329,12 @@ TEST(AlgoCache, CliRejectsAMalformedFileWithExit2AndAcceptsAMissingOne) {
   std::filesystem::remove(missing);
   r = parse_cli({"nodebench", "run", "--algo-cache", missing, "--algo-search"});
   ASSERT_TRUE(r.command.has_value()) << r.err;
-  EXPECT_EQ(r.command->options.algo_cache_file, missing);
-  EXPECT_TRUE(r.command->options.algo_search);
+  EXPECT_EQ(r.command->as<RunCommand>()->options.algo_cache_file, missing);
+  EXPECT_TRUE(r.command->as<RunCommand>()->options.algo_search);
   r = parse_cli({"nodebench", "validate", "--algo-cache", missing});
   ASSERT_TRUE(r.command.has_value()) << r.err;
-  EXPECT_EQ(r.command->options.algo_cache_file, missing);
-  EXPECT_FALSE(r.command->options.algo_search);
+  EXPECT_EQ(r.command->as<ValidateCommand>()->run.algo_cache_file, missing);
+  EXPECT_FALSE(r.command->as<ValidateCommand>()->run.algo_search);
 }
 
 TEST(AlgoCache, ConcurrentPutsAndGetsLoseNothing) {

@@ -66,6 +66,23 @@ TEST(Fp16Verdict, PeakOnlyAndNothingMeasured) {
   EXPECT_EQ(fp16_verdict_lines(fp16_vs_fp32(only_peak, {{0, "x", 7, 0}})).size(), 1u);
 }
 
+TEST(Fp16Verdict, ATensorCaseOffTheDensePathSaysSoInItsRow) {
+  // A Blackwell GPU where the peak family measured mma.sync (details.dense_tensor_peak false):
+  // the row names it; the same record without that flag gives the plain row.
+  json tensor = peak("mma_fp16", 500.0);
+  tensor["details"] = {{"dense_tensor_peak", false}};
+  const json flagged = json::array({peak("fp32_ffma", 70.0), tensor});
+  const json plain = json::array({peak("fp32_ffma", 70.0), peak("mma_fp16", 500.0)});
+  auto sources = [](const json& a) {
+    std::vector<std::string> s;
+    for (const auto& r : a[0]["rows"]) s.push_back(r["source"].get<std::string>());
+    return s;
+  };
+  EXPECT_EQ(sources(fp16_vs_fp32(flagged, {{0, "B200", 10, 0}})),
+            std::vector<std::string>{"peak: mma_fp16 (mma.sync, not the dense tensor rate) / fp32_ffma"});
+  EXPECT_EQ(sources(fp16_vs_fp32(plain, {{0, "H200", 9, 0}})), std::vector<std::string>{"peak: mma_fp16 / fp32_ffma"});
+}
+
 TEST(UnitRates, MatchPublishedPeaks) {
   // ops/clock/SM x SMs x boost clock reproduces the datasheet figure.
   auto tf = [](const char* unit, int maj, int min, int sms, double ghz) {

@@ -5,6 +5,8 @@
 #include "app/cli.hpp"
 #include "base/error.hpp"
 #include "app/runner.hpp"
+#include "bench/settings.hpp"
+#include "run/options.hpp"
 
 using namespace nb;
 
@@ -16,12 +18,12 @@ static ParseOutcome parse(std::vector<std::string> a) {
 TEST(Cli, RunDefaults) {
   auto p = parse({"run"});
   ASSERT_TRUE(p.command);
-  EXPECT_EQ(p.command->kind, CommandKind::run);
-  EXPECT_EQ(p.command->options.suite, Suite::quick);
-  EXPECT_EQ(p.command->options.gpus, "all");
-  EXPECT_EQ(p.command->options.repetitions, 0u);
-  EXPECT_FALSE(p.command->options.max_time_s.has_value());
-  EXPECT_FALSE(p.command->options.l2.has_value());
+  EXPECT_EQ(std::string(p.command->name()), "run");
+  EXPECT_EQ(p.command->as<RunCommand>()->options.suite, Suite::quick);
+  EXPECT_EQ(p.command->as<RunCommand>()->options.gpus, "all");
+  EXPECT_EQ(p.command->as<RunCommand>()->options.repetitions, 0u);
+  EXPECT_FALSE(p.command->as<RunCommand>()->options.max_time_s.has_value());
+  EXPECT_FALSE(p.command->as<RunCommand>()->options.l2.has_value());
 }
 
 TEST(Cli, RunWithEveryOption) {
@@ -29,7 +31,7 @@ TEST(Cli, RunWithEveryOption) {
                   "--gpus", "0,2", "--out", "/tmp/x", "--repetitions", "25", "--max-time", "2.5", "--target-cv",
                   "0.02", "--min-samples", "5", "--l2", "cold", "--quiet"});
   ASSERT_TRUE(p.command) << p.err;
-  const RunOptions& o = p.command->options;
+  const RunOptions& o = p.command->as<RunCommand>()->options;
   EXPECT_EQ(o.suite, Suite::full);
   EXPECT_EQ(o.families, (std::vector<std::string>{"gemm", "other", "third"}));
   EXPECT_EQ(o.filter, "fp16");
@@ -46,11 +48,11 @@ TEST(Cli, RunWithEveryOption) {
 TEST(Cli, ListAndEnv) {
   auto l = parse({"list", "--json", "--suite", "full"});
   ASSERT_TRUE(l.command);
-  EXPECT_EQ(l.command->kind, CommandKind::list);
-  EXPECT_TRUE(l.command->options.json);
+  EXPECT_EQ(std::string(l.command->name()), "list");
+  EXPECT_TRUE(l.command->as<ListCommand>()->json);
   auto e = parse({"env"});
   ASSERT_TRUE(e.command);
-  EXPECT_EQ(e.command->kind, CommandKind::env);
+  EXPECT_EQ(std::string(e.command->name()), "env");
 }
 
 TEST(Cli, HelpAndVersionExitZero) {
@@ -124,29 +126,41 @@ TEST(Interrupt, DuplicateSignalIsIgnoredALaterOneTerminates) {
   EXPECT_EQ(first, t0);  // the first signal's time is kept
 }
 
-// Environment settings: unset or empty is "not set"; anything but a positive number is an error
-// that names the variable.
+// Environment settings: unset or empty is "not set" (the default); anything but a positive
+// number is an error that names the variable and the value.
 TEST(Environment, PositiveSettingsAreCheckedAndNamed) {
-  const char* n = "NODEBENCH_TEST_SETTING";
-  unsetenv(n);
-  EXPECT_FALSE(nb::env_positive(n, true).has_value());
-  setenv(n, "", 1);
-  EXPECT_FALSE(nb::env_positive(n, true).has_value());
-  setenv(n, "2048", 1);
-  EXPECT_DOUBLE_EQ(*nb::env_positive(n, true), 2048);
-  setenv(n, "0.5", 1);
-  EXPECT_DOUBLE_EQ(*nb::env_positive(n, false), 0.5);
-  EXPECT_THROW(nb::env_positive(n, true), nb::Error);  // not whole
+  const char* n = "NODEBENCH_NCCL_TIMEOUT_S";
+  EXPECT_DOUBLE_EQ(nb::Settings::from_map({{n, ""}}).number(n), 120.0);
+  EXPECT_DOUBLE_EQ(nb::Settings::from_map({{n, "0.5"}}).number(n), 0.5);
+  EXPECT_THROW((void)nb::Settings::from_map({{"NODEBENCH_CUDNN_WORKSPACE_MIB", "0.5"}}), nb::Error);  // not whole
   for (const char* bad : {"0", "-3", "4G", "abc", "nan", "inf"}) {
-    setenv(n, bad, 1);
     try {
-      (void)nb::env_positive(n, false);
+      (void)nb::Settings::from_map({{n, bad}});
       ADD_FAILURE() << bad << " accepted";
     } catch (const nb::Error& e) {
       EXPECT_NE(std::string(e.what()).find(std::string(n) + "='" + bad + "'"), std::string::npos) << e.what();
     }
   }
-  unsetenv(n);
+}
+
+// run --budget DURATION: hours, minutes and seconds, a plain number of seconds; anything else is
+// refused with a message that says what is accepted.
+TEST(Cli, BudgetDurations) {
+  EXPECT_DOUBLE_EQ(nb::parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(nb::parse_duration("10m"), 600);
+  EXPECT_DOUBLE_EQ(nb::parse_duration("1h30m"), 5400);
+  EXPECT_DOUBLE_EQ(nb::parse_duration("2h"), 7200);
+  EXPECT_DOUBLE_EQ(nb::parse_duration("45"), 45);
+  EXPECT_DOUBLE_EQ(nb::parse_duration("1.5m"), 90);
+  for (const char* bad : {"", "m", "10x", "1h30", "-5m", "0", "1..5s", "99999999999999999999h"})
+    EXPECT_THROW((void)nb::parse_duration(bad), nb::Error) << bad;
+  auto p = parse({"run", "--budget", "10m"});
+  ASSERT_TRUE(p.command) << p.err;
+  EXPECT_DOUBLE_EQ(*p.command->as<RunCommand>()->options.budget_s, 600);
+  auto bad = parse({"run", "--budget", "soon"});
+  EXPECT_FALSE(bad.command);
+  EXPECT_EQ(bad.exit_code, nb::kExitUsage);
+  EXPECT_NE(bad.err.find("--budget: 'soon' is not a duration"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, LateUsageErrorsPrintTheMessageAndTheUsage) {

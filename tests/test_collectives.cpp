@@ -321,7 +321,7 @@ TEST(CaseRecords, ExtraParamsMergeIntoTheCasesRecord) {
 }
 
 TEST(CaseRecords, AnalysisMergesAcrossCases) {
-  ResultFile file("", {{"run_id", "x"}});  // in memory only
+  RunDocument file(json{{"run_id", "x"}});  // in memory only
   merge_analysis(file, {{"p2p", {{"gpus", {0, 1}}, {"bandwidth_gbps", {{"a", {{nullptr, 1.0}, {2.0, nullptr}}}}}}}});
   merge_analysis(file, {{"p2p", {{"gpus", {0, 1}}, {"bandwidth_gbps", {{"b", {{nullptr, 3.0}, {4.0, nullptr}}}}}}}});
   const json& a = file.doc()["analysis"]["p2p"];

@@ -14,6 +14,7 @@
 
 #include "app/cli.hpp"
 #include "app/cmd_monitor.hpp"
+#include "output/monitor_formats.hpp"
 #include "node/monitor.hpp"
 #include "run/plan.hpp"
 #include "run/result.hpp"
@@ -306,18 +307,18 @@ TEST(Monitor, Rounds) {
 TEST(MonitorCli, Defaults) {
   auto p = parse({"monitor"});
   ASSERT_TRUE(p.command) << p.err;
-  EXPECT_EQ(p.command->kind, CommandKind::monitor);
-  EXPECT_DOUBLE_EQ(p.command->monitor.interval_s, 1);
-  EXPECT_DOUBLE_EQ(p.command->monitor.duration_s, 0);
-  EXPECT_EQ(p.command->monitor.format, "table");
-  EXPECT_EQ(p.command->monitor.gpus, "all");
+  EXPECT_EQ(std::string(p.command->name()), "monitor");
+  EXPECT_DOUBLE_EQ(p.command->as<MonitorCommand>()->options.interval_s, 1);
+  EXPECT_DOUBLE_EQ(p.command->as<MonitorCommand>()->options.duration_s, 0);
+  EXPECT_EQ(p.command->as<MonitorCommand>()->options.format, "table");
+  EXPECT_EQ(p.command->as<MonitorCommand>()->options.gpus, "all");
 }
 
 TEST(MonitorCli, EveryOption) {
   auto p = parse({"monitor", "--interval", "0.5", "--duration", "10", "--gpus", "0,3", "--format", "prometheus",
                   "--out", "/tmp/x.prom"});
   ASSERT_TRUE(p.command) << p.err;
-  const MonitorOptions& m = p.command->monitor;
+  const MonitorOptions& m = p.command->as<MonitorCommand>()->options;
   EXPECT_DOUBLE_EQ(m.interval_s, 0.5);
   EXPECT_DOUBLE_EQ(m.duration_s, 10);
   EXPECT_EQ(m.gpus, "0,3");
@@ -351,17 +352,17 @@ TEST(MonitorCli, BadValuesExit2NamingTheOption) {
 TEST(MonitorCli, RunMonitorOptionalInterval) {
   auto none = parse({"run"});
   ASSERT_TRUE(none.command);
-  EXPECT_FALSE(none.command->options.monitor_interval_s);
+  EXPECT_FALSE(none.command->as<RunCommand>()->options.monitor_interval_s);
   auto bare = parse({"run", "--monitor", "--family", "memory"});
   ASSERT_TRUE(bare.command) << bare.err;
-  EXPECT_DOUBLE_EQ(*bare.command->options.monitor_interval_s, 1.0);
-  EXPECT_EQ(bare.command->options.families, std::vector<std::string>{"memory"});
+  EXPECT_DOUBLE_EQ(*bare.command->as<RunCommand>()->options.monitor_interval_s, 1.0);
+  EXPECT_EQ(bare.command->as<RunCommand>()->options.families, std::vector<std::string>{"memory"});
   auto last = parse({"run", "--family", "memory", "--monitor"});
   ASSERT_TRUE(last.command) << last.err;
-  EXPECT_DOUBLE_EQ(*last.command->options.monitor_interval_s, 1.0);
+  EXPECT_DOUBLE_EQ(*last.command->as<RunCommand>()->options.monitor_interval_s, 1.0);
   auto given = parse({"run", "--monitor=0.25"});
   ASSERT_TRUE(given.command) << given.err;
-  EXPECT_DOUBLE_EQ(*given.command->options.monitor_interval_s, 0.25);
+  EXPECT_DOUBLE_EQ(*given.command->as<RunCommand>()->options.monitor_interval_s, 0.25);
 }
 
 TEST(MonitorSettings, NvmlLibraryIsASetting) {
@@ -380,9 +381,9 @@ TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
   Session session(ProfileDb::builtin(), settings);
   Plan plan;  // no case: only the monitor's part of run_plan is at stake
   plan.monitor_interval_s = 0.05;
-  ResultFile file("", {{"run_id", "monitor-test"}});
+  RunDocument file(json{{"run_id", "monitor-test"}});
   const RunOutcome out = run_plan(plan, session, file);
-  EXPECT_EQ(out.status, "complete");
+  EXPECT_EQ(std::string(to_string(out.status)), "complete");
   const json& doc = file.doc();
   EXPECT_FALSE(doc.contains("timeline"));
   ASSERT_TRUE(doc.contains("notes"));
@@ -392,7 +393,7 @@ TEST(RunMonitor, WithoutNvmlTheRunGoesOnWithANote) {
   EXPECT_NE(note.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << note;
   // Without --monitor: neither field.
   Plan plain;
-  ResultFile file2("", {{"run_id", "plain"}});
+  RunDocument file2(json{{"run_id", "plain"}});
   run_plan(plain, session, file2);
   EXPECT_FALSE(file2.doc().contains("notes"));
   EXPECT_FALSE(file2.doc().contains("timeline"));

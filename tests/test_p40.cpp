@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "peak/peak_rules.hpp"
 #include "bench/analysis.hpp"
 #include "bench/benchmark.hpp"
 #include "app/cli.hpp"
@@ -105,7 +106,7 @@ TEST(P40Cases, EveryCaseRunsOrSkipsAsThePascalHardwareSays) {
   const GpuInfo g = p40_gpu();
   // What a P40 lacks: tensor cores (every mma), TF32, BF16 and FP8 arithmetic.
   const std::set<std::string> gemm_skip = {"tf32", "bf16", "fp8"};
-  const std::set<std::string> peak_skip = {"bf16_fma2", "mma_fp16", "mma_bf16", "mma_tf32", "mma_int8"};
+  const std::set<std::string> peak_skip = {"bf16_fma2", "mma_fp16", "mma_bf16", "mma_tf32", "mma_int8", "mma_fp8"};
   std::map<std::string, int> seen;
   for (const auto& f : family_registry())
     for (Suite s : {Suite::quick, Suite::full})
@@ -154,6 +155,35 @@ TEST(P40Cases, Int8RunsFromComputeCapability61Up) {
       ++checked;
     }
   EXPECT_GE(checked, 2);
+}
+
+// ---- The theoretical rate the peak cases are held against at 6.1 (benchmarks/peak/peak_rules.cpp) ----
+
+TEST(P40PeakRates, Int32MultiplyAddHasNoRateOnPascalAndTheOthersTheDatasheets) {
+  // Pascal has no one-instruction 32-bit integer multiply-add (three XMAD do it), so the IMAD case
+  // gets no theoretical rate there and says why; the FP32, FP16 and DP4A rates are the P40's
+  // datasheet ones at its 1531 MHz boost clock: 11.76 TFLOPS FP32, 1/64 of it FP16, 4x DP4A.
+  const GpuInfo g = p40_gpu();
+  const double mhz = 1531;
+  const Theoretical imad = peak_theoretical("int32_imad", g.cc_major, g.cc_minor, g.sm_count, mhz, true);
+  EXPECT_FALSE(imad.rate.has_value());
+  const std::string why = imad.detail.value("none", "");
+  EXPECT_TRUE(has(why, "6.1")) << why;
+  EXPECT_TRUE(has(why, "XMAD")) << why;
+  const double fp32 = *peak_theoretical("fp32_ffma", g.cc_major, g.cc_minor, g.sm_count, mhz, true).rate;
+  EXPECT_NEAR(fp32, 11.76, 0.01);
+  EXPECT_NEAR(*peak_theoretical("fp16_hfma2", g.cc_major, g.cc_minor, g.sm_count, mhz, true).rate, fp32 / 64, 1e-9);
+  EXPECT_NEAR(*peak_theoretical("int8_dp4a", g.cc_major, g.cc_minor, g.sm_count, mhz, true).rate, 4 * fp32, 1e-9);
+  // A Volta variant of the fixture (7.0) has a one-instruction IMAD: 64 INT32 lanes per SM beside
+  // 64 FP32 lanes (Volta whitepaper), so the same rate as FP32.
+  GpuInfo v = g;
+  v.cc_major = 7;
+  v.cc_minor = 0;
+  const Theoretical v_imad = peak_theoretical("int32_imad", v.cc_major, v.cc_minor, v.sm_count, mhz, true);
+  ASSERT_TRUE(v_imad.rate.has_value());
+  EXPECT_NEAR(*v_imad.rate, *peak_theoretical("fp32_ffma", 7, 0, v.sm_count, mhz, true).rate, 1e-9);
+  // No tensor-core path at 6.1 (mma.sync would be chosen, but the cases are skipped before that).
+  EXPECT_FALSE(peak_theoretical("mma_fp16", g.cc_major, g.cc_minor, g.sm_count, mhz, true).rate.has_value());
 }
 
 // ---- The peak key of every GEMM precision at 6.1 ------------------------------------------------

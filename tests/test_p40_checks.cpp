@@ -174,9 +174,9 @@ TEST(DoctorFrom, CommandLine) {
   };
   ParseOutcome p = parse({"doctor", "--from", "node.json", "--archs", "61-real"});
   ASSERT_TRUE(p.command);
-  EXPECT_EQ(p.command->kind, CommandKind::doctor);
-  EXPECT_EQ(p.command->validate.doctor_from, "node.json");
-  EXPECT_EQ(p.command->validate.doctor_archs, "61-real");
+  EXPECT_EQ(std::string(p.command->name()), "doctor");
+  EXPECT_EQ(p.command->as<DoctorCommand>()->options.from, "node.json");
+  EXPECT_EQ(p.command->as<DoctorCommand>()->options.archs, "61-real");
   p = parse({"doctor", "--archs", "61-real"});
   EXPECT_FALSE(p.command);
   EXPECT_EQ(p.exit_code, kExitUsage);

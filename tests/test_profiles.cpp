@@ -184,7 +184,7 @@ TEST(Profiles, EveryRateAtThePeakClock) {
     const char* unit;
   } pairs[] = {{"fp32_tflops", "fp32_ffma"},          {"fp64_tflops", "fp64_dfma"},       {"fp16_tflops", "fp16_hfma2"},
                {"fp16_tensor_tflops", "mma_fp16"},    {"bf16_tensor_tflops", "mma_bf16"}, {"tf32_tflops", "mma_tf32"},
-               {"int8_dp4a_tops", "int8_dp4a"}};
+               {"int8_dp4a_tops", "int8_dp4a"},      {"fp8_tflops", "mma_fp8"}};
   int checked = 0;
   const ProfileDb db = ProfileDb::builtin();
   for (const DeviceProfile& p : db.profiles()) {

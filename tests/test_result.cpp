@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "run/case_records.hpp"
+#include "output/json_file.hpp"
 #include "run/result.hpp"
 
 using namespace nb;
@@ -128,7 +129,8 @@ TEST(ResultFile, WritesCompleteDocumentsAtomically) {
                                                 {"cudnn_version", nullptr}, {"nccl_version", nullptr}}},
                                   {"nvml", {{"available", false}, {"error", "test"}}},
                                   {"gpus", json::array()}}}};
-  ResultFile f(path, header, 1e9);  // never rewrite between records on its own
+  RunDocument d(header);
+  JsonResultFile f(path, d, 1e9);  // never rewrite between records on its own
   {
     std::ifstream in(path);
     const json first = json::parse(in);
@@ -145,11 +147,17 @@ TEST(ResultFile, WritesCompleteDocumentsAtomically) {
   out.peak_key = "fp32_tflops";
   RecordInput in{&c, {0}, Status::ok, "", &out, &g, ClockSnapshot{1980.0, 3201.0, 40.0, 300.0, 0x4ull}, std::nullopt,
                  true, "2026-11-29T00:00:00.000Z", 0.5};
-  f.add(make_record(in));
+  d.add(make_record(in));
+  f.recorded(d, d.doc()["records"].back(), Progress{});
   RecordInput skip{&c, {0}, Status::skipped, "needs two GPUs", nullptr, &g, std::nullopt, std::nullopt, true,
                    "2026-11-29T00:00:01.000Z", 0};
-  f.add(make_record(skip));
-  f.finish("complete");
+  d.add(make_record(skip));
+  {
+    std::ifstream mid(path);
+    EXPECT_EQ(json::parse(mid)["records"].size(), 0u);  // throttled: not rewritten yet
+  }
+  d.finish("complete");
+  f.finished(d);
   std::ifstream in2(path);
   const json done = json::parse(in2);
   EXPECT_EQ(done["run_status"], "complete");

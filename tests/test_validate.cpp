@@ -505,26 +505,26 @@ TEST(Report, PrometheusTextfile) {
 TEST(CliValidate, DoctorAndValidateOptions) {
   auto d = parse({"doctor", "--json", "--no-load"});
   ASSERT_TRUE(d.command) << d.err;
-  EXPECT_EQ(d.command->kind, CommandKind::doctor);
-  EXPECT_TRUE(d.command->options.json);
-  EXPECT_TRUE(d.command->validate.no_load);
+  EXPECT_EQ(std::string(d.command->name()), "doctor");
+  EXPECT_TRUE(d.command->as<DoctorCommand>()->options.json);
+  EXPECT_TRUE(d.command->as<DoctorCommand>()->options.no_load);
   auto v = parse({"validate"});
   ASSERT_TRUE(v.command) << v.err;
-  EXPECT_EQ(v.command->kind, CommandKind::validate);
-  EXPECT_EQ(v.command->validate.level, 2);
-  EXPECT_EQ(v.command->validate.profile, "auto");
+  EXPECT_EQ(std::string(v.command->name()), "validate");
+  EXPECT_EQ(v.command->as<ValidateCommand>()->options.level, 2);
+  EXPECT_EQ(v.command->as<ValidateCommand>()->options.profile, "auto");
   auto all = parse({"validate", "--profile", "Tesla P40", "--level", "3", "--out", "/tmp/v", "--junit", "/tmp/v/j.xml",
                     "--prometheus", "/tmp/v/n.prom", "--gpus", "0,1", "--quiet"});
   ASSERT_TRUE(all.command) << all.err;
   const Command& c = *all.command;
-  EXPECT_EQ(c.validate.profile, "Tesla P40");
-  EXPECT_EQ(c.validate.level, 3);
-  EXPECT_EQ(c.options.out_dir, "/tmp/v");
-  EXPECT_EQ(c.validate.junit_file, "/tmp/v/j.xml");
-  EXPECT_EQ(c.validate.prometheus_file, "/tmp/v/n.prom");
-  EXPECT_EQ(c.options.gpus, "0,1");
-  EXPECT_TRUE(c.options.quiet);
-  EXPECT_EQ(parse({"validate", "--level", "1"}).command->validate.level, 1);
+  EXPECT_EQ(c.as<ValidateCommand>()->options.profile, "Tesla P40");
+  EXPECT_EQ(c.as<ValidateCommand>()->options.level, 3);
+  EXPECT_EQ(c.as<ValidateCommand>()->run.out_dir, "/tmp/v");
+  EXPECT_EQ(c.as<ValidateCommand>()->options.junit_file, "/tmp/v/j.xml");
+  EXPECT_EQ(c.as<ValidateCommand>()->options.prometheus_file, "/tmp/v/n.prom");
+  EXPECT_EQ(c.as<ValidateCommand>()->run.gpus, "0,1");
+  EXPECT_TRUE(c.as<ValidateCommand>()->run.quiet);
+  EXPECT_EQ(parse({"validate", "--level", "1"}).command->as<ValidateCommand>()->options.level, 1);
 }
 
 TEST(CliValidate, BadOptionsExitTwo) {

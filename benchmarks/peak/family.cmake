@@ -1,1 +1,1 @@
-nb_family(peak SOURCES peak.cpp KERNELS peak)
+nb_family(peak SOURCES peak.cpp peak_rules.cpp KERNELS peak)

@@ -1,13 +1,15 @@
 // Command-line parsing. Pure: it reads arguments and returns a command or an error with its
-// exit code and message, so that the parser is unit-tested without a GPU.
+// exit code and message, so that the parser is unit-tested without a GPU. Each subcommand has
+// its own type, holding the options of the layer that carries it out (run/options.hpp,
+// check/options.hpp, advise/options.hpp).
 #pragma once
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "advise/options.hpp"
 #include "base/exit_codes.hpp"
-#include "bench/benchmark.hpp"
 #include "check/options.hpp"
 #include "run/options.hpp"
 
@@ -22,15 +24,38 @@ struct MonitorOptions {
   std::string out_file;         // empty: stdout (prometheus needs a file)
 };
 
-enum class CommandKind { list, run, env, doctor, validate, monitor, advise };
+struct ListCommand {
+  RunOptions selection;  // suite, families, filter
+  bool json = false;
+};
+struct RunCommand {
+  RunOptions options;
+};
+struct EnvCommand {
+  bool json = false;
+};
+struct DoctorCommand {
+  DoctorOptions options;
+};
+struct ValidateCommand {
+  ValidateOptions options;
+  RunOptions run;  // --gpus, --out, --quiet, --algo-cache of the benchmarks it runs
+};
+struct MonitorCommand {
+  MonitorOptions options;
+};
+struct AdviseCommand {
+  AdviseOptions options;
+};
 
 struct Command {
-  CommandKind kind = CommandKind::run;
-  RunOptions options;
-  ValidateOptions validate;
-  MonitorOptions monitor;
-  AdviseOptions advise;
+  std::variant<ListCommand, RunCommand, EnvCommand, DoctorCommand, ValidateCommand, MonitorCommand, AdviseCommand> what;
   std::vector<std::string> argv;  // as given, for the result file
+  template <class T>
+  const T* as() const {
+    return std::get_if<T>(&what);
+  }
+  const char* name() const;  // "run", "validate", ...
 };
 
 struct ParseOutcome {
@@ -46,11 +71,8 @@ ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the
 // --family, say), as after a parse error.
 std::string usage_of(const std::string& subcommand);
 
-// A setting read from the environment: unset or empty gives nullopt; a value that is not a
-// positive number (an integer where `integer`) throws nb::Error naming the variable. `run` and
-// `validate` check the documented ones before starting (bad value: exit 2), so no case fails on one.
-std::optional<double> env_positive(const char* name, bool integer);
-// The documented settings (`--help`): NODEBENCH_CUDNN_WORKSPACE_MIB, NODEBENCH_NCCL_TIMEOUT_S.
+// Parses every declared NODEBENCH_* setting into the settings in force (bench/settings.hpp);
+// throws nb::Error naming a bad one, warns on stderr about names that are no setting.
 void check_environment_settings();
 
 }  // namespace nb

@@ -1,4 +1,4 @@
-#include "app/cmd_advise.hpp"
+#include "app/commands.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -8,8 +8,8 @@
 
 namespace nb {
 
-int cmd_advise(const Command& cmd) {
-  const AdviseOptions& o = cmd.advise;
+int cmd_advise(const AdviseCommand& c) {
+  const AdviseOptions& o = c.options;
   try {
     if (o.files.empty() && o.profile.empty())
       throw Error("give result files (nodebench advise RESULT.json...) or a what-if (--profile NAME --gpus N --link L)");

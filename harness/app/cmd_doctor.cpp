@@ -13,15 +13,17 @@ namespace nb {
 using nlohmann::json;
 using namespace doctor_detail;
 
-int cmd_doctor(const Command& cmd) {
+namespace {
+
+int doctor_live(const DoctorOptions& o) {
   Nvml nvml;
   const Environment env = capture_environment(nvml, ProfileDb::builtin());
   DoctorInput in;
   in.environment = env.json;
   in.cuda_architectures = NODEBENCH_CUDA_ARCHITECTURES;
-  in.live = gather_live_facts(nvml, env, !cmd.validate.no_load);
+  in.live = gather_live_facts(nvml, env, !o.no_load);
   const std::vector<Check> checks = run_doctor_rules(in);
-  if (cmd.options.json) {
+  if (o.json) {
     std::cout << doctor_report_json(in, checks).dump(2) << "\n";
   } else {
     std::cout << "nodebench doctor: " << env.gpus.size() << " GPU(s) visible, driver "
@@ -36,18 +38,18 @@ int cmd_doctor(const Command& cmd) {
   return count_checks(checks).fail ? kExitCaseFailed : kExitOk;
 }
 
-int cmd_doctor_from(const Command& cmd) {
-  const std::string& path = cmd.validate.doctor_from;
+int doctor_from(const DoctorOptions& o) {
+  const std::string& path = o.from;
   CapturedNode node;
   std::vector<Check> checks;
   try {
     node = load_captured_node(path);
-    checks = judge_captured_node(node, cmd.validate.doctor_archs);
+    checks = judge_captured_node(node, o.archs);
   } catch (const Error& e) {
     std::cerr << "nodebench: doctor --from: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (cmd.options.json) {
+  if (o.json) {
     json report = doctor_report_json(node.input, checks);
     report["from"] = {{"file", path}, {"kind", to_string(node.kind)}};
     std::cout << report.dump(2) << "\n";
@@ -71,5 +73,9 @@ int cmd_doctor_from(const Command& cmd) {
   }
   return count_checks(checks).fail ? kExitCaseFailed : kExitOk;
 }
+
+}  // namespace
+
+int cmd_doctor(const DoctorCommand& c) { return c.options.from.empty() ? doctor_live(c.options) : doctor_from(c.options); }
 
 }  // namespace nb

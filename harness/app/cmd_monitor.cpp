@@ -1,4 +1,5 @@
 #include "app/cmd_monitor.hpp"
+#include "output/monitor_formats.hpp"
 
 #include <unistd.h>
 
@@ -56,8 +57,8 @@ std::vector<MonitoredGpu> monitored_gpus(const Nvml& nvml, const std::vector<int
   return out;
 }
 
-int cmd_monitor(const Command& cmd) {
-  const MonitorOptions& mo = cmd.monitor;
+int cmd_monitor(const MonitorCommand& c) {
+  const MonitorOptions& mo = c.options;
   const Nvml nvml(current_settings().text("NODEBENCH_NVML_LIBRARY"));
   if (!nvml.available()) {
     std::cerr << "nodebench: monitor reads the GPUs through NVML, which is unavailable: " << nvml.error()
@@ -90,37 +91,24 @@ int cmd_monitor(const Command& cmd) {
   }
   std::ostream& os = file.is_open() ? static_cast<std::ostream&>(file) : std::cout;
   const bool live = mo.format == "table" && !file.is_open() && isatty(STDOUT_FILENO) != 0;
+  std::unique_ptr<Reporter> out;
+  if (mo.format == "csv") out = std::make_unique<CsvSamples>(os);
+  else if (mo.format == "jsonl") out = std::make_unique<JsonlSamples>(os);
+  else if (prom) out = std::make_unique<PrometheusSamples>(mo.out_file);
+  else out = std::make_unique<TableSamples>(os, gpus, mo.interval_s, live);
 
   install_handlers();
   const size_t rounds = monitor_rounds(mo.interval_s, mo.duration_s);
   std::vector<NvlinkState> nvlink(gpus.size());
   const double t0 = monotonic_s();
-  if (mo.format == "csv") os << csv_header() << "\n";
   for (size_t tick = 0; !g_stop.load() && (rounds == 0 || tick < rounds); ++tick) {
     std::vector<GpuSample> latest;
     for (size_t i = 0; i < gpus.size(); ++i) latest.push_back(sample_gpu(nvml, gpus[i], monotonic_s() - t0, unix_now(), nvlink[i]));
-    if (mo.format == "csv") {
-      for (const auto& s : latest) os << csv_line(s) << "\n";
-    } else if (mo.format == "jsonl") {
-      for (const auto& s : latest) os << jsonl_line(s) << "\n";
-    } else if (prom) {
-      try {
-        write_file_atomic(mo.out_file, prometheus_text(latest, unix_now()));
-      } catch (const Error& e) {
-        std::cerr << "nodebench: --out: " << e.what() << "\n";
-        if (tick == 0) return kExitUsage;  // a path that never worked is a usage error
-      }
-    } else {
-      const std::time_t t = std::time(nullptr);
-      char when[32];
-      std::tm tm{};
-      localtime_r(&t, &tm);
-      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-      if (live) os << "\033[H\033[2J";
-      os << "nodebench monitor  " << when << "  every " << mo.interval_s << " s" << (live ? "  (Ctrl-C to stop)" : "")
-         << "\n";
-      for (const auto& g : gpus) os << "  gpu " << g.label << ": " << g.name << "  " << g.uuid << "\n";
-      os << table_text(latest) << (live ? "" : "\n");
+    try {
+      out->sampled(latest, unix_now());
+    } catch (const Error& e) {
+      std::cerr << "nodebench: --out: " << e.what() << "\n";
+      if (tick == 0) return kExitUsage;  // a path that never worked is a usage error
     }
     os.flush();
     if (!os) {

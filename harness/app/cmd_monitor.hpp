@@ -5,12 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.hpp"
+#include "app/commands.hpp"
 #include "node/monitor.hpp"
 
 namespace nb {
-
-int cmd_monitor(const Command& cmd);
 
 // The GPUs to watch, by NVML index, with their uuid and name.
 std::vector<MonitoredGpu> monitored_gpus(const Nvml& nvml, const std::vector<int>& nvml_indices);

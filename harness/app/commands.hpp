@@ -1,16 +1,23 @@
-// The commands, one function each: they take the parsed command and return the process exit code.
+// The commands, one function each: they take their parsed command (and the argument list, for
+// the result file) and return the process exit code.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "app/cli.hpp"
 
 namespace nb {
 
-int cmd_list(const Command& cmd);
-int cmd_run(const Command& cmd);
-int cmd_env(const Command& cmd);
-int cmd_doctor(const Command& cmd);
-int cmd_doctor_from(const Command& cmd);
-int cmd_validate(const Command& cmd);
-int cmd_monitor(const Command& cmd);
-int cmd_advise(const Command& cmd);
+using Argv = std::vector<std::string>;
+int cmd_list(const ListCommand& c);
+int cmd_run(const RunCommand& c, const Argv& argv);
+int cmd_env(const EnvCommand& c);
+int cmd_doctor(const DoctorCommand& c);  // live, or --from a capture
+int cmd_validate(const ValidateCommand& c, const Argv& argv);
+int cmd_monitor(const MonitorCommand& c);
+int cmd_advise(const AdviseCommand& c);
+
+// Runs the parsed command.
+int dispatch(const Command& cmd);
 
 }  // namespace nb

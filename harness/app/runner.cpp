@@ -20,7 +20,9 @@
 #include <sstream>
 
 #include "cluster/cluster.hpp"
+#include "output/console.hpp"
 #include "output/gbench_out.hpp"
+#include "output/json_file.hpp"
 #include "cluster/mpi.hpp"
 #include "run/plan.hpp"
 #include "run/header.hpp"
@@ -77,40 +79,6 @@ ProfileDb load_profiles(const RunOptions& o) {
   return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
 }
 
-// "0,1" from [0, 1].
-std::string gpu_list(const json& gpus) {
-  std::string out;
-  for (const auto& g : gpus) {
-    if (!out.empty()) out.push_back(',');
-    out.append(std::to_string(g.get<int>()));
-  }
-  return out;
-}
-
-std::string human_time(double s) {
-  if (s < 1e-3) return fmt(s * 1e6, 2) + " us";
-  if (s < 1) return fmt(s * 1e3, 3) + " ms";
-  return fmt(s, 3) + " s";
-}
-
-// "742.1 tflops (75.0% of peak)" or the reason.
-std::string headline(const json& r) {
-  const std::string status = r["status"];
-  if (status != "ok" && status != "wrong") return r["reason"].is_string() ? r["reason"].get<std::string>() : "";
-  std::string s;
-  for (const char* m : {"tflops", "tops", "gbps", "busbw_gbps", "algbw_gbps", "latency_us"}) {
-    // busbw is 0 on one rank by definition: algbw says more there.
-    if (std::string(m) == "busbw_gbps" && r["metrics"].value(m, 0.0) <= 0) continue;
-    if (r["metrics"].contains(m) && r["metrics"][m].is_number()) {
-      s = fmt(r["metrics"][m].get<double>(), 2) + " " + m;
-      break;
-    }
-  }
-  if (r["percent_of_peak"].is_object()) s += " (" + fmt(r["percent_of_peak"]["percent"].get<double>(), 1) + "% of peak)";
-  if (status == "wrong") s += "  WRONG: " + r["reason"].get<std::string>();
-  return s;
-}
-
 std::string result_file_name(const json& env, const std::string& run_id) {
   std::string host = env["host"].value("hostname", "host");
   for (char& c : host)
@@ -127,32 +95,10 @@ std::string result_file_name(const json& env, const std::string& run_id) {
 
 namespace {
 
-void print_summary(const json& doc, std::ostream& os) {
-  os << "\n" << std::left << std::setw(58) << "case" << std::setw(6) << "gpu" << std::setw(9) << "status"
-     << std::setw(13) << "median" << std::setw(8) << "cv" << "result\n";
-  for (const auto& r : doc["records"]) {
-    const std::string gpus = gpu_list(r["gpus"]);
-    std::string med = "-", cv = "-";
-    if (r["stats"].is_object()) {
-      med = human_time(r["stats"]["median"].get<double>());
-      cv = fmt(100.0 * r["stats"]["cv"].get<double>(), 2) + "%";
-    }
-    std::string flags;
-    for (const auto& f : r["flags"])
-      if (f != "clock_unknown") flags.append(" [").append(f.get<std::string>()).append("]");
-    os << std::left << std::setw(58) << r["id"].get<std::string>() << std::setw(6) << gpus << std::setw(9)
-       << r["status"].get<std::string>() << std::setw(13) << med << std::setw(8) << cv << headline(r) << flags
-       << "\n";
-  }
-  const json& s = doc["summary"];
-  os << "\n" << s["total"] << " cases: " << s["ok"] << " ok, " << s["skipped"] << " skipped, " << s["failed"]
-     << " failed, " << s["wrong"] << " wrong; " << fmt(s["wall_time_s"].get<double>(), 1) << " s\n";
-}
-
 }  // namespace
 
-int cmd_list(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+int cmd_list(const ListCommand& lc) {
+  const RunOptions& o = lc.selection;
   std::vector<Case> cases;
   try {
     cases = select_cases(o.suite, o.families, o.filter);
@@ -163,7 +109,7 @@ int cmd_list(const Command& cmd) {
   Nvml nvml;
   const Environment env = capture_environment(nvml, ProfileDb::builtin());
   json out = json::array();
-  if (!o.json) {
+  if (!lc.json) {
     std::cout << "Families:\n";
     for (const auto& f : family_registry()) std::cout << "  " << std::left << std::setw(12) << f->name() << f->description() << "\n";
     if (env.gpus.empty()) std::cout << "No GPU visible (" << env.cuda_error << "): whether a case can run is unknown.\n";
@@ -179,16 +125,16 @@ int cmd_list(const Command& cmd) {
     }
     if (env.gpus.empty()) line = "  unknown (no GPU)";
     out.push_back({{"id", c.id()}, {"family", c.family}, {"case", c.name}, {"params", c.params}, {"availability", avail}});
-    if (!o.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
+    if (!lc.json) std::cout << "  " << std::left << std::setw(48) << c.id() << line << "\n";
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
+  if (lc.json) std::cout << out.dump(2) << "\n";
   return kExitOk;
 }
 
-int cmd_env(const Command& cmd) {
+int cmd_env(const EnvCommand& c) {
   Nvml nvml;
   const Environment env = capture_environment(nvml, ProfileDb::builtin());
-  if (cmd.options.json) {
+  if (c.json) {
     std::cout << env.json.dump(2) << "\n";
     return kExitOk;
   }
@@ -214,32 +160,6 @@ int cmd_env(const Command& cmd) {
 }
 
 namespace {
-
-// Progress: case i of n, elapsed, and an estimate of what is left from the pace so far;
-// redrawn in place on a terminal, one line per case otherwise (a log).
-class Progress {
- public:
-  explicit Progress(bool quiet) : quiet_(quiet), tty_(isatty(STDOUT_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
-  void record(const json& rec, size_t done, size_t total) {
-    if (quiet_) return;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const double left = done > 0 ? elapsed / double(done) * double(total - std::min(done, total)) : 0;
-    std::string where = (rec["gpus"].size() > 1 ? " gpus " : " gpu") + gpu_list(rec["gpus"]);
-    if (rec.contains("rank")) where = " rank" + std::to_string(rec["rank"].get<int>()) + where;
-    std::ostringstream line;
-    line << "[" << std::setw(int(std::to_string(total).size())) << done << "/" << total << " " << fmt(elapsed, 0)
-         << " s, ~" << fmt(left, 0) << " s left] " << std::left << std::setw(52) << rec["id"].get<std::string>() << where
-         << "  " << std::setw(8) << rec["status"].get<std::string>() << headline(rec) << "  ("
-         << fmt(rec["duration_s"].get<double>(), 2) << " s)";
-    if (tty_) std::cout << "\r\033[K";
-    std::cout << line.str() << (tty_ && done < total ? "" : "\n") << std::flush;
-    if (tty_ && rec["status"] != "ok") std::cout << "\n";  // keep failures and skips on screen
-  }
-
- private:
-  bool quiet_, tty_;
-  std::chrono::steady_clock::time_point t0_;
-};
 
 // argv without --runs N / --runs=N and without an --out-file (each run names its own file).
 std::vector<std::string> child_args(const std::vector<std::string>& argv) {
@@ -275,8 +195,7 @@ int run_child(const std::vector<std::string>& args) {
 // --runs N: the same run N times, each in a fresh process (a fresh CUDA context and, unless an
 // algorithm cache is given, a fresh algorithm search), then one file whose records (the last
 // run's) carry each case's spread over the runs.
-int run_repeated(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+int run_repeated(const RunOptions& o, const Argv& argv) {
   const std::string stem = o.out_file.empty() ? (fs::path(o.out_dir) / ("nodebench-runs-" + make_run_id().substr(0, 8))).string()
                                               : fs::path(o.out_file).replace_extension("").string();
   std::vector<std::string> files;
@@ -284,7 +203,7 @@ int run_repeated(const Command& cmd) {
   int worst = kExitOk;
   for (size_t i = 1; i <= o.runs; ++i) {
     const std::string file = stem + "-run" + std::to_string(i) + ".json";
-    std::vector<std::string> args = child_args(cmd.argv);
+    std::vector<std::string> args = child_args(argv);
     args.push_back("--out-file");
     args.push_back(file);
     std::cout << "== run " << i << " of " << o.runs << ": " << file << std::endl;
@@ -316,8 +235,80 @@ int run_repeated(const Command& cmd) {
 
 }  // namespace
 
-int cmd_run(const Command& cmd) {
-  const RunOptions& o = cmd.options;
+namespace {
+
+// The result file's path (rank 0; other ranks keep their records in memory and send them to it),
+// its folder made; an error message when it cannot be.
+std::string result_path(const RunOptions& o, const Session& session, const std::string& run_id, std::string& path) {
+  path = cluster::root() ? o.out_file : "";
+  try {
+    if (!cluster::root()) return "";
+    if (path.empty()) {
+      fs::create_directories(o.out_dir);
+      path = (fs::path(o.out_dir) / result_file_name(session.env().json, run_id)).string();
+    } else if (fs::path(path).has_parent_path()) {
+      fs::create_directories(fs::path(path).parent_path());
+    }
+  } catch (const fs::filesystem_error& e) {
+    return std::string("cannot create the output folder: ") + e.what();
+  }
+  return "";
+}
+
+std::string start_line(const RunOptions& o, const Plan& plan, const std::string& path) {
+  const size_t steps = schedule(plan).size();
+  return "nodebench " + std::string(NODEBENCH_VERSION) + ": " + std::to_string(plan.cases.size()) + " case(s) x " +
+         std::to_string(plan.gpus.size()) + " GPU(s)" +
+         (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "") + " (" +
+         std::to_string(steps) + " runs" + (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "") +
+         "), suite " + to_string(o.suite) +
+         (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string()) +
+         "; results: " + path;
+}
+
+// What a run writes (rank 0): the result file first, then the console and --gbench-out.
+struct Outputs {
+  std::optional<JsonResultFile> file;
+  std::optional<ConsoleProgress> progress;
+  std::optional<GbenchJson> gbench;
+  std::optional<ConsoleSummary> summary;
+  std::vector<Reporter*> list;
+  void attach(const RunOptions& o, const std::string& start) {
+    if (file) list.push_back(&*file);
+    progress.emplace(std::cout, start, o.quiet, isatty(STDOUT_FILENO) != 0);
+    list.push_back(&*progress);
+    if (!o.gbench_out.empty()) list.push_back(&gbench.emplace(o.gbench_out));
+    list.push_back(&summary.emplace(std::cout));
+  }
+};
+
+int finish_run(const RunOptions& o, const RunOutcome& outcome, const RunDocument& doc, const std::string& path) {
+  bool file_failed = false;
+  for (const auto& [what, err] : outcome.output_errors) {
+    std::cerr << "nodebench: could not write the " << what << ": " << err << "\n";
+    file_failed = file_failed || what == "JSON result file";
+  }
+  if (!cluster::root()) {
+    // Rank 0 reports the whole run; this rank's exit code says how its own part went.
+    if (!outcome.error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << outcome.error << "\n";
+    return outcome.status == RunStatus::complete ? kExitOk : kExitCaseFailed;
+  }
+  if (!o.gbench_out.empty() && outcome.output_errors.empty()) std::cout << "Google Benchmark JSON: " << o.gbench_out << "\n";
+  for (const auto& v : outcome.verdict_lines) std::cout << v << "\n";
+  std::cout << "results: " << path << "\n";
+  if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
+  if (outcome.status == RunStatus::interrupted)
+    std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";
+  const json& s = doc.doc()["summary"];
+  if (file_failed || outcome.status != RunStatus::complete || s["failed"].get<int>() > 0 || s["wrong"].get<int>() > 0)
+    return kExitCaseFailed;
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_run(const RunCommand& c, const Argv& argv) {
+  const RunOptions& o = c.options;
   if (o.runs > 1) {
     if (mpi::launched()) {
       std::cerr << "nodebench: --runs repeats the run in fresh processes and cannot be used under an MPI launcher; "
@@ -325,7 +316,7 @@ int cmd_run(const Command& cmd) {
       return kExitUsage;
     }
     try {
-      return run_repeated(cmd);
+      return run_repeated(o, argv);
     } catch (const std::exception& e) {
       std::cerr << "nodebench: " << e.what() << "\n";
       return kExitCaseFailed;
@@ -355,11 +346,10 @@ int cmd_run(const Command& cmd) {
               << "\n";
     return kExitNoGpu;
   }
-  Plan plan;
-  plan.cases = std::move(cases);
+  std::vector<int> gpus;
   std::string gpu_error;
   try {
-    plan.gpus = parse_gpu_list(o.gpus, int(session.env().gpus.size()));
+    gpus = parse_gpu_list(o.gpus, int(session.env().gpus.size()));
   } catch (const Error& e) {
     gpu_error = e.what();
   }
@@ -367,95 +357,34 @@ int cmd_run(const Command& cmd) {
     std::cerr << "nodebench: " << (gpu_error.empty() ? "another MPI rank rejected --gpus" : gpu_error) << "\n";
     return kExitUsage;
   }
-  const bool shared = cluster::gpu_shared(plan.gpus);
-  plan.gpus = cluster::local_gpus(plan.gpus);
+  const bool shared = cluster::gpu_shared(gpus);
+  gpus = cluster::local_gpus(gpus);
   if (shared && cluster::root())
     std::cerr << "nodebench: more MPI ranks on a host than GPUs: per-GPU cases are skipped (shared GPU)\n";
-
-  const double max_time = o.max_time_s.value_or(default_max_time(o.suite));
-  plan.base.target_cv = o.target_cv;
-  plan.base.min_samples = o.min_samples;
-  plan.base.max_time_s = max_time;
-  plan.base.fixed_samples = o.repetitions;
-  plan.l2 = o.l2;
-  plan.concurrent = !o.one_gpu_at_a_time;
-  plan.memory_fraction = o.memory_fraction;
-  plan.global_batch = o.global_batch;
-  plan.algo_cache_file = o.algo_cache_file;
-  plan.algo_search = o.algo_search;
-  plan.monitor_interval_s = o.monitor_interval_s;
+  const Plan plan = make_plan(o, session, std::move(cases), gpus);
 
   const std::string run_id = cluster::from_root(make_run_id());
-  std::string path = cluster::root() ? o.out_file : "";
-  std::string out_error;
-  try {
-    if (!cluster::root()) {
-      // Other ranks keep their records in memory and send them to rank 0.
-    } else if (path.empty()) {
-      fs::create_directories(o.out_dir);
-      path = (fs::path(o.out_dir) / result_file_name(session.env().json, run_id)).string();
-    } else if (fs::path(path).has_parent_path()) {
-      fs::create_directories(fs::path(path).parent_path());
-    }
-  } catch (const fs::filesystem_error& e) {
-    out_error = std::string("cannot create the output folder: ") + e.what();
-  }
-  if (!cluster::all_ok(out_error.empty())) {
-    std::cerr << "nodebench: " << (out_error.empty() ? "rank 0 cannot write the result file" : out_error) << "\n";
+  std::string path;
+  if (const std::string err = result_path(o, session, run_id, path); !cluster::all_ok(err.empty())) {
+    std::cerr << "nodebench: " << (err.empty() ? "rank 0 cannot write the result file" : err) << "\n";
     return kExitUsage;
   }
-  json header = run_header(cmd.argv, session, o, max_time, run_id);
+  json header = run_header(argv, session, o, plan.base.max_time_s, run_id);
   cluster::gather_environment(header["environment"], plan.gpus.front());
-  std::optional<ResultFile> file;
+  RunDocument doc(header);
+  Outputs outs;
   try {
-    file.emplace(path, header);
+    if (cluster::root()) outs.file.emplace(path, doc);
   } catch (const Error& e) {
     std::cerr << "nodebench: " << e.what() << "\n";
     return kExitUsage;
   }
   install_signal_handlers();
-  size_t steps = schedule(plan).size();
-  if (cluster::root())
-    std::cout << "nodebench " << NODEBENCH_VERSION << ": " << plan.cases.size() << " case(s) x " << plan.gpus.size()
-              << " GPU(s)" << (cluster::active() ? " x " + std::to_string(cluster::size()) + " MPI rank(s)" : "")
-              << " (" << steps << " runs" << (plan.concurrent && plan.gpus.size() > 1 ? ", GPUs at once where sound" : "")
-              << "), suite " << to_string(o.suite)
-              << (o.monitor_interval_s ? "; GPUs sampled every " + fmt(*o.monitor_interval_s, 2) + " s" : std::string())
-              << "; results: " << path << std::endl;
-
-  Progress progress(o.quiet);
+  if (cluster::root()) outs.attach(o, start_line(o, plan, path));
   RunHooks hooks;
-  hooks.on_record = [&](const json& rec, size_t done, size_t total) { progress.record(rec, done, total); };
   hooks.stop_requested = [] { return g_interrupted.load(); };
-  RunOutcome outcome;
-  try {
-    outcome = run_plan(plan, session, *file, hooks);
-  } catch (const Error& e) {
-    std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
-    return kExitCaseFailed;
-  }
-  if (!cluster::root()) {
-    // Rank 0 reports the whole run; this rank's exit code says how its own part went.
-    if (!outcome.error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << outcome.error << "\n";
-    return outcome.status == "complete" ? kExitOk : kExitCaseFailed;
-  }
-  if (!o.gbench_out.empty()) {
-    try {
-      write_gbench_json(file->doc(), o.gbench_out);
-      std::cout << "Google Benchmark JSON: " << o.gbench_out << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "nodebench: could not write --gbench-out '" << o.gbench_out << "': " << e.what() << "\n";
-    }
-  }
-  print_summary(file->doc(), std::cout);
-  for (const auto& v : outcome.verdict_lines) std::cout << v << "\n";
-  std::cout << "results: " << path << "\n";
-  if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
-  if (outcome.status == "interrupted")
-    std::cerr << "nodebench: interrupted; the cases measured so far are in " << path << "\n";
-  const json& s = file->doc()["summary"];
-  if (outcome.status != "complete" || s["failed"].get<int>() > 0 || s["wrong"].get<int>() > 0) return kExitCaseFailed;
-  return kExitOk;
+  const RunOutcome outcome = run_plan(plan, session, doc, outs.list, hooks);
+  return finish_run(o, outcome, doc, path);
 }
 
 

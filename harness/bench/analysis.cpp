@@ -97,7 +97,16 @@ json fp16_vs_fp32(const json& records, const std::vector<GpuBrief>& gpus) {
     };
     const double p32 = peak("fp32_ffma");
     add("peak: fp16_hfma2 / fp32_ffma", p32, peak("fp16_hfma2"), "peak");
-    add("peak: mma_fp16 / fp32_ffma", p32, peak("mma_fp16"), "peak");
+    // A tensor case that measured another instruction than the GPU's dense path says so in its
+    // details (mma.sync where the dense rate needs tcgen05): the row says it too.
+    auto tensor_note = [&](const char* unit) {
+      for (const auto& r : records)
+        if (r["family"] == "peak" && r["params"].value("unit", "") == unit && record_on(r, g) &&
+            r.contains("details") && r["details"].is_object() && r["details"].value("dense_tensor_peak", true) == false)
+          return std::string(" (mma.sync, not the dense tensor rate)");
+      return std::string();
+    };
+    add("peak: mma_fp16" + tensor_note("mma_fp16") + " / fp32_ffma", p32, peak("mma_fp16"), "peak");
     // GEMM: the largest square size where both ran, best API of each.
     std::map<int64_t, std::pair<double, double>> by_size;
     for (const auto& r : records) {

@@ -42,6 +42,17 @@ struct SkipCase {
 
 class CaseContext;
 
+// What a case predicts it costs (the run's estimate of time left and --budget, run/estimate.hpp):
+// `setup_s` (allocation, algorithm search, verification, warm-up) and `sample_s` (its timed
+// sampling; scaled when a budget shortens sampling). `kind` groups cases that run at one pace:
+// the estimate calibrates each kind by the cases of it done so far.
+struct CaseCost {
+  std::string kind;
+  double setup_s = 0;
+  double sample_s = 0;
+  double total() const { return setup_s + sample_s; }
+};
+
 struct Case {
   std::string family;
   std::string name;  // unique within the family; built from params
@@ -55,6 +66,9 @@ struct Case {
   int min_gpus = 1;
   // Set from the family (Family::shares_host) when cases are selected.
   bool shares_host = false;
+  // Its predicted cost on a GPU with a sampling config; null: the default (the sampling cap
+  // and a fixed setup, kind = family).
+  std::function<CaseCost(const GpuInfo&, const MeasureConfig&)> cost;
   std::string id() const { return family + "/" + name; }
 };
 

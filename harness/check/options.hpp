@@ -4,14 +4,18 @@
 
 namespace nb {
 
+struct DoctorOptions {
+  bool json = false;             // the checks as JSON
+  bool no_load = false;          // read the PCIe link without loading the GPU
+  std::string from;              // --from FILE: judge a captured node (no GPU needed)
+  std::string archs;             // --archs LIST: the binary's CUDA architectures, with --from
+};
+
 struct ValidateOptions {
   int level = 2;                 // 1 checks only; 2 plus quick bandwidth and GEMM; 3 every family, full sweeps
   std::string profile = "auto";  // auto, a model name of the thresholds file, or a thresholds FILE
   std::string junit_file;        // JUnit XML, when set
   std::string prometheus_file;   // node_exporter textfile, when set
-  bool no_load = false;          // doctor: read the PCIe link without loading the GPU
-  std::string doctor_from;       // doctor --from FILE: judge a captured node (no GPU needed)
-  std::string doctor_archs;      // doctor --archs LIST: the binary's CUDA architectures, with --from
 };
 
 }  // namespace nb

@@ -60,17 +60,6 @@ std::optional<double> counter_rate(unsigned long long before, unsigned long long
 // The throttle reasons of a sample, joined with '|' ("none" for an empty mask, "" when unknown).
 std::string throttle_text(const std::optional<unsigned long long>& mask);
 
-// --- text formats --------------------------------------------------------------------------
-std::string csv_header();
-std::string csv_line(const GpuSample& s);
-std::string jsonl_line(const GpuSample& s);  // one JSON object, no newline
-nlohmann::json sample_json(const GpuSample& s);
-// The live table: one row per GPU of the latest samples.
-std::string table_text(const std::vector<GpuSample>& latest);
-// Prometheus text exposition for node_exporter's textfile collector: `nodebench_gpu_*` gauges
-// with `gpu` and `uuid` labels, HELP and TYPE lines once per metric.
-std::string prometheus_text(const std::vector<GpuSample>& latest, double unix_time);
-
 // --- timeline --------------------------------------------------------------------------------
 struct TimelineMark {
   double t_s = 0;

@@ -148,6 +148,7 @@ std::optional<double> unit_ops_per_clock_per_sm(const std::string& unit, int maj
       {"mma_bf16", {{80, 2048}, {86, 1024}, {87, 1024}, {89, 1024}, {90, 4096}}},
       {"mma_tf32", {{80, 1024}, {86, 512}, {87, 512}, {89, 512}, {90, 2048}}},
       {"mma_int8", {{72, 2048}, {75, 2048}, {80, 4096}, {86, 2048}, {87, 2048}, {89, 2048}, {90, 8192}}},
+      {"mma_fp8", {{89, 2048}, {90, 8192}}},  // L4/L40S 8.9, H100 9.0: FP8 at the INT8 rate
   };
   if (unit == "fp32_ffma") {
     if (auto lanes = fp32_lanes_per_sm(major, minor)) return 2.0 * *lanes;

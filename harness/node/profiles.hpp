@@ -54,7 +54,7 @@ std::optional<int> fp32_lanes_per_sm(int cc_major, int cc_minor);
 // Operations per clock per SM of an arithmetic unit (FMA and multiply-add count 2, DP4A 8, a
 // tensor-core multiply-add 2), from the architecture's published rates; nullopt where unknown.
 // Units: fp32_ffma fp16_hfma2 bf16_fma2 fp64_dfma int8_dp4a int32_imad mma_fp16 mma_bf16
-// mma_tf32 mma_int8.
+// mma_tf32 mma_int8 mma_fp8.
 std::optional<double> unit_ops_per_clock_per_sm(const std::string& unit, int cc_major, int cc_minor);
 
 // PCIe bandwidth of one direction in GB/s for a generation and width (after line encoding).

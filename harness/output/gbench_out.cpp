@@ -84,3 +84,9 @@ void write_gbench_json(const json& doc, const std::string& path) {
 }
 
 }  // namespace nb
+
+namespace nb {
+
+void GbenchJson::finished(const RunDocument& doc) { write_gbench_json(doc.doc(), path_); }
+
+}  // namespace nb

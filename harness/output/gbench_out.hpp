@@ -14,3 +14,21 @@ namespace nb {
 void write_gbench_json(const nlohmann::json& doc, const std::string& path);
 
 }  // namespace nb
+
+#include "run/reporter.hpp"
+
+namespace nb {
+
+// `run --gbench-out FILE` as a Reporter: written when the run finishes.
+class GbenchJson : public Reporter {
+ public:
+  explicit GbenchJson(std::string path) : path_(std::move(path)) {}
+  std::string what() const override { return "Google Benchmark JSON"; }
+  void finished(const RunDocument& doc) override;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace nb

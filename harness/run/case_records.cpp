@@ -109,7 +109,7 @@ CaseRecords make_case_records(const RecordInput& in, const std::vector<GpuInfo>&
   return out;
 }
 
-void merge_analysis(ResultFile& file, const json& analysis) {
+void merge_analysis(RunDocument& file, const json& analysis) {
   if (!analysis.is_object()) return;
   for (const auto& [key, value] : analysis.items()) {
     json cur = nullptr;

@@ -33,8 +33,8 @@ void add_per_ghz_metrics(nlohmann::json& record);
 // every record make_case_records builds.
 bool mark_above_peak(nlohmann::json& record, double limit_pct = 103.0);
 
-// Merges `analysis` (an object of keys) into the result file's analysis, key by key, with JSON
+// Merges `analysis` (an object of keys) into the run document's analysis, key by key, with JSON
 // merge-patch semantics (objects merge, everything else replaces).
-void merge_analysis(ResultFile& file, const nlohmann::json& analysis);
+void merge_analysis(RunDocument& file, const nlohmann::json& analysis);
 
 }  // namespace nb

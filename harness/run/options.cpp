@@ -1,12 +1,43 @@
 #include "run/options.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <set>
 #include <sstream>
 
 #include "base/error.hpp"
 
 namespace nb {
+
+double parse_duration(const std::string& text) {
+  const std::string what = "'" + text + "' is not a duration (e.g. 90s, 10m, 1h30m; a plain number is seconds)";
+  if (text.empty() || text.size() > 32) throw Error(what);
+  double total = 0;
+  size_t i = 0;
+  bool any = false;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
+    if (j == i) throw Error(what);
+    const std::string num = text.substr(i, j - i);
+    if (std::count(num.begin(), num.end(), '.') > 1) throw Error(what);
+    const double v = std::stod(num);  // digits and one dot: cannot throw, at most 32 characters
+    double unit = 1;
+    if (j < text.size()) {
+      const char u = text[j++];
+      unit = u == 'h' ? 3600 : u == 'm' ? 60 : u == 's' ? 1 : -1;
+      if (unit < 0) throw Error(what);
+    } else if (any) {
+      throw Error(what);  // "1h30": the unit of the last part is missing
+    }
+    total += v * unit;
+    any = true;
+    i = j;
+  }
+  if (!(total > 0) || total > 30 * 86400.0) throw Error("'" + text + "': must be more than 0 and at most 30 days");
+  return total;
+}
 
 double default_max_time(Suite s) { return s == Suite::quick ? 0.4 : 1.0; }
 

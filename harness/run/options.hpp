@@ -22,7 +22,6 @@ struct RunOptions {
   size_t min_samples = 10;
   std::optional<L2Mode> l2;           // default: each case's own (GEMM: hot)
   std::string profiles_file;
-  bool json = false;                  // list/env: JSON output
   bool quiet = false;
   double memory_fraction = 0.9;       // batch recommendation: the largest share of device memory
   int global_batch = 256;             // train recommendation: the global batch to reach
@@ -34,10 +33,14 @@ struct RunOptions {
   std::string algo_cache_file;        // empty: no file
   bool algo_search = false;           // ignore the file's entries, search again, then update it
   std::optional<double> monitor_interval_s;  // run --monitor[=S]: sample the GPUs into the result's timeline
+  std::optional<double> budget_s;     // run --budget: plan the cases to end within this many seconds
 };
 
 // "all" or a comma-separated list of device indices; throws nb::Error with a message.
 std::vector<int> parse_gpu_list(const std::string& text, int visible_count);
+
+// "90s", "10m", "1h30m", "2h", "45" (seconds) -> seconds; throws nb::Error saying what is accepted.
+double parse_duration(const std::string& text);
 
 // The per-case sampling cap when --max-time is not given.
 double default_max_time(Suite s);

@@ -1,7 +1,8 @@
-// The library core of a run: a Plan (which cases, on which GPUs, how measured) executed over a
-// Session by run_plan, which appends records to a ResultFile (kept in memory, and on disk when
-// it has a path) and returns how the run ended. `run` and `validate` are thin commands over it;
-// nothing re-reads a result file to learn what it just measured.
+// The library core of a run: a Plan (which cases, on which GPUs, how measured) made from the
+// options by make_plan, and executed over a Session by run_plan, which appends records to a
+// RunDocument and tells the Reporters (the result file, the console, ...) as it goes.
+// `run` and `validate` are thin commands over it; nothing re-reads a result file to learn what
+// it just measured.
 #pragma once
 #include <functional>
 #include <optional>
@@ -11,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/benchmark.hpp"
+#include "run/estimate.hpp"
+#include "run/options.hpp"
+#include "run/reporter.hpp"
 #include "run/result.hpp"
 #include "run/session.hpp"
 
@@ -26,10 +30,17 @@ struct Plan {
   int global_batch = 256;
   std::string algo_cache_file;    // read before the cases, written back after (rank 0)
   bool algo_search = false;       // search again even where the cache has a choice
-  // run --monitor: sample the GPUs every this many seconds into the result's `timeline`, with
+  // run --monitor: sample the GPUs every this many seconds into the result's timeline, with
   // each step's start and end marked (docs/SCHEMA.md, "Timeline").
   std::optional<double> monitor_interval_s;
+  // What --budget did (docs/SCHEMA.md, "plan"): null without a budget.
+  nlohmann::json budget = nullptr;
 };
+
+// The one way from options to a plan (run, validate): the sampling config of the suite, the
+// GPUs, and with a --budget the cases shortened or left out to fit (`budget`). The session's
+// GPUs give the cases' costs.
+Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> cases, std::vector<int> gpus);
 
 // The most points per GPU a result's timeline keeps (longer runs are down-sampled).
 constexpr size_t kTimelineMaxPoints = 600;
@@ -47,28 +58,38 @@ struct Step {
 };
 std::vector<Step> schedule(const Plan& plan);
 
+// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default).
+CaseCost case_cost(const Case& c, const GpuInfo& gpu, const MeasureConfig& cfg);
+// One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator.
+std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps);
+
 struct RunHooks {
-  // After each record is added (progress lines); called under the run's lock.
-  std::function<void(const nlohmann::json& record, size_t done, size_t total)> on_record;
   // Checked before each case: true stops the run ("interrupted").
   std::function<bool()> stop_requested;
 };
 
+enum class RunStatus { complete, interrupted, aborted };
+const char* to_string(RunStatus s);
+
 struct RunOutcome {
-  std::string status;  // complete, interrupted, aborted
-  std::string error;   // why aborted
+  RunStatus status = RunStatus::complete;
+  std::string error;                       // why aborted
   std::vector<std::string> verdict_lines;  // from the analyses
+  // Outputs that could not be written when the run finished: (Reporter::what(), the error).
+  std::vector<std::pair<std::string, std::string>> output_errors;
 };
 
-// Runs the plan, adding records and analyses to `file`, and finishes the file.
-RunOutcome run_plan(const Plan& plan, Session& session, ResultFile& file, const RunHooks& hooks = {});
+// Runs the plan, adding records and analyses to `doc`, telling `reporters` (started, recorded,
+// finished), and finishes the document.
+RunOutcome run_plan(const Plan& plan, Session& session, RunDocument& doc, const std::vector<Reporter*>& reporters = {},
+                    const RunHooks& hooks = {});
 
 // Cases of the registered families for a suite, restricted to families and a filter (each case's
 // shares_host set from its family). Throws nb::Error naming an unknown family or a bad regex.
 std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& families, const std::string& filter);
 
-// Runs every registered analysis that applies to the records; puts each into the file's
+// Runs every registered analysis that applies to the records; puts each into the document's
 // analysis and returns the lines to print.
-std::vector<std::string> run_analyses(ResultFile& file, const AnalysisContext& ctx);
+std::vector<std::string> run_analyses(RunDocument& doc, const AnalysisContext& ctx);
 
 }  // namespace nb

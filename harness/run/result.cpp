@@ -164,59 +164,43 @@ json make_record(const RecordInput& in) {
   return r;
 }
 
-ResultFile::ResultFile(std::string path, json header, double min_interval_s)
-    : path_(std::move(path)), doc_(std::move(header)), min_interval_s_(min_interval_s),
-      t0_(std::chrono::steady_clock::now()) {
+RunDocument::RunDocument(json header) : doc_(std::move(header)), t0_(std::chrono::steady_clock::now()) {
   doc_["schema"] = "nodebench.result";
   doc_["schema_version"] = kSchemaVersion;
   doc_["run_status"] = "running";
   doc_["finished_at"] = nullptr;
   doc_["records"] = json::array();
   doc_["summary"] = summary();
-  write();
 }
 
-json ResultFile::summary() const {
+json RunDocument::summary() const {
   int ok = 0, skipped = 0, failed = 0, wrong = 0;
-  if (doc_.contains("records")) {
-    for (const auto& r : doc_["records"]) {
-      const std::string s = r.value("status", "");
-      ok += s == "ok";
-      skipped += s == "skipped";
-      failed += s == "failed";
-      wrong += s == "wrong";
-    }
+  for (const auto& r : doc_["records"]) {
+    const std::string s = r.value("status", "");
+    ok += s == "ok";
+    skipped += s == "skipped";
+    failed += s == "failed";
+    wrong += s == "wrong";
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   return {{"ok", ok}, {"skipped", skipped}, {"failed", failed}, {"wrong", wrong},
           {"total", ok + skipped + failed + wrong}, {"wall_time_s", wall}};
 }
 
-void ResultFile::add(json record) {
-  doc_["records"].push_back(std::move(record));
-  flush(false);
+const json& RunDocument::doc() const {
+  if (doc_["run_status"] == "running") doc_["summary"] = summary();  // a finished run keeps its wall time
+  return doc_;
 }
 
-void ResultFile::set_analysis(const std::string& key, json value) { doc_["analysis"][key] = std::move(value); }
+void RunDocument::add(json record) { doc_["records"].push_back(std::move(record)); }
 
-void ResultFile::flush(bool force) {
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && std::chrono::duration<double>(now - last_write_).count() < min_interval_s_) return;
-  write();
-}
+void RunDocument::set_analysis(const std::string& key, json value) { doc_["analysis"][key] = std::move(value); }
 
-void ResultFile::write() {
+void RunDocument::finish(const std::string& run_status, const std::string& error) {
   doc_["summary"] = summary();
-  if (path_.empty()) return;  // kept in memory only (an MPI rank other than 0)
-  write_file_atomic(path_, doc_.dump(1, ' ', false, json::error_handler_t::replace));
-  last_write_ = std::chrono::steady_clock::now();
-}
-
-void ResultFile::finish(const std::string& run_status, const std::string& error) {
   doc_["run_status"] = run_status;
   doc_["run_error"] = error.empty() ? json(nullptr) : json(error);
   doc_["finished_at"] = iso_utc(std::chrono::system_clock::now());
-  write();
 }
 
 }  // namespace nb

@@ -34,30 +34,24 @@ struct RecordInput {
 // percent of peak, and flags. A case with status ok but no samples becomes failed.
 nlohmann::json make_record(const RecordInput& in);
 
-// Writes the run's file: after each added record at most every `min_interval_s`, and on
-// finish(); each write goes to a temporary file in the same folder and is renamed over the
-// target, so readers never see a partial file. An empty path keeps the document in memory only.
-class ResultFile {
+// The run's document in memory: the header, then the records as they come, the analyses and the
+// summary; finish() sets how the run ended. Writing it (atomically, as the run goes) is the JSON
+// result file's job (output/json_file.hpp), one Reporter among others.
+class RunDocument {
  public:
-  ResultFile(std::string path, nlohmann::json header, double min_interval_s = 2.0);
+  explicit RunDocument(nlohmann::json header);
   void add(nlohmann::json record);
   void set_analysis(const std::string& key, nlohmann::json value);
-  // A top-level field of the document (e.g. algo_cache, timeline).
+  // A top-level field of the document (e.g. algo_cache, timeline, plan).
   void set_field(const std::string& key, nlohmann::json value) { doc_[key] = std::move(value); }
   void finish(const std::string& run_status, const std::string& error = "");
-  void flush(bool force);
-  const std::string& path() const { return path_; }
-  const nlohmann::json& doc() const { return doc_; }
+  // The document with its summary brought up to date.
+  const nlohmann::json& doc() const;
   nlohmann::json summary() const;
 
  private:
-  void write();
-  std::string path_;
-  nlohmann::json doc_;
-  double min_interval_s_;
-  std::chrono::steady_clock::time_point last_write_{};
+  mutable nlohmann::json doc_;
   std::chrono::steady_clock::time_point t0_;
 };
-
 
 }  // namespace nb

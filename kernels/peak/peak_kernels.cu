@@ -1,41 +1,19 @@
 // Kernels that keep one arithmetic unit busy: kPeakChains independent dependency chains per
 // thread (enough to hide the unit's latency), operands the compiler cannot fold, and a guarded
 // store so nothing is optimised away. Tensor-core kernels keep fragments in registers and
-// issue back-to-back mma (WMMA) on four independent accumulators.
+// issue back-to-back warp-level mma.sync (WMMA; PTX for FP8) on independent accumulators; on
+// Hopper the tensor peak cases use warpgroup MMA instead (peak_wgmma_sm90a.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
 
 #include <type_traits>
 
+#include "kernels/peak/peak_clock.cuh"
 #include "kernels/peak/peak_kernels.cuh"
 
 namespace nb::kernels {
 namespace {
-
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-struct BlockClock {
-  unsigned long long c0 = 0, t0 = 0;
-  __device__ void start() {
-    if (threadIdx.x == 0) {
-      t0 = gtimer();
-      c0 = clock64();
-    }
-  }
-  __device__ void stop(unsigned long long* clocks) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const unsigned long long c1 = clock64(), t1 = gtimer();
-      clocks[2 * blockIdx.x] = c1 - c0;
-      clocks[2 * blockIdx.x + 1] = t1 - t0;
-    }
-  }
-};
 
 constexpr int C = kPeakChains;
 // The loop's own instructions (counter, compare, branch: three) take issue slots from the unit
@@ -250,6 +228,49 @@ __global__ void mma_tf32_kernel(int iters, float* out, unsigned long long* clock
   bc.stop(clocks);
 }
 
+// FP8 (E4M3) has no WMMA form: warp-level mma.sync m16n8k32 (sm_89 and newer) on kFp8Accs
+// independent accumulators, written in PTX. Operand bytes are E4M3 values from 0.5 to 1.875
+// (0x30-0x3F), finite and non-zero, different per lane and unknown to the compiler.
+constexpr int kFp8Accs = 8;
+__global__ void mma_fp8_kernel(int iters, float* out, unsigned long long* clocks, float a, float b) {
+  BlockClock bc;
+  bc.start();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+  const unsigned t = threadIdx.x + unsigned(b * 1000.f);
+  auto bytes = [](unsigned x) {
+    return 0x30303030u | (x & 0xFu) | ((x + 3) & 0xFu) << 8 | ((x + 5) & 0xFu) << 16 | ((x + 9) & 0xFu) << 24;
+  };
+  uint32_t fa[4], fb[2];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) fa[e] = bytes(t + unsigned(e));
+#pragma unroll
+  for (int e = 0; e < 2; ++e) fb[e] = bytes(t * 3 + unsigned(e));
+  float acc[kFp8Accs][4];
+#pragma unroll
+  for (int k = 0; k < kFp8Accs; ++k)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[k][e] = float(k + 4 * e + int(t % 3)) * a;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < kFp8Accs; ++k)
+      asm volatile(
+          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+          "{%0, %1, %2, %3};\n"
+          : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
+          : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
+  }
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < kFp8Accs; ++k)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s += acc[k][e];
+  if (s == -1.2345f) out[blockIdx.x] = s;
+#else
+  __trap();
+#endif
+  bc.stop(clocks);
+}
+
 }  // namespace
 
 double peak_ops_per_thread_iter(PeakUnit u) {
@@ -264,6 +285,7 @@ double peak_ops_per_thread_iter(PeakUnit u) {
     case PeakUnit::mma_bf16:
     case PeakUnit::mma_int8: return 4.0 * 2 * 16 * 16 * 16 / 32;  // 4 accumulators, m16n16k16 per warp
     case PeakUnit::mma_tf32: return 4.0 * 2 * 16 * 16 * 8 / 32;   // m16n16k8
+    case PeakUnit::mma_fp8: return kFp8Accs * mma_ops({16, 8, 32}) / 32;  // m16n8k32 per warp
   }
   return 0;
 }
@@ -280,6 +302,7 @@ int peak_min_cc(PeakUnit u) {
     case PeakUnit::bf16fma2:
     case PeakUnit::mma_bf16:
     case PeakUnit::mma_tf32: return 80;
+    case PeakUnit::mma_fp8: return 89;
   }
   return 1000;
 }
@@ -298,6 +321,7 @@ void launch_peak(cudaStream_t s, PeakUnit u, int iters, float* out, unsigned lon
     case PeakUnit::mma_bf16: mma_bf16_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
     case PeakUnit::mma_tf32: mma_tf32_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
     case PeakUnit::mma_int8: mma_int8_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
+    case PeakUnit::mma_fp8: mma_fp8_kernel<<<blocks, threads, 0, s>>>(iters, out, clocks, a, b); break;
   }
 }
 

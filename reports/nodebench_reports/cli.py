@@ -2,7 +2,9 @@
 
 Exit status: 0 success (no regression, no flagged node); 1 a regression (compare) or a flagged
 node (fleet); 2 bad input (malformed file, other schema version, mismatched runs, bad options)
-or anything else that stopped the command, always with a one-line message and no traceback.
+or anything else that stopped the command, always with a one-line message and no traceback;
+3 the history database (ingest, trend, fleet, compare --history) could not be reached or stayed
+busy: the run being stored was not written, the same command may simply be run again later.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import sys
 from . import __version__
 from .errors import ReportError
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
-_EPILOG = ("exit status: 0 ok; 1 regression (compare) or flagged node (fleet); 2 bad input or error. "
+_EPILOG = ("exit status: 0 ok; 1 regression (compare) or flagged node (fleet); 2 bad input or error; "
+           "3 the history database could not be reached (run the command again later). "
            "See reports/README.md.")
+_DB_HELP = ("history: an SQLite file, or a postgresql:// URL (psycopg 3; credentials from PGPASSWORD, "
+            "~/.pgpass or a service file, postgresql:///?service=NAME, never in the URL)")
 
 
 def _fraction(text: str) -> float:
@@ -272,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="between-run spread of a case's median assumed where nothing measured it "
                         "(default 0.02; 0 judges such cases on their samples alone)")
     p.add_argument("--history", metavar="DB", help="history database (ingest): between-run spread per case "
-                   "and machine")
+                   "and machine; an SQLite file or a postgresql:// URL")
     p.add_argument("--ignore-settings", action="store_true",
                    help="compare cases whose measurement settings differ (refused by default)")
     p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
@@ -281,18 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="print only the result line")
     p.set_defaults(func=cmd_compare, parser=p)
 
-    p = sub.add_parser("ingest", help="store result files in an SQLite history", formatter_class=fmt,
-                       epilog=_EPILOG, description=(
-                           "Add runs to the SQLite database FILE (created if needed). A run already there "
-                           "(same run_id) is replaced. Every file is checked before anything is written."))
+    p = sub.add_parser("ingest", help="store result files in the history (SQLite or PostgreSQL)",
+                       formatter_class=fmt, epilog=_EPILOG, description=(
+                           "Add runs to the history DB: an SQLite file (created if needed) or a PostgreSQL "
+                           "database (postgresql://...; the schema is created if needed). A run already there "
+                           "(same run_id) is replaced. Every file is checked before anything is written; each "
+                           "run is then stored whole in a transaction of its own, so that many nodes may "
+                           "ingest into one database at once."))
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database file")
+    p.add_argument("--db", required=True, metavar="DB", help=_DB_HELP)
     p.add_argument("--node", help="node name to store (default: environment.host.hostname)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("trend", help="plot a metric over time per node", formatter_class=fmt, epilog=_EPILOG,
                        description="Plot METRIC of the matching case(s) over time, one line per node.")
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
+    p.add_argument("--db", required=True, metavar="DB", help=_DB_HELP + ", written by ingest")
     p.add_argument("--case", required=True, metavar="ID",
                    help="record id, shell-style wildcards allowed (e.g. 'gemm/fp16_*_8192')")
     p.add_argument("--metric", help="metric name (e.g. tflops, gbps, median_s); default: the family's main metric")
@@ -309,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "its GPUs' UUIDs); flag one that is worse than the fleet median by more than --threshold "
                            "and by more than --z times the noise (the fleet's robust spread, 1.4826 x MAD, combined "
                            "with the case's between-run spread from the history). Exit 1 when a node is flagged."))
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database written by ingest")
+    p.add_argument("--db", required=True, metavar="DB", help=_DB_HELP + ", written by ingest")
     p.add_argument("--case", metavar="ID", help="record id, wildcards allowed (default: every case)")
     p.add_argument("--metric", help="metric name (default: each family's main metric)")
     p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
@@ -348,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ReportError as exc:
         print(f"nodebench-report: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return getattr(exc, "exit_code", EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         print("nodebench-report: interrupted", file=sys.stderr)
         return 130

@@ -1,14 +1,26 @@
-"""History in SQLite: ``ingest`` result files, plot a ``trend`` per node, compare a ``fleet``.
+"""History: ``ingest`` result files, plot a ``trend`` per node, compare a ``fleet``.
 
-The database (python's built-in sqlite3) holds three tables:
+The history is an SQLite file (the default) or a PostgreSQL database (a ``postgresql://`` URL;
+see :mod:`.historydb`), with one schema, written once for both:
 
+* ``meta``: ``db_version``, the schema's version (:data:`DB_VERSION`); older histories are
+  migrated when opened, step by step (:data:`_STEPS`: a new database runs every step, so the
+  migrations run on both backends),
 * ``runs``: one row per run (``run_id`` is the key; ingesting a run again replaces it),
 * ``records``: one row per record (status, median time, parameters, GPU model, the node it ran on:
   the record's ``host`` in runs under MPI, else the run's node; ``rank`` is -1 outside MPI),
 * ``metrics``: one row per record metric, plus ``median_s`` for every timed record,
 * ``case_noise``: per case and machine, the between-run spread of the case's median over the
   machine's ingested runs (standard deviation of the log medians, and max/min), or the largest
-  ``run_to_run.cv`` of its records when that is larger; recomputed at every ingest.
+  ``run_to_run.cv`` of its records when that is larger,
+* ``case_latest``: per case, machine, GPU model and metric, the latest ok value (what ``fleet``
+  compares), both for "any record with this metric" and "records whose primary metric it is".
+
+The last two are derived: each ingest recomputes them for the machine(s) and cases of the run it
+stores only (:func:`refresh_derived`), which gives the same rows as recomputing the whole history
+(:func:`recompute_derived`). Each run is stored in a transaction of its own, under locks on its
+run id and its machines, so that many nodes can ingest at once: a run lands whole or not at all,
+a run ingested twice is stored once, and the derived tables see every committed run.
 
 A *node* is ``environment.host.hostname`` unless ``ingest --node`` overrides it. A *machine* is
 the node plus a short hash of its GPUs' UUIDs (or serials), so that hosts of one name (every
@@ -23,37 +35,60 @@ import hashlib
 import json
 import math
 import os
-import sqlite3
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .errors import ReportError
+from .historydb import HistoryDB, HistoryUnavailable, connect
 from .load import Run, higher_is_better, is_number, key_label, primary_metric, record_key, record_mode
 
-DB_VERSION = 2
+DB_VERSION = 3
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, node TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
-    run_status TEXT NOT NULL, gpu_models TEXT NOT NULL, nodebench_version TEXT, git_commit TEXT,
-    schema_version INTEGER NOT NULL, source TEXT, ingested_at TEXT NOT NULL, machine TEXT);
-CREATE TABLE IF NOT EXISTS records (
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, record_id TEXT NOT NULL,
-    gpus TEXT NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL, family TEXT NOT NULL, case_name TEXT NOT NULL,
-    status TEXT NOT NULL, gpu_model TEXT NOT NULL, median_s REAL, cv REAL, n_samples INTEGER, params TEXT,
-    flags TEXT, reason TEXT, primary_metric TEXT, machine TEXT, run_to_run_cv REAL,
-    PRIMARY KEY (run_id, record_id, gpus, rank));
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL,
-    value REAL NOT NULL, PRIMARY KEY (run_id, record_id, gpus, rank, name));
-CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(record_id, name);
-CREATE TABLE IF NOT EXISTS case_noise (
-    machine TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, runs INTEGER NOT NULL,
-    cv REAL NOT NULL, max_over_min REAL, PRIMARY KEY (machine, record_id, gpus, rank));
-CREATE INDEX IF NOT EXISTS runs_by_node ON runs(node, started_at);
-"""
+# The schema as the steps that built it: step N takes a history of version N-1 to version N.
+# A new database runs them all; an older one the steps after its version. Each statement must
+# mean the same to SQLite and PostgreSQL.
+_STEPS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, node TEXT NOT NULL, started_at TEXT NOT NULL, "
+        "finished_at TEXT, run_status TEXT NOT NULL, gpu_models TEXT NOT NULL, nodebench_version TEXT, "
+        "git_commit TEXT, schema_version INTEGER NOT NULL, source TEXT, ingested_at TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS records (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, "
+        "record_id TEXT NOT NULL, gpus TEXT NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL, "
+        "family TEXT NOT NULL, case_name TEXT NOT NULL, status TEXT NOT NULL, gpu_model TEXT NOT NULL, "
+        "median_s DOUBLE PRECISION, cv DOUBLE PRECISION, n_samples INTEGER, params TEXT, flags TEXT, reason TEXT, "
+        "primary_metric TEXT, PRIMARY KEY (run_id, record_id, gpus, rank))",
+        "CREATE TABLE IF NOT EXISTS metrics (run_id TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, "
+        "rank INTEGER NOT NULL, name TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, "
+        "PRIMARY KEY (run_id, record_id, gpus, rank, name))",
+        "CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(record_id, name)",
+        "CREATE INDEX IF NOT EXISTS runs_by_node ON runs(node, started_at)",
+    ],
+    2: [  # the machine key (node + GPU identity) and the between-run spread
+        "ALTER TABLE runs ADD COLUMN machine TEXT",
+        "ALTER TABLE records ADD COLUMN machine TEXT",
+        "ALTER TABLE records ADD COLUMN run_to_run_cv DOUBLE PRECISION",
+        "UPDATE runs SET machine = node",
+        "UPDATE records SET machine = node",
+        "CREATE TABLE IF NOT EXISTS case_noise (machine TEXT NOT NULL, record_id TEXT NOT NULL, gpus TEXT NOT NULL, "
+        "rank INTEGER NOT NULL, runs INTEGER NOT NULL, cv DOUBLE PRECISION NOT NULL, max_over_min DOUBLE PRECISION, "
+        "PRIMARY KEY (machine, record_id, gpus, rank))",
+    ],
+    3: [  # many writers, a fleet of 1,000s of machines: the latest value per case kept at ingest,
+          # the index that lets an ingest refresh one machine's cases, and one for trend --node
+        "CREATE TABLE IF NOT EXISTS case_latest (machine TEXT NOT NULL, record_id TEXT NOT NULL, "
+        "gpus TEXT NOT NULL, rank INTEGER NOT NULL, gpu_model TEXT NOT NULL, name TEXT NOT NULL, "
+        "primary_only INTEGER NOT NULL, run_id TEXT NOT NULL, started_at TEXT NOT NULL, node TEXT NOT NULL, "
+        "value DOUBLE PRECISION NOT NULL, PRIMARY KEY (machine, record_id, gpus, rank, gpu_model, name, primary_only))",
+        "CREATE INDEX IF NOT EXISTS records_by_machine ON records(machine, record_id)",
+        # trend --node: the node's rows of a case, not the whole fleet's
+        "CREATE INDEX IF NOT EXISTS records_by_node ON records(node, record_id)",
+    ],
+}
+# indexes a bulk load may drop and build again afterwards (scripts/dev/gen_history.py)
+SECONDARY_INDEXES = [s for step in _STEPS.values() for s in step if s.startswith("CREATE INDEX")]
+_MIGRATION_LOCK = "nodebench-history-schema"
 
 
 def stored_id(rec: dict) -> str:
@@ -67,54 +102,62 @@ def _gpus_text(gpus) -> str:
     return ",".join(str(g) for g in gpus)
 
 
-def open_db(path: str, create: bool) -> sqlite3.Connection:
-    if not create and not os.path.exists(path):
-        raise ReportError(f"{path}: no such database (run 'nodebench-report ingest ... --db {path}' first)")
-    if os.path.isdir(path):
-        raise ReportError(f"{path}: is a directory, expected an SQLite database file")
-    if create:
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise ReportError(f"{path}: the folder {parent} does not exist")
+def _in(values) -> str:
+    return ",".join("?" * len(values))
+
+
+def _chunks(values: list, n: int = 400):
+    for i in range(0, len(values), n):
+        yield values[i:i + n]
+
+
+def open_db(target: str, create: bool) -> HistoryDB:
+    """Open (with `create`: create) the history at `target`, a file path or a postgresql:// URL,
+    migrating an older schema; ReportError when it is not a usable nodebench history."""
+    db = connect(str(target), create)
     try:
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA foreign_keys = ON")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        raise ReportError(f"{path}: not a usable SQLite database: {exc}") from None
+        _check_and_migrate(db, create)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _version(db: HistoryDB) -> str | None:
+    row = db.query_one("SELECT value FROM meta WHERE key='db_version'")
+    return row[0] if row else None
+
+
+def _check_and_migrate(db: HistoryDB, create: bool) -> None:
+    what = "a PostgreSQL database" if db.dialect == "postgresql" else "an SQLite database"
+    tables = db.tables()
     if tables and "meta" not in tables:
-        conn.close()
-        raise ReportError(f"{path}: an SQLite database, but not a nodebench history (no 'meta' table)")
-    if "meta" in tables:
-        row = conn.execute("SELECT value FROM meta WHERE key='db_version'").fetchone()
-        if row and row[0] == "1":
-            _migrate_v1(conn)
-            row = (str(DB_VERSION),)
-        if not row or row[0] != str(DB_VERSION):
-            conn.close()
-            raise ReportError(f"{path}: history database version {row[0] if row else 'unknown'}; "
+        raise ReportError(f"{db.target}: {what}, but not a nodebench history (no 'meta' table)")
+    if "meta" in tables and _version(db) == str(DB_VERSION):
+        return
+    if "meta" not in tables and not create:
+        raise ReportError(f"{db.target}: empty database (nothing ingested yet)")
+    def body(tx: HistoryDB):
+        tx.lock([_MIGRATION_LOCK])
+        # again under the lock: another writer may have created or migrated it meanwhile
+        have = tx.tables()
+        if have and "meta" not in have:
+            raise ReportError(f"{db.target}: {what}, but not a nodebench history (no 'meta' table)")
+        text = _version(tx) if "meta" in have else "0"
+        version = int(text) if text and text.isdigit() else -1
+        if version > DB_VERSION or version < 0 or (version == 0 and "meta" in have):
+            raise ReportError(f"{db.target}: history database version {_version(tx) or 'unknown'}; "
                               f"this nodebench-report uses version {DB_VERSION}")
-    elif not create:
-        conn.close()
-        raise ReportError(f"{path}: empty database (nothing ingested yet)")
-    else:
-        conn.executescript(_SCHEMA)
-        conn.execute("INSERT INTO meta(key, value) VALUES ('db_version', ?)", (str(DB_VERSION),))
-        conn.commit()
-    return conn
+        for step in range(version + 1, DB_VERSION + 1):
+            for statement in _STEPS[step]:
+                tx.execute(statement)
+        if version == 0:
+            tx.execute("INSERT INTO meta(key, value) VALUES ('db_version', ?)", (str(DB_VERSION),))
+        elif version < DB_VERSION:
+            tx.execute("UPDATE meta SET value=? WHERE key='db_version'", (str(DB_VERSION),))
+            recompute_derived(tx)     # older versions kept less (or nothing) derived
 
-
-def _migrate_v1(conn: sqlite3.Connection) -> None:
-    """Version 1 had no machine key and no between-run spread: add them (machine = node)."""
-    with conn:
-        conn.execute("ALTER TABLE runs ADD COLUMN machine TEXT")
-        conn.execute("ALTER TABLE records ADD COLUMN machine TEXT")
-        conn.execute("ALTER TABLE records ADD COLUMN run_to_run_cv REAL")
-        conn.execute("UPDATE runs SET machine = node")
-        conn.execute("UPDATE records SET machine = node")
-        conn.executescript(_SCHEMA)
-        conn.execute("UPDATE meta SET value=? WHERE key='db_version'", (str(DB_VERSION),))
-    update_case_noise(conn)
+    db.run_transaction(body)
 
 
 def machine_key(node: str, run: Run) -> str:
@@ -131,49 +174,118 @@ def machine_key(node: str, run: Run) -> str:
     return f"{node}#{hashlib.sha1(','.join(sorted(ids)).encode()).hexdigest()[:8]}"
 
 
-def update_case_noise(conn: sqlite3.Connection, machines: list[str] | None = None) -> None:
-    """Recompute the between-run spread of every case of the given machines (default: all)."""
-    sql = ("SELECT machine, record_id, gpus, rank, median_s, run_to_run_cv FROM records "
-           "WHERE status='ok' AND median_s > 0")
-    args: list = []
-    if machines:
-        sql += f" AND machine IN ({','.join('?' * len(machines))})"
-        args += machines
+# ----------------------------------------------------------------------------------------------
+# derived tables: case_noise and case_latest, from the rows of records/metrics they summarise
+
+_NOISE_SQL = ("SELECT machine, record_id, gpus, rank, median_s, run_to_run_cv FROM records "
+              "WHERE status='ok' AND median_s > 0")
+_LATEST_SQL = ("SELECT COALESCE(rec.machine, rec.node), rec.record_id, rec.gpus, rec.rank, rec.gpu_model, m.name, "
+               "CASE WHEN m.name = rec.primary_metric THEN 1 ELSE 0 END, r.run_id, r.started_at, rec.node, m.value "
+               "FROM records rec JOIN runs r ON r.run_id = rec.run_id "
+               "JOIN metrics m ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
+               "AND m.rank = rec.rank WHERE rec.status = 'ok'")
+_NOISE_COLUMNS = "machine, record_id, gpus, rank, runs, cv, max_over_min"
+_LATEST_COLUMNS = "machine, record_id, gpus, rank, gpu_model, name, primary_only, run_id, started_at, node, value"
+
+
+def noise_rows(rows) -> list[tuple]:
+    """case_noise rows from (machine, record_id, gpus, rank, median_s, run_to_run_cv) rows of ok
+    records: per group, the sample standard deviation of the log medians (2 runs or more), or the
+    largest run_to_run cv when larger; groups with neither are left out. Independent of row order."""
     groups: dict[tuple, list] = defaultdict(list)
     rtr: dict[tuple, float] = {}
-    for machine, rid, gpus, rank, med, rcv in conn.execute(sql, args):
-        key = (machine, rid, gpus, rank)
-        groups[key].append(med)
+    for machine, rid, gpus, rank, med, rcv in rows:
+        key = (machine, rid, gpus, int(rank))
+        groups[key].append(float(med))
         if rcv is not None:
-            rtr[key] = max(rtr.get(key, 0.0), rcv)
-    with conn:
-        if machines:
-            conn.execute(f"DELETE FROM case_noise WHERE machine IN ({','.join('?' * len(machines))})", machines)
-        else:
-            conn.execute("DELETE FROM case_noise")
-        rows = []
-        for key, meds in groups.items():
-            cv = statistics.stdev(math.log(m) for m in meds) if len(meds) >= 2 else None
-            if key in rtr and (cv is None or rtr[key] > cv):
-                cv = rtr[key]
-            if cv is None:
-                continue
-            rows.append(key + (len(meds), cv, max(meds) / min(meds)))
-        conn.executemany("INSERT INTO case_noise VALUES (?,?,?,?,?,?,?)", rows)
+            rtr[key] = max(rtr.get(key, 0.0), float(rcv))
+    out = []
+    for key, meds in sorted(groups.items()):
+        meds.sort()
+        cv = statistics.stdev(math.log(m) for m in meds) if len(meds) >= 2 else None
+        if key in rtr and (cv is None or rtr[key] > cv):
+            cv = rtr[key]
+        if cv is None:
+            continue
+        out.append(key + (len(meds), cv, meds[-1] / meds[0]))
+    return out
 
 
-def case_noise(conn: sqlite3.Connection, run: Run, rec: dict) -> tuple[int, float] | None:
+def latest_rows(rows) -> list[tuple]:
+    """case_latest rows from (machine, record_id, gpus, rank, gpu_model, name, is_primary, run_id,
+    started_at, node, value) rows of ok records' metrics: per key the row of the latest run (start
+    time, then run id), once over every record with the metric (primary_only 0) and once over the
+    records whose primary metric it is (primary_only 1)."""
+    best: dict[tuple, tuple] = {}
+    for machine, rid, gpus, rank, model, name, is_primary, run_id, started, node, value in rows:
+        order = (started, run_id)
+        rest = (run_id, started, node, float(value))
+        for flag in ((0, 1) if is_primary else (0,)):
+            key = (machine, rid, gpus, int(rank), model, name, flag)
+            if key not in best or order > best[key][0]:
+                best[key] = (order, rest)
+    return [key + rest for key, (_order, rest) in sorted(best.items())]
+
+
+def recompute_derived(db: HistoryDB) -> None:
+    """Rebuild case_noise and case_latest from the whole history (after a migration; the
+    reference that :func:`refresh_derived` must equal). Call inside a transaction."""
+    db.execute("DELETE FROM case_noise")
+    db.executemany(f"INSERT INTO case_noise ({_NOISE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                   noise_rows(db.query(_NOISE_SQL)))
+    db.execute("DELETE FROM case_latest")
+    db.executemany(f"INSERT INTO case_latest ({_LATEST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   latest_rows(db.query(_LATEST_SQL)))
+
+
+def refresh_derived(db: HistoryDB, touched: dict[str, set[str]]) -> None:
+    """Recompute case_noise and case_latest for these machines and their record ids only (from
+    every run of the machine, so the rows equal a full recompute). Call inside the transaction
+    that changed them, holding the machines' locks."""
+    for machine in sorted(touched):
+        for ids in _chunks(sorted(touched[machine])):
+            args = [machine, *ids]
+            db.execute(f"DELETE FROM case_noise WHERE machine = ? AND record_id IN ({_in(ids)})", args)
+            db.executemany(f"INSERT INTO case_noise ({_NOISE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                           noise_rows(db.query(f"{_NOISE_SQL} AND machine = ? AND record_id IN ({_in(ids)})", args)))
+            db.execute(f"DELETE FROM case_latest WHERE machine = ? AND record_id IN ({_in(ids)})", args)
+            db.executemany(
+                f"INSERT INTO case_latest ({_LATEST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                latest_rows(db.query(f"{_LATEST_SQL} AND rec.machine = ? AND rec.record_id IN ({_in(ids)})", args)))
+
+
+def update_case_noise(db: HistoryDB, machines: list[str] | None = None) -> None:
+    """Recompute the derived tables of the given machines (default: the whole history)."""
+    def body(tx):
+        if not machines:
+            recompute_derived(tx)
+            return
+        tx.lock(f"machine:{m}" for m in machines)
+        touched: dict[str, set[str]] = defaultdict(set)
+        for m in machines:
+            touched[m].update(r[0] for r in tx.query("SELECT DISTINCT record_id FROM records WHERE machine=?", (m,)))
+            touched[m].update(r[0] for r in tx.query("SELECT record_id FROM case_noise WHERE machine=?", (m,)))
+            touched[m].update(r[0] for r in tx.query("SELECT record_id FROM case_latest WHERE machine=?", (m,)))
+        refresh_derived(tx, touched)
+    db.run_transaction(body)
+
+
+def case_noise(conn: HistoryDB, run: Run, rec: dict) -> tuple[int, float] | None:
     """(runs, spread) of this case on the machine of `run`, when the history knows it."""
     rank = record_key(rec)[2]
     node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str)) else run.hostname
     row = None
     # the node name alone: runs ingested by version 1, which knew no GPU identity
     for machine in (machine_key(node, run), node):
-        row = conn.execute("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
-                           (machine, stored_id(rec), _gpus_text(rec["gpus"]), -1 if rank is None else rank)).fetchone()
+        row = conn.query_one("SELECT runs, cv FROM case_noise WHERE machine=? AND record_id=? AND gpus=? AND rank=?",
+                             (machine, stored_id(rec), _gpus_text(rec["gpus"]), -1 if rank is None else rank))
         if row:
             break
     return (int(row[0]), float(row[1])) if row else None
+
+
+# ----------------------------------------------------------------------------------------------
+# ingest
 
 
 @dataclass
@@ -183,55 +295,90 @@ class IngestResult:
     records: int = 0
 
 
-def ingest(conn: sqlite3.Connection, runs: list[Run], node: str | None = None) -> IngestResult:
+_RUN_COLUMNS = ("run_id, node, started_at, finished_at, run_status, gpu_models, nodebench_version, git_commit, "
+                "schema_version, source, ingested_at, machine")
+_RECORD_COLUMNS = ("run_id, record_id, gpus, rank, node, family, case_name, status, gpu_model, median_s, cv, "
+                   "n_samples, params, flags, reason, primary_metric, machine, run_to_run_cv")
+_METRIC_COLUMNS = "run_id, record_id, gpus, rank, name, value"
+_UPSERT_RUN = (f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (run_id) DO UPDATE SET "
+               + ", ".join(f"{c} = excluded.{c}" for c in _RUN_COLUMNS.split(", ")[1:]))
+
+
+def run_rows(run: Run, node: str | None, now: str) -> tuple[tuple, list[tuple], list[tuple]]:
+    """The runs row, the records rows and the metrics rows that store `run`."""
+    nb = run.doc["nodebench"]
+    run_node = node or run.hostname
+    run_row = (run.run_id, run_node, run.started_at, run.doc.get("finished_at"), run.run_status,
+               json.dumps(sorted(run.gpu_names)), nb.get("version"), nb.get("git_commit"), run.doc["schema_version"],
+               os.path.abspath(run.path), now, machine_key(run_node, run))
+    records, metrics = [], []
+    for rec in run.records:
+        stats = rec.get("stats") or {}
+        gpus = _gpus_text(rec["gpus"])
+        rank = record_key(rec)[2]
+        rec_node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str) and not node) else run_node
+        rtr = rec.get("run_to_run") if isinstance(rec.get("run_to_run"), dict) else {}
+        rtr_cv = rtr.get("cv") if is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2 else None
+        rank_i = -1 if rank is None else rank
+        records.append((run.run_id, stored_id(rec), gpus, rank_i, rec_node, rec["family"], rec["case"], rec["status"],
+                        run.gpu_model(rec["gpus"], rank), stats.get("median"),
+                        stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
+                        json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"),
+                        primary_metric(rec), machine_key(rec_node, run), rtr_cv))
+        if rec["status"] != "ok":
+            continue
+        values = {k: v for k, v in rec["metrics"].items() if is_number(v)}
+        if is_number(stats.get("median")):
+            values["median_s"] = stats["median"]
+        metrics += [(run.run_id, stored_id(rec), gpus, rank_i, k, float(v)) for k, v in values.items()]
+    return run_row, records, metrics
+
+
+def store_run(db: HistoryDB, run_row: tuple, records: list[tuple], metrics: list[tuple]) -> bool:
+    """Store one run (replacing one of the same run id) and refresh the derived tables of its
+    machines and cases, in one transaction; True when a run of that id was replaced."""
+    run_id = run_row[0]
+    mine: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        mine[r[16]].add(r[1])
+
+    def body(tx: HistoryDB) -> bool:
+        tx.lock([f"run:{run_id}"] + [f"machine:{m}" for m in mine])
+        touched = defaultdict(set, {m: set(ids) for m, ids in mine.items()})
+        replaced = tx.query_one("SELECT 1 FROM runs WHERE run_id=?", (run_id,)) is not None
+        if replaced:   # what the old copy held must be refreshed too (its machines may differ)
+            for machine, rid in tx.query("SELECT DISTINCT COALESCE(machine, node), record_id FROM records "
+                                         "WHERE run_id=?", (run_id,)):
+                touched[machine].add(rid)
+            tx.lock(f"machine:{m}" for m in touched)
+            tx.execute("DELETE FROM metrics WHERE run_id=?", (run_id,))
+            tx.execute("DELETE FROM records WHERE run_id=?", (run_id,))
+        tx.execute(_UPSERT_RUN, run_row)
+        tx.executemany(f"INSERT INTO records ({_RECORD_COLUMNS}) VALUES ({_in(range(18))})", records)
+        tx.executemany(f"INSERT INTO metrics ({_METRIC_COLUMNS}) VALUES (?,?,?,?,?,?)", metrics)
+        refresh_derived(tx, touched)
+        return replaced
+
+    return bool(db.run_transaction(body))
+
+
+def ingest(conn: HistoryDB, runs: list[Run], node: str | None = None) -> IngestResult:
+    """Store `runs`, each in its own transaction (see :func:`store_run`)."""
     result = IngestResult()
-    touched: set[str] = set()
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with conn:
-        for run in runs:
-            exists = conn.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
-            if exists:
-                conn.execute("DELETE FROM metrics WHERE run_id=?", (run.run_id,))
-                conn.execute("DELETE FROM records WHERE run_id=?", (run.run_id,))
-                conn.execute("DELETE FROM runs WHERE run_id=?", (run.run_id,))
-                result.replaced += 1
-            nb = run.doc["nodebench"]
-            conn.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run.run_id, node or run.hostname, run.started_at, run.doc.get("finished_at"), run.run_status,
-                 json.dumps(sorted(run.gpu_names)), nb.get("version"), nb.get("git_commit"),
-                 run.doc["schema_version"], os.path.abspath(run.path), now, machine_key(node or run.hostname, run)))
-            run_node = node or run.hostname
-            for rec in run.records:
-                stats = rec.get("stats") or {}
-                gpus = _gpus_text(rec["gpus"])
-                rank = record_key(rec)[2]
-                rec_node = rec["host"] if (rank is not None and isinstance(rec.get("host"), str) and not node) \
-                    else run_node
-                pm = primary_metric(rec)
-                machine = machine_key(rec_node, run)
-                touched.add(machine)
-                rtr = rec.get("run_to_run") if isinstance(rec.get("run_to_run"), dict) else {}
-                rtr_cv = rtr.get("cv") if is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2 else None
-                conn.execute(
-                    "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, rec_node, rec["family"],
-                     rec["case"],
-                     rec["status"], run.gpu_model(rec["gpus"], rank), stats.get("median"),
-                     stats.get("cv") if is_number(stats.get("cv")) else None, len(rec["samples_s"]),
-                     json.dumps(rec["params"], sort_keys=True), json.dumps(rec["flags"]), rec.get("reason"), pm,
-                     machine, rtr_cv))
-                if rec["status"] != "ok":
-                    continue
-                values = {k: v for k, v in rec["metrics"].items() if is_number(v)}
-                if is_number(stats.get("median")):
-                    values["median_s"] = stats["median"]
-                conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?,?)",
-                                 [(run.run_id, stored_id(rec), gpus, -1 if rank is None else rank, k, float(v))
-                                  for k, v in values.items()])
-                result.records += 1
-            result.runs += 1
-    update_case_noise(conn, sorted(touched))
+    for run in runs:
+        run_row, records, metrics = run_rows(run, node, now)
+        try:
+            replaced = store_run(conn, run_row, records, metrics)
+        except HistoryUnavailable as exc:
+            if result.runs:
+                raise HistoryUnavailable(f"{exc} ({result.runs} of {len(runs)} run(s) were stored before; "
+                                         f"ingesting them again replaces them)") from None
+            raise
+        if replaced:
+            result.replaced += 1
+        result.records += sum(1 for r in records if r[7] == "ok")
+        result.runs += 1
     return result
 
 
@@ -258,14 +405,40 @@ class Point:
                           None if self.rank < 0 else self.rank))
 
 
-def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, nodes: list[str] | None = None,
+def _point_order(p: Point):
+    return (p.started_at, p.run_id, p.record_id, p.gpus, p.rank, p.metric)
+
+
+def stored_cases(conn: HistoryDB) -> list[str]:
+    """The record ids with an ok value in the history (from case_latest: small, whatever the history)."""
+    return sorted(r[0] for r in conn.query("SELECT DISTINCT record_id FROM case_latest"))
+
+
+def query_points(conn: HistoryDB, case_glob: str | None, metric: str | None, nodes: list[str] | None = None,
                  since: str | None = None) -> list[Point]:
-    """Values of ``metric`` (default: each record's primary metric) for ok records whose id matches."""
+    """Values of ``metric`` (default: each record's primary metric) for ok records whose id matches,
+    ordered by run start. The pattern is matched against the stored case ids first, so that the
+    query reads the matching cases' rows only (index metrics_by_name)."""
+    ids = stored_cases(conn)
+    if case_glob:
+        ids = [i for i in ids if fnmatch.fnmatchcase(i, case_glob)]
+    points = []
+    for chunk in _chunks(ids):
+        sql, args = points_sql(chunk, metric, nodes, since)
+        points += [Point(*row) for row in conn.query(sql, args)]
+    points.sort(key=_point_order)
+    return points
+
+
+def points_sql(ids: list[str], metric: str | None, nodes: list[str] | None = None,
+               since: str | None = None) -> tuple[str, list]:
+    """The query of :func:`query_points` for these case ids, and its arguments."""
     sql = ("SELECT rec.node, r.run_id, r.started_at, rec.record_id, rec.gpus, rec.gpu_model, m.name, m.value, "
-           "rec.rank, COALESCE(rec.machine, rec.node) FROM records rec JOIN runs r ON r.run_id = rec.run_id "
-           "JOIN metrics m ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
-           "AND m.rank = rec.rank WHERE rec.status = 'ok'")
-    args: list = []
+           "rec.rank, COALESCE(rec.machine, rec.node) FROM metrics m "
+           "JOIN records rec ON m.run_id = rec.run_id AND m.record_id = rec.record_id AND m.gpus = rec.gpus "
+           f"AND m.rank = rec.rank JOIN runs r ON r.run_id = rec.run_id WHERE rec.status = 'ok' "
+           f"AND m.record_id IN ({_in(ids)})")
+    args: list = list(ids)
     if metric:
         sql += " AND m.name = ?"
         args.append(metric)
@@ -275,20 +448,38 @@ def query_points(conn: sqlite3.Connection, case_glob: str | None, metric: str | 
         sql += " AND r.started_at >= ?"
         args.append(since)
     if nodes:
-        sql += f" AND rec.node IN ({','.join('?' * len(nodes))})"
+        sql += f" AND rec.node IN ({_in(nodes)})"
         args += nodes
-    sql += " ORDER BY r.started_at"
-    points = []
-    for row in conn.execute(sql, args):
-        if case_glob and not fnmatch.fnmatchcase(row[3], case_glob):
-            continue
-        points.append(Point(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9]))
+    return sql, args
+
+
+def latest_sql(metric: str | None, since: str | None = None) -> tuple[str, list]:
+    """The query of :func:`latest_points`, and its arguments."""
+    sql = ("SELECT node, run_id, started_at, record_id, gpus, gpu_model, name, value, rank, machine "
+           "FROM case_latest WHERE primary_only = ?")
+    args: list = [0 if metric else 1]
+    if metric:
+        sql += " AND name = ?"
+        args.append(metric)
+    if since:
+        sql += " AND started_at >= ?"
+        args.append(since)
+    return sql, args
+
+
+def latest_points(conn: HistoryDB, case_glob: str | None, metric: str | None, since: str | None = None) -> list[Point]:
+    """Each machine's latest value per case, GPU model and metric (from case_latest): the last of
+    :func:`query_points` per (case, GPUs, GPU model, metric, machine, rank)."""
+    sql, args = latest_sql(metric, since)
+    points = [Point(*row) for row in conn.query(sql, args)
+              if not case_glob or fnmatch.fnmatchcase(row[3], case_glob)]
+    points.sort(key=_point_order)
     return points
 
 
-def _no_data(conn: sqlite3.Connection, case_glob: str | None, metric: str | None) -> ReportError:
-    ids = [r[0] for r in conn.execute("SELECT DISTINCT record_id FROM records WHERE status='ok' ORDER BY 1")]
-    names = [r[0] for r in conn.execute("SELECT DISTINCT name FROM metrics ORDER BY 1")]
+def _no_data(conn: HistoryDB, case_glob: str | None, metric: str | None) -> ReportError:
+    ids = stored_cases(conn)
+    names = sorted(r[0] for r in conn.query("SELECT DISTINCT name FROM case_latest"))
     if not ids:
         return ReportError("the database holds no successful records")
     hint = ""
@@ -341,7 +532,7 @@ def _save(fig, out_path: str) -> None:
 # trend
 
 
-def trend(conn: sqlite3.Connection, case_glob: str, metric: str | None, out_path: str, nodes: list[str] | None = None,
+def trend(conn: HistoryDB, case_glob: str, metric: str | None, out_path: str, nodes: list[str] | None = None,
           since: str | None = None) -> tuple[list[Point], str]:
     points = query_points(conn, case_glob, metric, nodes, since)
     if not points:
@@ -452,22 +643,22 @@ def _display_names(machines: set[str]) -> dict[str, str]:
     return out
 
 
-def fleet(conn: sqlite3.Connection, case_glob: str | None, metric: str | None, threshold: float, min_nodes: int,
+def fleet(conn: HistoryDB, case_glob: str | None, metric: str | None, threshold: float, min_nodes: int,
           since: str | None = None, z_limit: float = DEFAULT_FLEET_Z, noise_floor: float = 0.02) -> Fleet:
     """Each machine's latest value per case against the fleet: flagged when worse than the median
     by more than `threshold` AND by more than `z_limit` times the combined noise, the fleet's robust
     spread (MAD) and the case's between-run spread (from ``case_noise``; `noise_floor` if unknown)."""
     if not threshold >= 0:
         raise ReportError(f"the threshold must be >= 0, got {threshold}")
-    points = query_points(conn, case_glob, metric, None, since)
+    points = latest_points(conn, case_glob, metric, since)
     if not points:
         raise _no_data(conn, case_glob, metric)
     latest: dict[tuple, Point] = {}
-    for p in points:  # ordered by time: the last one per machine wins (per GPU of it, under MPI)
+    for p in points:  # one per machine already (per GPU of it, under MPI)
         latest[(p.record_id, p.gpus, p.gpu_model, p.metric, p.machine, p.rank)] = p
     names = _display_names({p.machine for p in latest.values()})
     noise: dict[tuple, list[float]] = defaultdict(list)
-    for machine, rid, gpus, _rank, cv in conn.execute("SELECT machine, record_id, gpus, rank, cv FROM case_noise"):
+    for machine, rid, gpus, _rank, cv in conn.query("SELECT machine, record_id, gpus, rank, cv FROM case_noise"):
         noise[(rid, gpus)].append(cv)
     groups: dict[tuple, list[Point]] = defaultdict(list)
     for (rid, gpus, model, m, _machine, _rank), p in latest.items():

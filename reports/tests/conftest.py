@@ -98,3 +98,28 @@ def full_report(tmp_path_factory, full_file) -> Path:
     out = tmp_path_factory.mktemp("report")
     assert main(["html", str(full_file), "-o", str(out)]) == 0
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# history backends: an SQLite file, and a database on a throw-away PostgreSQL server (pgserver.py)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    import pgserver
+
+    server, why = pgserver.start_or_reason()
+    if server is None:
+        if pgserver.required():
+            pytest.fail(f"NODEBENCH_TEST_POSTGRES=required, but {why}")
+        pytest.skip(f"PostgreSQL tests skipped: {why}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_target(request, tmp_path):
+    """Where a new, empty history lives: an SQLite file path, or a postgresql:// URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.sqlite")
+    return request.getfixturevalue("pg_server").new_database()

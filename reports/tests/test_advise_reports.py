@@ -11,9 +11,9 @@ import sys
 import pytest
 
 import nbgen
-from nodebench_reports import derive
 from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
 from nodebench_reports.errors import ReportError
+from nodebench_reports.families import train_dp
 from nodebench_reports.load import Run, check_document, merge_runs, read_advice
 from nodebench_reports.plots import plot_scaling
 
@@ -112,7 +112,7 @@ def test_slow_all_reduce_fails_through_the_training_estimate():
 def test_scaling_plot_shows_measured_predicted_and_ideal():
     doc = with_dp(nbgen.make_result(families=("nccl",), n_gpus=2), [(1, 1000.0, None), (2, 1900.0, None)])
     data = data_of(doc, advice_doc([(1, 1000.0, 1.0), (2, 1950.0, 0.975), (4, 3800.0, 0.95)]))
-    series = derive.dp_series(data)
+    series = train_dp.dp_series(data)
     assert len(series) == 1
     s = series[0]
     assert [q.gpus for q in s.measured] == [1, 2] and [q.gpus for q in s.predicted] == [1, 2, 4]

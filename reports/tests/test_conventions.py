@@ -12,6 +12,7 @@ import pytest
 
 import nbgen
 from nodebench_reports import derive
+from nodebench_reports.families import conv, nccl, p2p
 from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
@@ -109,7 +110,7 @@ def test_one_rank_allreduce_is_left_out_of_scaling():
             one["metrics"]["busbw_gbps"] = 0.0   # by definition for one rank
             extra.append(one)
     doc["records"] += extra
-    curves = derive.allreduce_curves(data_of(doc))
+    curves = nccl.allreduce_curves(data_of(doc))
     assert sorted(curves) == [2, 4]
     item = {i.key: i for i in build_checklist(data_of(doc))}["distribution"]
     # no training step in these results: not judged from bus bandwidth alone; the evidence lists 2 and 4 GPUs
@@ -126,7 +127,7 @@ def test_p2p_bidir_pairs_fill_both_cells():
     latency["params"].update(test="latency", bytes=4)
     latency["metrics"] = {"latency_us": 2.1}
     doc["records"].append(latency)
-    mats = derive.p2p_matrices(data_of(doc))
+    mats = p2p.p2p_matrices(data_of(doc))
     assert mats["bidir"][(2, 0)] == mats["bidir"][(0, 2)] and len(mats["bidir"]) == 6
     assert len(mats["one_way"]) == 6
 
@@ -176,9 +177,19 @@ def test_conv_layouts_are_separate_series(cli, tmp_path):
             c["params"]["layout"] = "nchw"
             nchw.append(c)
     doc["records"] += nchw
-    recs = derive.batch_recommendations(data_of(nbgen.make_result(families=("conv",), n_gpus=1, analysis=False)))
-    assert {r.layout for r in recs} == {"nhwc"}
-    doc.pop("analysis")
-    recs = derive.batch_recommendations(data_of(doc))
+    doc = nbgen.reanalyse(doc)      # the harness writes one recommendation per GPU, precision and layout
+    assert {r.layout for r in conv.batch_recommendations(data_of(nbgen.make_result(families=("conv",), n_gpus=1)))} \
+        == {"nhwc"}
+    data = data_of(doc)
+    recs = conv.batch_recommendations(data)
     assert sorted((r.precision, r.layout) for r in recs) == [("fp16", "nchw"), ("fp16", "nhwc"),
                                                              ("fp32", "nchw"), ("fp32", "nhwc")]
+    # each series' batches are counted in its own layout: the whole sweep, not one batch
+    want = {(p, lay): len({r["params"]["batch"] for r in doc["records"] if r["status"] == "ok"
+                           and r["params"].get("layer") == "resnet50_total" and r["params"]["precision"] == p
+                           and r["params"]["layout"] == lay}) for p in ("fp16", "fp32") for lay in ("nchw", "nhwc")}
+    assert {(r.precision, r.layout): r.batches_measured for r in recs} == want
+    # and the figure draws one training line per precision and layout
+    assert len({conv.group_key(r) for r in doc["records"] if r["params"].get("layer") == "resnet50_total"}) == 4
+    r = cli("html", nbgen.write(doc, tmp_path / "layouts.json"), "-o", tmp_path / "out")
+    assert r.rc == 0, r

@@ -1,4 +1,6 @@
-"""`ingest`, `trend` and `fleet` on an SQLite history of generated runs."""
+"""`ingest`, `trend` and `fleet` on a history of generated runs, on both backends: an SQLite file
+and a PostgreSQL database (a throw-away server, see pgserver.py; skipped with the reason when
+none can be started)."""
 
 from __future__ import annotations
 
@@ -28,37 +30,49 @@ def history_files(tmp_path_factory):
     return files
 
 
-@pytest.fixture(scope="module")
-def db(history_files, tmp_path_factory):
+def rows(target, sql, args=()):
+    """Rows of a query on either backend (placeholders: ?)."""
+    from nodebench_reports.history import open_db
+
+    with open_db(str(target), create=False) as h:
+        return h.query(sql, args)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def db(request, history_files, tmp_path_factory):
     from nodebench_reports.cli import main
 
-    path = tmp_path_factory.mktemp("db") / "history.sqlite"
-    assert main(["ingest", *history_files, "--db", str(path)]) == 0
+    if request.param == "sqlite":
+        path = str(tmp_path_factory.mktemp("db") / "history.sqlite")
+    else:
+        path = request.getfixturevalue("pg_server").new_database("hist")
+    assert main(["ingest", *history_files, "--db", path]) == 0
     return path
 
 
 def test_ingest_stores_runs_records_metrics(db):
-    conn = sqlite3.connect(db)
-    assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == len(NODES) * len(DATES)
-    assert sorted(r[0] for r in conn.execute("SELECT DISTINCT node FROM runs")) == NODES
-    n_records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    assert rows(db, "SELECT count(*) FROM runs")[0][0] == len(NODES) * len(DATES)
+    assert sorted(r[0] for r in rows(db, "SELECT DISTINCT node FROM runs")) == NODES
+    n_records = rows(db, "SELECT count(*) FROM records")[0][0]
     assert n_records == len(NODES) * len(DATES) * 59
-    value = conn.execute("SELECT value FROM metrics WHERE record_id=? AND name='tflops' LIMIT 1", (CASE,)).fetchone()
+    value = rows(db, "SELECT value FROM metrics WHERE record_id=? AND name='tflops' LIMIT 1", (CASE,))[0]
     assert 500 < value[0] < 989
 
 
-def test_reingest_replaces_and_does_not_duplicate(cli, history_files, tmp_path):
-    db = tmp_path / "h.sqlite"
+def test_reingest_replaces_and_does_not_duplicate(cli, history_files, history_target):
+    db = history_target
     assert cli("ingest", history_files[0], "--db", db).rc == 0
+    before = rows(db, "SELECT count(*) FROM records")[0][0]
     r = cli("ingest", history_files[0], history_files[1], "--db", db)
     assert r.rc == 0 and "1 run(s) were already there and were replaced" in r.out, r
-    assert sqlite3.connect(db).execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    assert rows(db, "SELECT count(*) FROM runs")[0][0] == 2
+    assert rows(db, "SELECT count(*) FROM records")[0][0] == 2 * before
 
 
-def test_ingest_node_override(cli, history_files, tmp_path):
-    db = tmp_path / "h.sqlite"
+def test_ingest_node_override(cli, history_files, history_target):
+    db = history_target
     assert cli("ingest", history_files[0], "--db", db, "--node", "rack7-slot3").rc == 0
-    assert sqlite3.connect(db).execute("SELECT node FROM runs").fetchone()[0] == "rack7-slot3"
+    assert rows(db, "SELECT node FROM runs")[0][0] == "rack7-slot3"
 
 
 def test_trend_plots_each_node(cli, db, tmp_path):
@@ -103,8 +117,8 @@ def test_fleet_threshold_and_lower_is_better_metric(cli, db):
     assert r.rc == 1 and "!! node03" in r.out and "!! node01" not in r.out, r
 
 
-def test_fleet_uses_latest_run_per_node(cli, history_files, tmp_path):
-    db = tmp_path / "h.sqlite"
+def test_fleet_uses_latest_run_per_node(cli, history_files, history_target, tmp_path):
+    db = history_target
     early = [f for f in history_files if not f.endswith("-2.json")]
     late = [f for f in history_files if f.endswith("-2.json")]
     assert cli("ingest", *early, "--db", db).rc == 0

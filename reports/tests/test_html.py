@@ -61,7 +61,7 @@ def test_absent_families_are_not_measured(cli, gemm_only_file, tmp_path):
     r = cli("html", gemm_only_file, "-o", tmp_path)
     assert r.rc == 0, r
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert len(images(html)) == 2                      # GEMM and the FP16/FP32 bars (derived from GEMM)
+    assert len(images(html)) == 2                      # GEMM and the FP16/FP32 bars (its analysis.fp16_vs_fp32)
     for key in ("conv", "hostlink", "p2p", "allreduce", "scaling"):
         m = re.search(rf'<div class="missing" id="plot-{key}" data-status="not measured">.*?</div>', html, re.S)
         assert m and "not measured" in m.group(0), key
@@ -217,6 +217,7 @@ def test_memory_at_recommended_batch():
     assert checklist_of(doc)["memory"].status == PASS
     doc["analysis"]["batch_recommendation"][0]["memory_fraction"] = 0.97
     assert checklist_of(doc)["memory"].status == FAIL
-    # without analysis the recommendation is derived from the conv records
-    derived = checklist_of(nbgen.make_result(families=("conv",), n_gpus=1, analysis=False))["memory"]
-    assert derived.status == PASS and "derived" in " ".join(derived.evidence)
+    # a file without analysis.batch_recommendation (an older nodebench): said so, never recommended again here
+    old = checklist_of(nbgen.make_result(families=("conv",), n_gpus=1, analysis=False))["memory"]
+    assert old.status == NOT_MEASURED and old.summary.startswith("not in this file: analysis.batch_recommendation")
+    assert "nodebench run --family conv" in old.summary and not old.evidence

@@ -100,3 +100,73 @@ def test_run_without_result_file_exits_2(nightly_env, tmp_path):
     env.pop("FAKE_RESULT", None)
     proc = nightly(env, nightly_env["base"], "--out", tmp_path / "out", "--db", tmp_path / "h.sqlite", FAKE_EXIT="3")
     assert proc.returncode == 2 and "wrote no result file" in proc.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# a fleet's PostgreSQL history
+
+
+def _runs_in(target):
+    from nodebench_reports.history import open_db
+
+    with open_db(str(target), create=True) as h:
+        return [r[0] for r in h.query("SELECT run_id FROM runs")]
+
+
+def test_night_into_postgresql(nightly_env, pg_server, tmp_path):
+    url = pg_server.new_database("nightly")
+    out = tmp_path / "out"
+    proc = nightly(nightly_env["env"], nightly_env["base"], "--out", out, "--db", url, FAKE_RESULT=nightly_env["same"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert _runs_in(url) == [json.loads(open(nightly_env["same"]).read())["run_id"]]
+    assert not (out / "not-stored.txt").exists()
+
+
+def test_database_unreachable_keeps_the_run_and_exits_3(nightly_env, pg_server, tmp_path):
+    """The server's socket is not where the URL points: exit 3, the result file and the report
+    kept, and the printed command stores the run once the database is back."""
+    url = pg_server.new_database("later")
+    dbname = url.split("///", 1)[1].split("?", 1)[0]
+    sock = tmp_path / "sock"                     # nothing there yet
+    down = f"postgresql:///{dbname}?host={sock}&port={url.split('port=')[1].split('&')[0]}&user=nodebench"
+    out = tmp_path / "out"
+    proc = nightly(nightly_env["env"], nightly_env["base"], "--out", out, "--db", down, FAKE_RESULT=nightly_env["same"])
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "NOT stored" in proc.stderr and "Store it later with:" in proc.stderr
+    assert (out / "report" / "report.html").exists() and (out / "compare.json").exists()
+    results = [p for p in out.glob("*.json") if p.name.startswith("quick-")]
+    assert len(results) == 1
+    later = (out / "not-stored.txt").read_text().splitlines()[-1]
+    assert later in proc.stderr and str(results[0]) in later.replace("\\", "")
+    assert _runs_in(url) == []
+    os.symlink(pg_server.base, sock)             # the database is back
+    again = subprocess.run(["bash", "-c", later], capture_output=True, text=True, timeout=120,
+                           env=nightly_env["env"])
+    assert again.returncode == 0, again.stderr
+    assert _runs_in(url) == [json.loads(open(nightly_env["same"]).read())["run_id"]]
+
+
+def test_regression_and_unreachable_database_exits_1_and_says_not_stored(nightly_env, tmp_path):
+    pytest.importorskip("psycopg")
+    down = f"postgresql:///nodebench?host={tmp_path / 'nowhere'}&port=5999&connect_timeout=2"
+    proc = nightly(nightly_env["env"], nightly_env["base"], "--out", tmp_path / "out", "--db", down,
+                   FAKE_RESULT=nightly_env["slow"])
+    assert proc.returncode == 1 and "REGRESSION" in proc.stdout, proc.stderr[-3000:]
+    assert "NOT stored" in proc.stderr and (tmp_path / "out" / "not-stored.txt").exists()
+
+
+def test_url_with_password_is_refused_before_the_run(nightly_env, tmp_path):
+    args_file = nightly_env["folder"] / "args.txt"
+    if args_file.exists():
+        args_file.unlink()
+    proc = nightly(nightly_env["env"], nightly_env["base"], "--out", tmp_path / "out",
+                   "--db", "postgresql://bench:hunter2-secret@db.example/nodebench", FAKE_RESULT=nightly_env["same"])
+    assert proc.returncode == 2 and "embeds a password" in proc.stderr, proc.stderr
+    assert "hunter2" not in proc.stdout + proc.stderr
+    assert not args_file.exists()                 # nothing was run
+
+
+def test_help_documents_postgresql_and_exit_3():
+    proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    for text in ("postgresql://", "PGPASSWORD", "service=", "  3  ", "not-stored.txt"):
+        assert text in proc.stdout, text

@@ -244,8 +244,10 @@ def test_version_1_history_is_upgraded(cli, noisy_runs, tmp_path):
     db = tmp_path / "old.sqlite"
     assert cli("ingest", *noisy_runs, "--db", db).rc == 0
     conn = sqlite3.connect(db)
-    with conn:   # make it what version 1 wrote: no machine, no run_to_run_cv, no case_noise
-        conn.execute("DROP TABLE case_noise")
+    with conn:   # make it what version 1 wrote: no machine, no run_to_run_cv, no case_noise (nor what
+        conn.execute("DROP TABLE case_noise")   # version 3 added: case_latest, records_by_machine)
+        conn.execute("DROP TABLE IF EXISTS case_latest")
+        conn.execute("DROP INDEX IF EXISTS records_by_machine")
         conn.execute("ALTER TABLE runs DROP COLUMN machine")
         conn.execute("ALTER TABLE records DROP COLUMN machine")
         conn.execute("ALTER TABLE records DROP COLUMN run_to_run_cv")
@@ -254,7 +256,8 @@ def test_version_1_history_is_upgraded(cli, noisy_runs, tmp_path):
     r = cli("compare", noisy_runs[0], noisy_runs[1], "--history", db, "--json", tmp_path / "c.json")
     assert r.rc in (0, 1), r
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key='db_version'").fetchone()[0] == "2"
+    from nodebench_reports.history import DB_VERSION
+    assert conn.execute("SELECT value FROM meta WHERE key='db_version'").fetchone()[0] == str(DB_VERSION)
     assert conn.execute("SELECT COUNT(*) FROM case_noise").fetchone()[0] > 0
     # version 1 had no GPU identity: its runs count under the node name, and compare finds them there
     data = json.loads((tmp_path / "c.json").read_text())

@@ -26,7 +26,7 @@ def _data(tmp_path, doc):
 
 
 def test_hostlink_single_points_and_totals_are_apart(tmp_path, figures):
-    from nodebench_reports.plots import plot_hostlink
+    from nodebench_reports.families.hostlink import plot_hostlink
 
     doc = nbgen.make_result(families=("hostlink",), n_gpus=2, seed=1)
     extra = []
@@ -72,7 +72,7 @@ def test_hostlink_single_points_and_totals_are_apart(tmp_path, figures):
 
 
 def test_allreduce_on_log_axes(tmp_path, figures):
-    from nodebench_reports.plots import plot_allreduce
+    from nodebench_reports.families.nccl import plot_allreduce
 
     plot_allreduce(_data(tmp_path, nbgen.make_result(families=("nccl",), seed=1)))
     ax = figures[0].axes[0]
@@ -81,7 +81,7 @@ def test_allreduce_on_log_axes(tmp_path, figures):
 
 
 def test_out_of_memory_marker_is_not_red(tmp_path, figures):
-    from nodebench_reports.plots import plot_conv
+    from nodebench_reports.families.conv import plot_conv
 
     plot_conv(_data(tmp_path, nbgen.make_result(families=("conv",), n_gpus=1, seed=1)))
     ax = figures[0].axes[0]

@@ -6,6 +6,7 @@ import pytest
 
 from nodebench_reports import derive_train
 from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.families import train
 from nodebench_reports.load import Run, check_document, merge_runs
 
 
@@ -153,7 +154,7 @@ def test_plot_marks_limit_and_recommended_batch(monkeypatch):
     figures = []
     monkeypatch.setattr(plots, "_png", lambda fig: figures.append(fig) or b"png")
     doc = train_doc()
-    plot = plots.plot_train(data_of(doc))
+    plot = train.plot_train(data_of(doc))
     assert plot.png == b"png" and len(figures) == 1
     ax_t, ax_m = [a for a in figures[0].axes if a.get_visible()][:2]
     assert "throughput" in ax_t.get_title() and "memory" in ax_m.get_title()
@@ -174,8 +175,7 @@ def test_plot_marks_limit_and_recommended_batch(monkeypatch):
 
 
 def test_plot_missing_without_train():
-    from nodebench_reports import plots
-    plot = plots.plot_train(data_of(nbgen.make_result(families=("gemm",), n_gpus=1)))
+    plot = train.plot_train(data_of(nbgen.make_result(families=("gemm",), n_gpus=1)))
     assert plot.png is None and "not measured" in plot.missing
 
 

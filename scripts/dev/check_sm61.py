@@ -8,7 +8,9 @@ refuses to disassemble it) and checks:
      the libnb_kernels_*.a of kernels/<family>/) holds sm_61 machine code (SASS), not only PTX to be JIT-compiled;
   2. every __global__ kernel defined in the sources (*.cu, *.cuh outside build directories and
      scripts/, whose standalone maintainer kernels are not part of the binary) is
-     in the binary's sm_61 SASS, so no kernel is left without a P40 code path;
+     in the binary's sm_61 SASS, so no kernel is left without a P40 code path; files named
+     *_sm90a.cu hold kernels built for the arch-specific target sm_90a only (Hopper's wgmma)
+     and are left out;
   3. the sm_61 SASS uses nothing a P40 lacks: no tensor-core instructions (HMMA, IMMA, DMMA,
      BMMA, *GMMA, UTC*MMA), no ldmatrix/stmatrix/movmatrix, no BF16/TF32/FP8 operand types;
   4. the binary holds SASS for every real architecture in CMAKE_CUDA_ARCHITECTURES (and PTX
@@ -39,6 +41,8 @@ FORBIDDEN_OPCODES = {
 # Operand types that a P40 does not have.
 FORBIDDEN_TYPES = re.compile(r"\b(BF16|BF16_V2|TF32|E4M3|E5M2|E2M1|E3M2|E2M3|UE8M0)\b")
 TARGET = "sm_61"
+# Sources compiled only for an arch-specific target (never for sm_61).
+ARCH_SPECIFIC_SUFFIXES = ("_sm90a.cu",)
 # Source-level kernel definitions: __global__ [__launch_bounds__(...)] void name(
 KERNEL_RE = re.compile(
     r"(template\s*<[^;{]*?>\s*)?(?:static\s+|extern\s+\"C\"\s+)?__global__\s+"
@@ -69,7 +73,8 @@ class Report:
         print(f"  info  {msg}")
 
 
-def find_cuobjdump(explicit):
+def find_cuobjdump(explicit, accept_cuda13=False):
+    """A cuobjdump and its release; CUDA 13's only with accept_cuda13 (it reads sm_75 and newer)."""
     cands = []
     if explicit:
         cands.append(explicit)
@@ -83,7 +88,7 @@ def find_cuobjdump(explicit):
         if os.path.isfile(c) and os.access(c, os.X_OK):
             rc, out, _ = run([c, "--version"])
             m = re.search(r"release (\d+)\.(\d+)", out)
-            if m and int(m.group(1)) >= 13:
+            if m and int(m.group(1)) >= 13 and not accept_cuda13:
                 print(f"check_sm61: skipping {c}: CUDA {m.group(1)}.{m.group(2)}'s cuobjdump cannot "
                       "disassemble sm_61 (nvdisasm: 'SM61 is deprecated')")
                 continue
@@ -175,7 +180,7 @@ def source_kernels(root):
         dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith("build")
                        and not d.startswith(".")]
         for f in filenames:
-            if f.endswith((".cu", ".cuh")):
+            if f.endswith((".cu", ".cuh")) and not f.endswith(ARCH_SPECIFIC_SUFFIXES):
                 p = Path(dirpath) / f
                 text = p.read_text(errors="replace")
                 text = re.sub(r"//[^\n]*", "", text)

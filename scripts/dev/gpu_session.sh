@@ -26,6 +26,11 @@
 #   conv-repeat  conv/resnet50 fp16/nchw/b32 and tf32/nhwc/b256, REPEAT_RUNS fresh processes
 #   peak-indep   an independent peak kernel (scripts/dev/peak_independent.cu), the peak family,
 #                the independent kernel again; each unit's ratio
+#   peak-wgmma   tensor-core peaks (needs 90 in CUDA_ARCHS): the test gpu_peak_tensor_path, then
+#                cuBLAS/cuBLASLt GEMM 8192^3 FP16, BF16, TF32, INT8, FP8, the independent wgmma
+#                kernel (peak_independent.cu --wgmma, sm_90a), the peak family's mma_* cases, the
+#                independent kernel again, 1.5 s sustained each (GPU 0); a table of peak case /
+#                max(cuBLAS, independent), target 0.97 (about 2-3 min)
 #   mpi-shared   two MPI ranks that see the same GPU (CUDA_VISIBLE_DEVICES=0 for both): the per-GPU
 #                cases must be skipped as shared_gpu, with the reason
 #   train-peer   the ResNet-50 training step against PyTorch (scripts/dev/peer_torch_train.py),
@@ -38,12 +43,9 @@
 #                TRAIN_SWEEP_SERIES (default "fp16/nhwc tf32/nchw"), one algorithm cache for all,
 #                with the recommendation; a table per batch (step, images/s, memory, profile sum).
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
-#   train-fused  the fused training step (issue 23; scripts/dev/gpu_session_train.sh): the train GPU
-#                tests (fused against unfused first), then per case of TRAIN_FUSED_CASES (default
-#                "fp16/nhwc:256 tf32/nchw+nhwc:256 fp16/nhwc:64 fp16/nhwc:1024") PyTorch in each mode
-#                of TRAIN_FUSED_MODES (eager,compile,reduce-overhead), compiled once, two rounds with
-#                nodebench's fused step between them (the unfused beside eager), while 200 s are
-#                left; train_fused_ratio.json and its tables. TRAIN_FUSED_TESTS=0: no tests
+#   train-fused  the fused training step (scripts/dev/gpu_session_train.sh): the train GPU tests
+#                (TRAIN_FUSED_TESTS=0: none), then per case of TRAIN_FUSED_CASES PyTorch in each mode
+#                of TRAIN_FUSED_MODES around nodebench's fused and unfused step; train_fused_ratio.json
 #   train-fused-sweep  train-sweep with the fused step and the algorithm cache seeded from
 #                results/h200/2026-12-01-train-sweep/algo_cache_h200.json (or ALGO_CACHE)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
@@ -61,7 +63,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep train-peer train-tests train-sweep train-fused train-fused-sweep monitor mpi-shared"
+ALL_STEPS="build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep train-fused train-fused-sweep monitor mpi-shared"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -106,8 +108,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [train-fused]=150 [train-fused-sweep]=120
-                 [monitor]=120 [mpi-shared]=60)
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [train-fused]=150
+                 [train-fused-sweep]=120 [monitor]=120 [mpi-shared]=60)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -316,6 +318,28 @@ for r in d["records"]:
     print(f"  {r['id']:18s} {nb:10.1f} {str(ind[k]):>30s} {nb / best:7.3f}")
 PY
   keep peak_family.json
+  return $rc
+}
+
+step_peak_wgmma() {
+  local rc=0 ind="$RAW/peak_independent_wgmma" t="--max-time 1.5 --target-cv 0 --quiet" re=';90a?(-real|-virtual)?;'
+  [[ ";$ARCHS;" =~ $re ]] || { note "peak-wgmma: CUDA_ARCHS ($ARCHS) lacks 90"; return 1; }
+  timeout "$(tmo 120)" ctest --test-dir build -R gpu_peak_tensor_path --output-on-failure > "$RAW/ctest-wgmma.log" 2>&1 || rc=1
+  grep -E "tests passed|FAIL|compute capability" "$RAW/ctest-wgmma.log" | tee -a "$OUT/session.log"
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o "$ind" scripts/dev/peak_independent.cu > "$RAW/wg_build.log" 2>&1 || return 1
+  # shellcheck disable=SC2086  # $t: several options
+  timeout "$(tmo 150)" build/nodebench run --suite quick --gpus 0 $t --out-file "$RAW/wg_gemm.json" \
+    --filter '^gemm/(fp16|bf16|tf32|int8|fp8)/(cublas|cublaslt)/square_8192$' > "$RAW/wg_gemm.log" 2>&1 || rc=1
+  CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 60)" "$ind" --wgmma --seconds 1.5 > "$RAW/wg_indep1.txt" 2>&1 || rc=1
+  # shellcheck disable=SC2086
+  timeout "$(tmo 90)" build/nodebench run --suite quick --gpus 0 $t --family peak --filter '^peak/mma_' \
+    --out-file "$RAW/wg_peak.json" > "$RAW/wg_peak.log" 2>&1 || rc=1
+  CUDA_VISIBLE_DEVICES=0 timeout "$(tmo 60)" "$ind" --wgmma --seconds 1.5 > "$RAW/wg_indep2.txt" 2>&1 || rc=1
+  cat "$RAW/wg_indep1.txt" "$RAW/wg_indep2.txt" >> "$OUT/session.log"
+  python3 scripts/dev/peak_wgmma_table.py --gemm "$RAW/wg_gemm.json" --peak "$RAW/wg_peak.json" \
+    --independent "$RAW/wg_indep1.txt" "$RAW/wg_indep2.txt" --out "$RAW/peak_wgmma_ratio.json" | tee -a "$OUT/session.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  keep peak_wgmma_ratio.json; keep wg_peak.json
   return $rc
 }
 

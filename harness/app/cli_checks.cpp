@@ -1,0 +1,142 @@
+// `advise`'s options, and what the parser checks once CLI11 has parsed (cli_options.hpp).
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
+#include "app/cli_options.hpp"
+#include "base/error.hpp"
+#include "bench/algo_choice.hpp"
+
+namespace nb::cli {
+
+void add_advise(CLI::App& app, AdviseCommand& c) {
+  AdviseOptions& a = c.options;
+  CLI::App* advise = app.add_subcommand(
+      "advise",
+      "Predict data-parallel training from result files: step time, images/s, efficiency and the bottleneck per "
+      "GPU count, batch and accumulation, and the strategy to use (docs/ADVISE.md)");
+  advise->add_option("files", a.files, "Result files (nccl all-reduce, hostlink, train or conv, train_dp records)")
+      ->type_name("RESULT.json");
+  advise->add_option("--gpus", a.gpus, "GPU counts (per node) to predict, e.g. 1,2,4,8 (default: the measured counts)")
+      ->type_name("N,...");
+  advise->add_option("--nodes", a.nodes, "Nodes, each with --gpus GPUs (above 1 needs --inter-node-gbps)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  advise->add_option("--inter-node-gbps", a.inter_node_gbps,
+                     "Network bandwidth between nodes in GB/s per node (bytes: 100 Gb/s Ethernet is 12.5)")
+      ->check(CLI::Range(1e-3, 1e6));
+  advise->add_option("--step-ms", a.step_ms, "A framework's own one-GPU step time in ms (with --batch): predict its "
+                                             "multi-GPU throughput")
+      ->check(CLI::Range(1e-3, 1e7));
+  advise->add_option("--params", a.params, "Parameter count of that model (default: ResNet-50, 25557032)")
+      ->check(CLI::Range(1.0, 1e13));
+  advise->add_option("--batch", a.batch, "Per-GPU batch of --step-ms, and of the --profile what-if (default 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  advise->add_option("--profile", a.profile,
+                     "What-if for hardware not at hand: a device profile name (e.g. \"Tesla P40\"), with --gpus and "
+                     "--link; labelled 'predicted from profile, not measured'");
+  advise->add_option("--link", a.link, "What-if link between the GPUs")
+      ->check(CLI::IsMember({"pcie-gen3", "pcie-gen4", "nvlink"}));
+  advise->add_option("--global-batch", a.global_batch, "Global batch to reach: gradient accumulation steps per count")
+      ->check(CLI::Range(1, 1 << 24));
+  advise->add_option("--bucket-mib", a.bucket_mib, "Gradient bucket size in MiB (PyTorch DDP's default is 25)")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  advise->add_option("--grad-dtype", a.grad_dtype, "Gradient type all-reduced: fp32 (4 bytes, as AMP's FP32 master "
+                                                   "weights) or fp16 (2 bytes)")
+      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->capture_default_str();
+  advise->add_option("--image-dtype", a.image_dtype, "Input image type copied from the host: uint8 (150528 B) or fp32")
+      ->check(CLI::IsMember({"uint8", "fp32"}))
+      ->capture_default_str();
+  advise->add_option("--json", a.json_file, "Also write the advice as JSON to FILE")->type_name("FILE");
+}
+
+Problem finish_selection(RunOptions& o, const RawText& raw) {
+  o.suite = *parse_suite(raw.suite);
+  if (!o.filter.empty()) {
+    try {
+      std::regex re(o.filter);
+    } catch (const std::regex_error& e) {
+      return {"--filter: '" + o.filter + "' is not a valid regular expression (" + e.what() + ")"};
+    }
+  }
+  return {};
+}
+
+Problem finish_run(RunOptions& o, const RawText& raw, bool is_run) {
+  if (Problem p = finish_selection(o, raw); !p.message.empty()) return p;
+  if (raw.max_time > 0) o.max_time_s = raw.max_time;
+  if (raw.l2 == "hot") o.l2 = L2Mode::hot;
+  if (raw.l2 == "cold") o.l2 = L2Mode::cold;
+  if (!raw.budget.empty()) {
+    try {
+      o.budget_s = parse_duration(raw.budget);
+    } catch (const Error& e) {
+      return {std::string("--budget: ") + e.what()};
+    }
+  }
+  if (is_run && raw.monitor_opt && raw.monitor_opt->count() > 0) {
+    if (raw.monitor.empty()) {
+      o.monitor_interval_s = 1.0;
+    } else {
+      char* end = nullptr;
+      const double x = std::strtod(raw.monitor.c_str(), &end);
+      if (end == raw.monitor.c_str() || *end != '\0' || !std::isfinite(x) || x < 0.05 || x > 3600)
+        return {"--monitor: '" + raw.monitor + "' is not an interval in seconds (0.05 to 3600)", false};
+      o.monitor_interval_s = x;
+    }
+  }
+  return {};
+}
+
+Problem finish_doctor(const DoctorOptions& o) {
+  if (!o.archs.empty() && o.from.empty())
+    return {"doctor --archs: needs --from FILE (on the node, doctor reads this binary's own)"};
+  return {};
+}
+
+Problem finish_monitor(const MonitorOptions& mo) {
+  if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
+    return {"--interval: must be 0.05 to 3600 seconds", false};
+  if (!std::isfinite(mo.duration_s) || mo.duration_s < 0)
+    return {"--duration: must be a number of seconds >= 0 (0: until interrupted)", false};
+  if (mo.format == "prometheus" && mo.out_file.empty())
+    return {"--out: --format prometheus writes a textfile; give its path, e.g. "
+            "--out /var/lib/node_exporter/textfile_collector/nodebench.prom",
+            false};
+  if (mo.gpus != "all") {
+    try {
+      (void)parse_gpu_list(mo.gpus, 1 << 20);
+    } catch (const Error& e) {
+      return {e.what(), false};
+    }
+  }
+  return {};
+}
+
+Problem check_run_inputs(const RunOptions& o) {
+  try {
+    check_environment_settings();
+  } catch (const Error& e) {
+    return {e.what(), false};  // an environment variable, not an option: no usage
+  }
+  if (!o.algo_cache_file.empty()) {
+    try {
+      AlgoCache probe;  // read once here so that a malformed file stops the command before it starts
+      probe.load(o.algo_cache_file);
+    } catch (const Error& e) {
+      return {std::string("--algo-cache: ") + e.what()};
+    }
+  }
+  if (o.gpus != "all") {
+    try {
+      (void)parse_gpu_list(o.gpus, 1 << 20);  // syntax only; indices are checked against the node
+    } catch (const Error& e) {
+      return {e.what()};
+    }
+  }
+  return {};
+}
+
+}  // namespace nb::cli

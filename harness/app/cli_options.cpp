@@ -1,0 +1,157 @@
+#include "app/cli_options.hpp"
+
+namespace nb::cli {
+
+namespace {
+
+void add_algo_cache(CLI::App* sub, RunOptions& o) {
+  sub->add_option("--algo-cache", o.algo_cache_file,
+                  "Algorithm cache FILE (cuDNN and cuBLASLt choices): read at start, its choices used instead of a "
+                  "search, new choices added and the file updated at the end; recorded in the result (algo_cache). "
+                  "A missing FILE starts empty")
+      ->type_name("FILE");
+  sub->add_flag("--algo-search", o.algo_search,
+                "Ignore the cached choices: search again, then update the --algo-cache file");
+}
+
+void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
+  sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
+      ->check(CLI::IsMember({"quick", "full"}))
+      ->capture_default_str();
+  sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm")
+      ->delimiter(',');
+  sub->add_option("--filter", o.filter, "Only cases whose id (family/case) matches this regular expression");
+}
+
+// How each case is sampled.
+void add_sampling(CLI::App* run, RunOptions& o, RawText& raw) {
+  run->add_option("--repetitions", o.repetitions, "Take exactly N timed samples per case (turns off the adaptive stop)")
+      ->check(CLI::Range(size_t(1), size_t(1000000)));
+  run->add_option("--max-time", raw.max_time, "Cap in seconds on sampling one case (default: 0.4 quick, 1.0 full)")
+      ->check(CLI::Range(0.001, 3600.0));
+  run->add_option("--target-cv", o.target_cv, "Stop sampling a case once its coefficient of variation is at most this")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  run->add_option("--min-samples", o.min_samples, "Fewest samples before the adaptive stop may end a case")
+      ->check(CLI::Range(size_t(1), size_t(1000000)))
+      ->capture_default_str();
+  run->add_option("--l2", raw.l2, "hot: L2 keeps data between samples; cold: flush L2 before each sample "
+                                  "(default: each family's own; GEMM hot)")
+      ->check(CLI::IsMember({"hot", "cold"}));
+  run->add_option("--budget", raw.budget,
+                  "Plan the run to end within DURATION (e.g. 10m, 90s, 1h30m): before it starts, says which cases it "
+                  "shortens or leaves out to fit, and records that in the result (plan)")
+      ->type_name("DURATION");
+}
+
+// What the run's analyses aim at, and how the GPUs are shared.
+void add_analysis_and_mode(CLI::App* run, RunOptions& o) {
+  run->add_option("--memory-fraction", o.memory_fraction,
+                  "Batch-size recommendation: the largest fraction of device memory a batch may use")
+      ->check(CLI::Range(0.05, 1.0))
+      ->capture_default_str();
+  run->add_option("--global-batch", o.global_batch,
+                  "Training recommendation: the global batch to reach, with gradient accumulation where needed")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  run->add_flag("--one-gpu-at-a-time", o.one_gpu_at_a_time,
+                "Run every per-GPU case GPU after GPU (default: cases that share nothing run on every GPU at once; "
+                "host-link and latency cases always run one GPU at a time)");
+  run->add_option("--runs", o.runs,
+                  "Repeat the whole run N times, each in a fresh process, and record each case's run-to-run spread "
+                  "(run_to_run) in one combined file beside the N run files")
+      ->check(CLI::Range(size_t(1), size_t(1000)))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void add_list(CLI::App& app, ListCommand& c, RawText& raw) {
+  CLI::App* list = app.add_subcommand("list", "List families and cases, and whether each can run on this node (and why not)");
+  add_selection(list, c.selection, raw.suite);
+  list->add_flag("--json", c.json, "Print JSON instead of a table");
+}
+
+void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
+  RunOptions& o = c.options;
+  CLI::App* run = app.add_subcommand("run", "Run benchmarks: progress per case, a summary table, and a JSON result file");
+  add_selection(run, o, raw.suite);
+  run->add_option("--gpus", o.gpus, "Devices to run on: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
+  run->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
+  run->add_option("--out-file", o.out_file, "Exact result file path (overrides --out's generated name)");
+  add_sampling(run, o, raw);
+  run->add_option("--profiles", o.profiles_file, "Device profile file (expected peaks) instead of the built-in one")
+      ->check(CLI::ExistingFile);
+  run->add_flag("--quiet", o.quiet, "No progress lines, only the summary");
+  add_analysis_and_mode(run, o);
+  run->add_option("--gbench-out", o.gbench_out,
+                  "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
+  add_algo_cache(run, o);
+  raw.monitor_opt = run->add_option("--monitor", raw.monitor,
+                                    "Sample the run's GPUs (utilisation, SM clock, power, memory) every S seconds "
+                                    "(default 1) into the result's timeline, with each case's start and end marked; "
+                                    "needs NVML")
+                        ->expected(0, 1)
+                        ->type_name("[=S]");
+}
+
+void add_env(CLI::App& app, EnvCommand& c) {
+  CLI::App* env = app.add_subcommand("env", "Show the environment: host, driver, libraries, every GPU");
+  env->add_flag("--json", c.json, "Print the environment as JSON (the result file's 'environment')");
+}
+
+void add_doctor(CLI::App& app, DoctorCommand& c) {
+  DoctorOptions& o = c.options;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "Check the node: driver, libraries, GPU visibility, PCIe links, ECC, clocks, peers; each problem with its fix");
+  doctor->add_flag("--json", o.json, "Print the checks as JSON");
+  doctor->add_flag("--no-load", o.no_load, "Read PCIe links without loading the GPUs (links train down at idle)");
+  doctor->add_option("--from", o.from,
+                     "Judge a node captured elsewhere instead of this one, no GPU needed: FILE is an `env --json` "
+                     "capture, a result file or a `doctor --json` report")
+      ->type_name("FILE");
+  doctor->add_option("--archs", o.archs,
+                     "With --from: the CUDA architectures of the binary the node runs (CMake notation, e.g. 61-real), "
+                     "where the capture does not record them")
+      ->type_name("LIST");
+}
+
+void add_validate(CLI::App& app, ValidateCommand& c) {
+  ValidateOptions& v = c.options;
+  RunOptions& o = c.run;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "Judge the node: doctor, then benchmarks by level against the device profile's thresholds");
+  validate->add_option("--profile", v.profile,
+                       "Thresholds: auto (by GPU model), a model name of the thresholds file, or a thresholds FILE")
+      ->capture_default_str();
+  validate->add_option("--level", v.level,
+                       "1 checks only (seconds); 2 plus quick bandwidth and GEMM (about a minute); 3 every family, full sweeps")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
+  validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");
+  validate->add_option("--prometheus", v.prometheus_file, "Write the verdicts as a node_exporter textfile (.prom) to FILE");
+  validate->add_option("--gpus", o.gpus, "Devices to benchmark: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
+  validate->add_flag("--quiet", o.quiet, "No progress lines");
+  add_algo_cache(validate, o);
+}
+
+void add_monitor(CLI::App& app, MonitorCommand& c) {
+  MonitorOptions& mo = c.options;
+  CLI::App* monitor = app.add_subcommand(
+      "monitor", "Watch the GPUs through NVML: utilisation, memory, temperature, power, clocks, throttle reasons, "
+                 "PCIe and NVLink throughput, ECC; a live table, CSV, JSON lines or a Prometheus textfile");
+  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")->capture_default_str();
+  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)");
+  monitor->add_option("--gpus", mo.gpus, "GPUs to watch: 'all' or a list like 0,2 (NVML indices, as nvidia-smi numbers them)")
+      ->capture_default_str();
+  monitor->add_option("--format", mo.format, "table (redrawn on a terminal), csv, jsonl, or prometheus (a node_exporter textfile)")
+      ->check(CLI::IsMember({"table", "csv", "jsonl", "prometheus"}))
+      ->capture_default_str();
+  monitor->add_option("--out", mo.out_file,
+                      "Write to FILE instead of stdout; with --format prometheus, FILE is replaced atomically after each "
+                      "sample (required)")
+      ->type_name("FILE");
+}
+
+}  // namespace nb::cli
