@@ -220,7 +220,51 @@ TEST(TrainUpdateTable, ChunksCoverEachElementOnceOnVectorBoundaries) {
   }
   for (const auto& h : hits)
     for (int v : h) ASSERT_EQ(v, 1);
-  EXPECT_EQ(mt_chunks({10}, 4).size(), 3u);  // 4 + 4 + 2
+  // A chunk size that is not a multiple of the widest vector (8 FP16) is rounded up to one, so
+  // every chunk of a tensor but its last starts and ends on a vector boundary: 10 = 8 + 2.
+  const auto small = mt_chunks({10, 21}, 4);
+  ASSERT_EQ(small.size(), 5u);  // 8 + 2, then 8 + 8 + 5
+  for (const auto& ch : small) EXPECT_EQ(ch.begin % kMtChunkAlign, 0u) << ch.tensor << " " << ch.begin;
+  EXPECT_EQ(small[1].count, 2u);
+  EXPECT_EQ(small[4].begin, 16u);
+  EXPECT_EQ(small[4].count, 5u);
+  EXPECT_EQ(mt_chunks({24}, 9).size(), 2u);  // 9 -> 16: 16 + 8
+}
+
+// Fake addresses (never dereferenced): the decision of the update's kernels between 16-byte
+// vectors and one element a step, per chunk, from each pointer's alignment at the chunk's start.
+const void* at_address(uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+TEST(TrainUpdateTable, VectorsOnlyWhereEveryPointerIsAlignedAtTheChunk) {
+  // The update's pointers: w, v (FP32), g (FP16), copy (FP16); 4 elements a step.
+  const int elem[4] = {4, 4, 2, 2};
+  const void* aligned[4] = {at_address(0x10000), at_address(0x20000), at_address(0x30000), at_address(0x40000)};
+  EXPECT_TRUE(mt_chunk_vectorizable(aligned, elem, 4, 0, 4));
+  EXPECT_TRUE(mt_chunk_vectorizable(aligned, elem, 4, 65536, 4));
+  EXPECT_TRUE(mt_chunk_vectorizable(aligned, elem, 4, 8, 4));
+  // Element 2: w + 8 bytes is not on a 16-byte float4 boundary (g + 4 bytes not on 8 either).
+  EXPECT_FALSE(mt_chunk_vectorizable(aligned, elem, 4, 2, 4));
+  // One pointer off by one element: FP16 gradients 2 bytes past 8-byte alignment.
+  const void* g_off[4] = {aligned[0], aligned[1], at_address(0x30002), aligned[3]};
+  EXPECT_FALSE(mt_chunk_vectorizable(g_off, elem, 4, 0, 4));
+  // A master-weight pointer 8 bytes off 16: FP32 w's float4 would straddle; the FP16 g at 8-byte
+  // alignment alone would pass, so the test fails an implementation that checks one element size.
+  const void* w_off[4] = {at_address(0x10008), aligned[1], aligned[2], aligned[3]};
+  EXPECT_FALSE(mt_chunk_vectorizable(w_off, elem, 4, 0, 4));
+  // Chunk start 4 elements in: w + 16 bytes, g + 8 bytes: both aligned to their 4-element vectors.
+  EXPECT_TRUE(mt_chunk_vectorizable(aligned, elem, 4, 4, 4));
+  // No FP16 copy (FP32 training): a null pointer is not checked.
+  const void* no_copy[4] = {aligned[0], aligned[1], aligned[2], nullptr};
+  EXPECT_TRUE(mt_chunk_vectorizable(no_copy, elem, 4, 4, 4));
+  // The non-finite check: 8 FP16 at once needs 16 bytes at the chunk's start.
+  const int half[1] = {2};
+  const void* g16[1] = {at_address(0x30000)};
+  const void* g8[1] = {at_address(0x30008)};
+  EXPECT_TRUE(mt_chunk_vectorizable(g16, half, 1, 8, 8));
+  EXPECT_FALSE(mt_chunk_vectorizable(g16, half, 1, 4, 8));
+  EXPECT_FALSE(mt_chunk_vectorizable(g8, half, 1, 0, 8));
+  EXPECT_TRUE(mt_chunk_vectorizable(g8, half, 1, 4, 8));  // 0x30008 + 8 bytes = 0x30010
+  EXPECT_TRUE(mt_chunk_vectorizable(g8, half, 1, 3, 1));  // one element a step: always
 }
 
 // The max pool's backward gathers, for each input position, the outputs whose window covers it:

@@ -166,12 +166,22 @@ __device__ __forceinline__ void sgd_elems(const MtTensor& T, uint64_t i, float l
   if (T.copy) store<W>(static_cast<uint16_t*>(T.copy), i, w);
 }
 
-template <class G>
-__device__ void sgd_chunk(const MtTensor& T, const MtChunk& ch, float lr, float mu, float wd, float inv_scale) {
-  const VecSplit sp = vec_split(ch.count, 4);
-  for (uint64_t v = threadIdx.x; v < sp.vectors; v += blockDim.x) sgd_elems<G, 4>(T, ch.begin + v * 4, lr, mu, wd, inv_scale);
+// A chunk in 4-element steps (float4 of w and v) when every pointer of its tensor is aligned to
+// that at the chunk's first element (mt_chunk_vectorizable), else one element a step; either way
+// the tail of a chunk whose count is not a multiple of 4 runs one element a step.
+template <class G, int W>
+__device__ void sgd_range(const MtTensor& T, const MtChunk& ch, float lr, float mu, float wd, float inv_scale) {
+  const VecSplit sp = vec_split(ch.count, W);
+  for (uint64_t v = threadIdx.x; v < sp.vectors; v += blockDim.x) sgd_elems<G, W>(T, ch.begin + v * W, lr, mu, wd, inv_scale);
   for (uint64_t i = sp.tail_begin + threadIdx.x; i < ch.count; i += blockDim.x)
     sgd_elems<G, 1>(T, ch.begin + i, lr, mu, wd, inv_scale);
+}
+template <class G>
+__device__ void sgd_chunk(const MtTensor& T, const MtChunk& ch, float lr, float mu, float wd, float inv_scale) {
+  const void* const ptrs[4] = {T.w, T.v, T.g, T.copy};
+  const int elem[4] = {4, 4, int(sizeof(G)), 2};
+  if (mt_chunk_vectorizable(ptrs, elem, 4, ch.begin, 4)) sgd_range<G, 4>(T, ch, lr, mu, wd, inv_scale);
+  else sgd_range<G, 1>(T, ch, lr, mu, wd, inv_scale);
 }
 
 // One block per chunk of the table.
@@ -185,7 +195,7 @@ __global__ void mt_sgd_k(MtDev a, float lr, float mu, float wd, const float* sca
 }
 
 template <class G, int W>
-__device__ bool chunk_nonfinite(const G* g, const MtChunk& ch) {
+__device__ bool range_nonfinite(const G* g, const MtChunk& ch) {
   const VecSplit sp = vec_split(ch.count, W);
   bool bad = false;
   for (uint64_t v = threadIdx.x; v < sp.vectors; v += blockDim.x) {
@@ -201,12 +211,20 @@ __device__ bool chunk_nonfinite(const G* g, const MtChunk& ch) {
   }
   return bad;
 }
+// 16 bytes a step (8 FP16 or 4 FP32) where the chunk's start is aligned to them.
+template <class G>
+__device__ bool chunk_nonfinite(const G* g, const MtChunk& ch) {
+  constexpr int W = kVecBytes / int(sizeof(G));
+  const void* const ptrs[1] = {g};
+  const int elem[1] = {int(sizeof(G))};
+  return mt_chunk_vectorizable(ptrs, elem, 1, ch.begin, W) ? range_nonfinite<G, W>(g, ch) : range_nonfinite<G, 1>(g, ch);
+}
 
 __global__ void mt_nonfinite_k(MtDev a, int* found) {
   const MtChunk ch = a.chunks[blockIdx.x];
   const MtTensor& T = a.t[ch.tensor];
-  const bool bad = T.g_half ? chunk_nonfinite<uint16_t, 8>(static_cast<const uint16_t*>(T.g), ch)
-                            : chunk_nonfinite<float, 4>(static_cast<const float*>(T.g), ch);
+  const bool bad = T.g_half ? chunk_nonfinite<uint16_t>(static_cast<const uint16_t*>(T.g), ch)
+                            : chunk_nonfinite<float>(static_cast<const float*>(T.g), ch);
   if (bad) *found = 1;  // every writer writes the same value
 }
 

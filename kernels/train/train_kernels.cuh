@@ -76,7 +76,8 @@ void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int
 // gradients g (storage type, multiplied by the loss scale *scale, device memory):
 // v = mu v + (g / *scale + wd w); w -= lr v; when `copy` is set, copy = w in FP16 (the compute
 // weights of mixed precision), written in the same pass. Nothing changes when *skip is non-zero
-// (the step's gradients overflowed).
+// (the step's gradients overflowed). A chunk whose pointers are not aligned to its vectors
+// (mt_chunk_vectorizable) runs one element a step, so any pointer and count is right.
 constexpr int kMtMaxTensors = 4;
 struct MtTensor {
   float* w = nullptr;

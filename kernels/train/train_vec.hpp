@@ -185,20 +185,37 @@ NB_VEC_HD inline void bn_backward_coefficients(double sg, double sgx, double cou
 
 // The multi-tensor update: every tensor (a contiguous parameter segment: master weights, momentum,
 // gradients of one storage type) cut into chunks of at most chunk_elems elements, one block each,
-// so that one launch updates all of them. chunk_elems is a multiple of every vector width (8), so
-// each chunk but a tensor's last starts and ends on a vector boundary.
+// so that one launch updates all of them. chunk_elems is rounded up to a multiple of every vector
+// width (kMtChunkAlign), so each chunk but a tensor's last starts and ends on a vector boundary.
 struct MtChunk {
   uint32_t tensor = 0;
   uint64_t begin = 0, count = 0;
 };
 constexpr uint64_t kMtChunkElems = uint64_t(1) << 16;
+constexpr uint64_t kMtChunkAlign = 8;  // the widest vector: 8 FP16
 inline std::vector<MtChunk> mt_chunks(const std::vector<size_t>& sizes, uint64_t chunk_elems = kMtChunkElems) {
   std::vector<MtChunk> out;
   if (chunk_elems == 0) chunk_elems = kMtChunkElems;
+  chunk_elems = (chunk_elems + kMtChunkAlign - 1) / kMtChunkAlign * kMtChunkAlign;
   for (size_t t = 0; t < sizes.size(); ++t)
     for (uint64_t b = 0; b < sizes[t]; b += chunk_elems)
       out.push_back({uint32_t(t), b, (sizes[t] - b) < chunk_elems ? uint64_t(sizes[t] - b) : chunk_elems});
   return out;
+}
+
+// Whether a chunk starting at element `begin` can be walked in `width`-element vectors: each
+// non-null pointer of its tensor (elements of elem_bytes[i] bytes) is aligned to `width` of its
+// elements there. Otherwise the chunk runs one element a step: right for any pointer a caller
+// passes (the step's buffers are all aligned; a sub-range need not be), only slower.
+NB_VEC_HD inline bool mt_chunk_vectorizable(const void* const* ptrs, const int* elem_bytes, int n, uint64_t begin,
+                                            int width) {
+  for (int i = 0; i < n; ++i) {
+    if (!ptrs[i]) continue;
+    const uint64_t bytes = uint64_t(width) * uint64_t(elem_bytes[i]);
+    const uint64_t at = uint64_t(reinterpret_cast<uintptr_t>(ptrs[i])) + begin * uint64_t(elem_bytes[i]);
+    if (bytes > 1 && at % bytes != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace nb::kernels
