@@ -3,8 +3,9 @@
 folder and checks the one result file: it validates against the schema, at least one train
 record is ok, and every ok train record was verified (sampled conv and FC outputs, the loss
 finite and falling over its 20 steps on the fixed batch), carries every metric of the family
-with sane values (time per layer kind adding up to about the step, memory measured), and the
-file has the train_recommendation analysis.
+with sane values (time per layer kind adding up to about the step, no elementwise time of its own
+when the batch norms are fused, memory measured, the byte floors), says in details.fusion which
+batch-norm path ran, and the file has the train_recommendation analysis.
 
 usage: gpu_train_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
 """
@@ -41,9 +42,23 @@ def check_record(r):
     total = sum(m[f"time_{k}_ms"] for k in KINDS)
     if not 0.5 * m["step_time_ms"] <= total <= 2.0 * m["step_time_ms"]:
         bad.append(f"kinds add up to {total:.3f} ms, the step takes {m['step_time_ms']:.3f} ms")
+    fusion = d.get("fusion") or {}
+    fused = isinstance(fusion.get("fused_layers"), int) and fusion["fused_layers"] > 0
     for k in ("conv", "bn", "elementwise", "pool", "fc", "loss", "update"):
-        if m[f"time_{k}_ms"] <= 0:
+        # Fused, the ReLU and the add run inside the batch norms: nothing elementwise of its own.
+        if k == "elementwise" and fused:
+            if m[f"time_{k}_ms"] != 0:
+                bad.append(f"time_elementwise_ms {m[f'time_{k}_ms']} with every ReLU and add fused")
+        elif m[f"time_{k}_ms"] <= 0:
             bad.append(f"time_{k}_ms is zero: that kind did not run")
+    # details.fusion: the setting's paths (train_fusion.hpp): 53 batch norms, 49 with a ReLU or the add.
+    if fusion.get("batch_norm_layers") != 53:
+        bad.append(f"details.fusion missing or not 53 batch norms: {fusion}")
+    elif fused != (fusion.get("setting") != "0") or (fused and fusion["fused_layers"] != 49):
+        bad.append(f"details.fusion does not match its setting: {fusion}")
+    for k in ("bn_floor_bytes", "pool_floor_bytes", "update_floor_bytes"):
+        if not isinstance(m.get(k), (int, float)) or not m[k] > 0:
+            bad.append(f"metric {k} missing or not positive: {m.get(k)}")
     if not 0 < m["elementwise_share"] < 1:
         bad.append(f"elementwise_share {m['elementwise_share']}")
     if not 0 < m["peak_memory_bytes"] <= m["device_used_bytes"]:

@@ -1,8 +1,10 @@
 // GPU tests of the ResNet-50 training step (label gpu): in FP32 at batch 2, the gradients of a few
 // parameters of each kind (FC, batch norm, convolution) against central finite differences of
 // the loss at three step sizes, and two backward passes giving the same gradients; FP16 steps
-// with overflowing gradients skipped while the loss scale comes down; in every precision and layout at batch 4, the sampled layer checks and a loss that is
-// finite and falls over 20 steps on the fixed batch; the arena's peak against the memory plan.
+// with overflowing gradients skipped while the loss scale comes down; in every precision, layout
+// and fusion setting at batch 4, the sampled layer checks and a loss that is finite and falls over
+// 20 steps on the fixed batch; the arena's peak against the memory plan. The fused step against
+// the unfused one: test_train_fusion_gpu.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,53 @@ namespace nb {
 namespace {
 
 using test::have_gpu;
+
+// In one precision, layout and fusion setting at batch 4: the sampled layer checks, the loss
+// kernel against the host reference, a loss that is finite and falls over 20 steps on the fixed
+// batch, the arena's peak against the memory plan, and every layer kind timed.
+void verifies_and_learns(test::Lent& lent, const cudaDeviceProp& prop, const char* prec, bool nhwc, train::Fusion fusion) {
+  Stream s;
+  train::StepConfig cfg;
+  cfg.prec = &cudnn::prec_by_name(prec);
+  cfg.nhwc = nhwc;
+  cfg.batch = 4;
+  cfg.loss_scale = train::default_loss_scale(*cfg.prec);
+  cfg.fusion = fusion;
+  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
+  st.setup();
+  st.forward(s.get());
+  size_t failures = 0;
+  std::string first;
+  const auto v = st.verify_samples(8, failures, first);
+  EXPECT_EQ(failures, 0u) << first << " " << v.dump();
+  // The loss kernel against the host reference on the same logits.
+  const auto lv = st.loss_view();
+  std::vector<double> ref_d;
+  const double ref = resnet50::softmax_xent_reference(lv.logits, lv.bias, lv.labels, resnet50::net().classes,
+                                                      cfg.loss_scale, ref_d);
+  EXPECT_NEAR(lv.loss, ref, 1e-5 * std::fabs(ref) + 1e-5);
+  double worst = 0;
+  for (size_t i = 0; i < ref_d.size(); ++i)
+    worst = std::max(worst, std::fabs(lv.dlogits[i] - ref_d[i]) / (std::fabs(ref_d[i]) * 1e-3 + cfg.loss_scale * 1e-6));
+  EXPECT_LE(worst, 1.0) << "dlogits differ from the host reference";
+  std::vector<float> losses;
+  for (int i = 0; i < 20; ++i) {
+    st.step(s.get());
+    losses.push_back(st.read_loss());
+    ASSERT_TRUE(std::isfinite(losses.back())) << "step " << i;
+  }
+  EXPECT_LT(losses.back(), 0.8f * losses.front()) << losses.front() << " -> " << losses.back();
+  const auto plan = resnet50::memory_plan(resnet50::net(), 4, int(cfg.prec->elem), fusion != train::Fusion::off);
+  const double planned = double(plan.total() + int64_t(st.workspace_bytes()));
+  EXPECT_GE(double(st.peak_bytes()), planned);
+  EXPECT_LE(double(st.peak_bytes()), 1.02 * planned + 2e6);  // alignment of each tensor
+  const auto t = st.profile(2);
+  for (int k = 0; k < train::kKinds; ++k) {
+    // Fused, nothing runs apart from the batch norms: no elementwise kind.
+    if (train::Kind(k) == train::Kind::elementwise && fusion != train::Fusion::off) EXPECT_EQ(t[size_t(k)], 0);
+    else EXPECT_GT(t[size_t(k)], 0) << train::kind_name(train::Kind(k));
+  }
+}
 
 TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
   cudaDeviceProp prop{};
@@ -129,52 +178,21 @@ TEST(TrainStepGpu, Fp16OverflowIsSkippedAndTheScaleAdapts) {
   EXPECT_LT(losses.back(), 0.8f * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
-TEST(TrainStepGpu, EveryPrecisionAndLayoutVerifiesAndLearns) {
+// Each fusion setting (train_fusion.hpp): unfused, fused (cuDNN's calls or the step's kernels by
+// precision and layout) and, where those differ (FP16 NHWC), the step's kernels.
+TEST(TrainStepGpu, EveryPrecisionLayoutAndFusionVerifiesAndLearns) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
   test::Lent lent;
   const int cc = prop.major * 10 + prop.minor;
   for (const char* prec : {"fp32", "tf32", "fp16"})
-    for (bool nhwc : {false, true}) {
-      if (std::string(prec) == "tf32" && cc < 80) continue;
-      SCOPED_TRACE(std::string(prec) + (nhwc ? "/nhwc" : "/nchw"));
-      Stream s;
-      train::StepConfig cfg;
-      cfg.prec = &cudnn::prec_by_name(prec);
-      cfg.nhwc = nhwc;
-      cfg.batch = 4;
-      cfg.loss_scale = train::default_loss_scale(*cfg.prec);
-      train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
-      st.setup();
-      st.forward(s.get());
-      size_t failures = 0;
-      std::string first;
-      const auto v = st.verify_samples(8, failures, first);
-      EXPECT_EQ(failures, 0u) << first << " " << v.dump();
-      // The loss kernel against the host reference on the same logits.
-      const auto lv = st.loss_view();
-      std::vector<double> ref_d;
-      const double ref = resnet50::softmax_xent_reference(lv.logits, lv.bias, lv.labels, resnet50::net().classes,
-                                                          cfg.loss_scale, ref_d);
-      EXPECT_NEAR(lv.loss, ref, 1e-5 * std::fabs(ref) + 1e-5);
-      double worst = 0;
-      for (size_t i = 0; i < ref_d.size(); ++i)
-        worst = std::max(worst, std::fabs(lv.dlogits[i] - ref_d[i]) / (std::fabs(ref_d[i]) * 1e-3 + cfg.loss_scale * 1e-6));
-      EXPECT_LE(worst, 1.0) << "dlogits differ from the host reference";
-      std::vector<float> losses;
-      for (int i = 0; i < 20; ++i) {
-        st.step(s.get());
-        losses.push_back(st.read_loss());
-        ASSERT_TRUE(std::isfinite(losses.back())) << "step " << i;
+    for (bool nhwc : {false, true})
+      for (train::Fusion fusion : {train::Fusion::on, train::Fusion::off, train::Fusion::kernels}) {
+        if (std::string(prec) == "tf32" && cc < 80) continue;
+        if (fusion == train::Fusion::kernels && !(std::string(prec) == "fp16" && nhwc)) continue;  // = on there
+        SCOPED_TRACE(std::string(prec) + (nhwc ? "/nhwc" : "/nchw") + " fusion " + train::fusion_setting_name(fusion));
+        verifies_and_learns(lent, prop, prec, nhwc, fusion);
       }
-      EXPECT_LT(losses.back(), 0.8f * losses.front()) << losses.front() << " -> " << losses.back();
-      const auto plan = resnet50::memory_plan(resnet50::net(), 4, int(cfg.prec->elem));
-      const double planned = double(plan.total() + int64_t(st.workspace_bytes()));
-      EXPECT_GE(double(st.peak_bytes()), planned);
-      EXPECT_LE(double(st.peak_bytes()), 1.02 * planned + 2e6);  // alignment of each tensor
-      const auto t = st.profile(2);
-      for (int k = 0; k < train::kKinds; ++k) EXPECT_GT(t[size_t(k)], 0) << train::kind_name(train::Kind(k));
-    }
 }
 
 }  // namespace

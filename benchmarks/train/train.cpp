@@ -14,6 +14,7 @@
 
 #include "shared/common/oom_series.hpp"
 #include "bench/benchmark.hpp"
+#include "bench/settings.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "train_analysis.hpp"
@@ -104,7 +105,8 @@ void record_profile(CaseContext& ctx, train::TrainStep& st, const std::array<dou
   m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
   ctx.details()["profile_note"] =
       "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
-      "operations; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
+      "operations; bn holds the ReLU and the residual add where they are fused into it (details.fusion), "
+      "elementwise what runs apart; elementwise_share = (bn + elementwise + pool) / the sum of the kinds";
   ctx.details()["profile_sum_ms"] = sum;
   // The kinds should add up to about the step; when they do not, the split is not to be trusted.
   if (st.profile_host_bound() || sum > 1.15 * med * 1e3 || sum < 0.85 * med * 1e3)
@@ -148,16 +150,24 @@ void measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfi
   m["device_used_bytes"] = device_used;
   m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
   m["workspace_bytes"] = double(st.workspace_bytes());
+  // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
+  // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
+  const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(cfg.prec->elem));
+  m["bn_floor_bytes"] = double(floor.bn);
+  m["elementwise_floor_bytes"] = double(floor.elementwise);
+  m["pool_floor_bytes"] = double(floor.pool);
+  m["update_floor_bytes"] = double(floor.update);
   record_profile(ctx, st, kinds, med);
 }
 
 // What the record says of the step itself: algorithms, loss scale, optimizer, memory plan.
 void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::StepConfig& cfg) {
   const Prec& P = *cfg.prec;
+  ctx.details()["fusion"] = st.fusion_details();
   ctx.details()["algorithms"] = st.algorithms();
   ctx.details()["loss_scale"] = cfg.loss_scale;
   ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
-  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(P.elem));
+  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(P.elem), cfg.fusion != train::Fusion::off);
   ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
                                         {"parameters", plan.parameters}, {"other", plan.other},
                                         {"workspace", st.workspace_bytes()}};
@@ -178,6 +188,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   cfg.batch = batch;
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
+  cfg.fusion = train::fusion_setting(ctx.settings());
   try {
     train::TrainStep st(cfg, cudnn::libraries(ctx, g.index), g.index, g.name, ctx.stream());
     st.setup();

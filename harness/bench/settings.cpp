@@ -61,6 +61,14 @@ json parse_value(const SettingSpec& s, const std::string& v) {
       if (s.check)
         if (const std::string why = s.check(v); !why.empty()) throw Error(s.name + "=" + why);
       return v;
+    case SettingKind::choice: {
+      std::string all;
+      for (size_t i = 0; i < s.choices.size(); ++i) {
+        if (v == s.choices[i]) return v;
+        all += (i ? (i + 1 == s.choices.size() ? " or " : ", ") : "") + s.choices[i];
+      }
+      throw Error(s.name + "='" + v + "': must be " + all);
+    }
     case SettingKind::number:
     case SettingKind::integer: break;
   }
@@ -173,6 +181,9 @@ int64_t Settings::integer(const std::string& name) const {
 }
 std::string Settings::text(const std::string& name) const {
   return value_or_default<std::string>(values_, spec(name, SettingKind::text), std::string());
+}
+std::string Settings::choice(const std::string& name) const {
+  return value_or_default<std::string>(values_, spec(name, SettingKind::choice), std::string());
 }
 bool Settings::is_set(const std::string& name) const { return values_.count(name) > 0; }
 

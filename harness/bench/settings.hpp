@@ -20,6 +20,7 @@ enum class SettingKind {
   number,      // a number in (0, max] (or [0, max] with allow_zero)
   integer,     // a whole number, likewise
   text,        // any non-empty string
+  choice,      // one of `choices` (a string)
 };
 
 struct SettingSpec {
@@ -41,6 +42,7 @@ struct SettingSpec {
   std::function<std::string(const std::string& value)> check = nullptr;
   // Also an option of `run` (e.g. "--images"): given there, it overrides the environment.
   std::string run_option = "";
+  std::vector<std::string> choices;  // choice: the values it takes
 };
 
 // The declared settings, in declaration order per owner ("core" first in --help).
@@ -66,6 +68,7 @@ class Settings {
   double number(const std::string& name) const;
   int64_t integer(const std::string& name) const;
   std::string text(const std::string& name) const;  // "" when unset
+  std::string choice(const std::string& name) const;  // its default when unset
   bool is_set(const std::string& name) const;
   // A copy with `name` set to `value`, parsed and checked as from the environment (throws
   // nb::Error naming the variable).

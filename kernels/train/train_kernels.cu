@@ -1,12 +1,18 @@
 // The training step's own kernels (see train_kernels.cuh). FP32 arithmetic throughout; FP16 is
-// storage only (loads convert to float, stores round to nearest), so nothing needs sm_70.
+// storage only (loads convert to float, stores round to nearest), so nothing needs sm_70. The
+// elementwise, pooling and update kernels move 16 bytes a thread per step (train_vec.cuh).
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "train_kernels.cuh"
+#include "train_vec.cuh"
 
 namespace nb::kernels {
 namespace {
 
+using vec::load;
+using vec::store;
 constexpr unsigned kThreads = 256;
 
 __device__ __forceinline__ float ld(const float* p, size_t i) { return p[i]; }
@@ -19,46 +25,207 @@ unsigned blocks_for(size_t n) {
   return unsigned(b < 65535 * 16 ? (b ? b : 1) : 65535 * 16);
 }
 
-template <class T>
-__global__ void relu_k(const T* x, T* y, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    st(y, i, fmaxf(ld(x, i), 0.f));
-}
-template <class T>
-__global__ void relu_bwd_k(const T* y, const T* dy, T* dx, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    st(dx, i, ld(y, i) > 0.f ? ld(dy, i) : 0.f);
-}
-template <class T>
-__global__ void add_relu_k(const T* a, const T* b, T* y, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    st(y, i, fmaxf(ld(a, i) + ld(b, i), 0.f));
-}
-// One thread per (image, channel).
-template <class T>
-__global__ void avgpool_k(const T* x, T* y, int n, int c, int hw, bool nhwc) {
-  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  if (i >= size_t(n) * c) return;
-  const size_t img = i / c, ch = i % c;
-  float sum = 0.f;
-  for (int p = 0; p < hw; ++p)
-    sum += nhwc ? ld(x, (img * hw + p) * c + ch) : ld(x, (img * c + ch) * hw + p);
-  st(y, i, sum / float(hw));
-}
-template <class T>
-__global__ void avgpool_bwd_k(const T* dy, T* dx, int n, int c, int hw, bool nhwc) {
-  const size_t total = size_t(n) * c * hw;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
-    size_t img, ch;
-    if (nhwc) {
-      ch = i % c;
-      img = i / (size_t(c) * hw);
-    } else {
-      ch = (i / hw) % c;
-      img = i / (size_t(c) * hw);
-    }
-    st(dx, i, ld(dy, img * c + ch) / float(hw));
+// ---- elementwise ops for vec::map_k: apply<L> gets L consecutive elements ------------------------
+struct ReluOp {
+  template <int L>
+  __device__ void apply(uint64_t, const float (&in)[1][L], float (&out)[1][L]) const {
+#pragma unroll
+    for (int k = 0; k < L; ++k) out[0][k] = fmaxf(in[0][k], 0.f);
   }
+};
+struct ReluBwdOp {  // in: y (the ReLU's output), dy
+  template <int L>
+  __device__ void apply(uint64_t, const float (&in)[2][L], float (&out)[1][L]) const {
+#pragma unroll
+    for (int k = 0; k < L; ++k) out[0][k] = in[0][k] > 0.f ? in[1][k] : 0.f;
+  }
+};
+struct AddReluOp {
+  template <int L>
+  __device__ void apply(uint64_t, const float (&in)[2][L], float (&out)[1][L]) const {
+#pragma unroll
+    for (int k = 0; k < L; ++k) out[0][k] = fmaxf(in[0][k] + in[1][k], 0.f);
+  }
+};
+struct AccumulateOp {  // in: dst, src
+  float scale;
+  template <int L>
+  __device__ void apply(uint64_t, const float (&in)[2][L], float (&out)[1][L]) const {
+#pragma unroll
+    for (int k = 0; k < L; ++k) out[0][k] = (in[0][k] + in[1][k]) * scale;
+  }
+};
+
+// One map over n elements of FP16 (half) or FP32 storage: 16-byte vectors when every pointer is
+// 16-byte aligned, else one element a step.
+template <int NIN, int NOUT, class Op>
+void run_map(cudaStream_t s, bool half, const void* const (&in)[NIN], void* const (&out)[NOUT], size_t n, const Op& op) {
+  if (!n) return;
+  bool aligned = true;
+  for (const void* p : in) aligned = aligned && vec::aligned16(p);
+  for (const void* p : out) aligned = aligned && vec::aligned16(p);
+  auto go = [&](auto tag, auto width) {
+    using S = decltype(tag);
+    constexpr int W = decltype(width)::value;
+    vec::Ptrs<S, NIN, NOUT> p{};
+    for (int k = 0; k < NIN; ++k) p.in[k] = static_cast<const S*>(in[k]);
+    for (int k = 0; k < NOUT; ++k) p.out[k] = static_cast<S*>(out[k]);
+    vec::map_k<S, W, NIN, NOUT, Op><<<vec::grid_for(n / W + 1), kVecThreads, 0, s>>>(p, n, op);
+  };
+  using One = std::integral_constant<int, 1>;
+  if (half) aligned ? go(uint16_t{}, std::integral_constant<int, 8>{}) : go(uint16_t{}, One{});
+  else aligned ? go(float{}, std::integral_constant<int, 4>{}) : go(float{}, One{});
+}
+
+// ---- global average pool --------------------------------------------------------------------
+// One thread per (image, W-channel vector): NHWC reads W channels of a position in one access
+// (consecutive threads, consecutive channels: coalesced); NCHW sums its plane, W positions a step.
+template <class S, int W, bool NHWC>
+__global__ void avgpool_k(const S* x, S* y, int n, int c, int hw) {
+  const uint64_t per_img = NHWC ? uint64_t(c / W) : uint64_t(c);
+  const uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  if (i >= uint64_t(n) * per_img) return;
+  const uint64_t img = i / per_img, j = i % per_img;
+  float sum[NHWC ? W : 1] = {};
+  for (int p = 0; p < (NHWC ? hw : hw / W); ++p) {
+    float v[W];
+    load<W>(x, NHWC ? (img * hw + p) * c + j * W : (img * c + j) * hw + uint64_t(p) * W, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) sum[NHWC ? k : 0] += v[k];
+  }
+  if (NHWC) {
+    float out[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k) out[k] = sum[NHWC ? k : 0] / float(hw);
+    store<W>(y, img * c + j * W, out);
+  } else {
+    const float out[1] = {sum[0] / float(hw)};
+    store<1>(y, img * c + j, out);
+  }
+}
+// dx = dy[image][channel] / hw: W outputs a step (NHWC: W channels of one position; NCHW: W
+// positions of one channel plane).
+template <class S, int W, bool NHWC>
+__global__ void avgpool_bwd_k(const S* dy, S* dx, int n, int c, int hw) {
+  const uint64_t nv = uint64_t(n) * c * hw / W;
+  for (uint64_t v = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; v < nv; v += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t i0 = v * W;
+    float out[W];
+    if (NHWC) {
+      float g[W];
+      load<W>(dy, (i0 / (uint64_t(c) * hw)) * c + i0 % c, g);
+#pragma unroll
+      for (int k = 0; k < W; ++k) out[k] = g[k] / float(hw);
+    } else {
+      float g[1];
+      load<1>(dy, i0 / hw, g);
+#pragma unroll
+      for (int k = 0; k < W; ++k) out[k] = g[0] / float(hw);
+    }
+    store<W>(dx, i0, out);
+  }
+}
+
+// The pooling launchers' dispatch: f(storage tag, Width<W>, layout) for the storage type, the
+// per-channel vector width (train_vec.hpp's channel_vec_width) and the layout.
+template <class F>
+void pool_dispatch(bool half, bool nhwc, int width, F&& f) {
+  vec::with_type_and_width(half, width, [&](auto tag, auto w) {
+    if (nhwc) f(tag, w, std::true_type{});
+    else f(tag, w, std::false_type{});
+  });
+}
+
+// ---- the multi-tensor SGD update and its non-finite check --------------------------------------
+struct MtDev {
+  MtTensor t[kMtMaxTensors];
+  const MtChunk* chunks;
+};
+MtDev mt_dev(const MtTable& t) {
+  MtDev d{};
+  for (int i = 0; i < t.tensors && i < kMtMaxTensors; ++i) d.t[i] = t.t[i];
+  d.chunks = static_cast<const MtChunk*>(t.chunks);
+  return d;
+}
+
+// W elements of one tensor at i: 4 a step in the vector part (float4 of w and v; 4 gradients, 8
+// or 16 bytes), 1 in the tail.
+template <class G, int W>
+__device__ __forceinline__ void sgd_elems(const MtTensor& T, uint64_t i, float lr, float mu, float wd, float inv_scale) {
+  float w[W], v[W], gr[W];
+  load<W>(T.w, i, w);
+  load<W>(T.v, i, v);
+  load<W>(static_cast<const G*>(T.g), i, gr);
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    v[k] = mu * v[k] + (gr[k] * inv_scale + wd * w[k]);
+    w[k] = w[k] - lr * v[k];
+  }
+  store<W>(T.w, i, w);
+  store<W>(T.v, i, v);
+  if (T.copy) store<W>(static_cast<uint16_t*>(T.copy), i, w);
+}
+
+// A chunk in 4-element steps (float4 of w and v) when every pointer of its tensor is aligned to
+// that at the chunk's first element (mt_chunk_vectorizable), else one element a step; either way
+// the tail of a chunk whose count is not a multiple of 4 runs one element a step.
+template <class G, int W>
+__device__ void sgd_range(const MtTensor& T, const MtChunk& ch, float lr, float mu, float wd, float inv_scale) {
+  const VecSplit sp = vec_split(ch.count, W);
+  for (uint64_t v = threadIdx.x; v < sp.vectors; v += blockDim.x) sgd_elems<G, W>(T, ch.begin + v * W, lr, mu, wd, inv_scale);
+  for (uint64_t i = sp.tail_begin + threadIdx.x; i < ch.count; i += blockDim.x)
+    sgd_elems<G, 1>(T, ch.begin + i, lr, mu, wd, inv_scale);
+}
+template <class G>
+__device__ void sgd_chunk(const MtTensor& T, const MtChunk& ch, float lr, float mu, float wd, float inv_scale) {
+  const void* const ptrs[4] = {T.w, T.v, T.g, T.copy};
+  const int elem[4] = {4, 4, int(sizeof(G)), 2};
+  if (mt_chunk_vectorizable(ptrs, elem, 4, ch.begin, 4)) sgd_range<G, 4>(T, ch, lr, mu, wd, inv_scale);
+  else sgd_range<G, 1>(T, ch, lr, mu, wd, inv_scale);
+}
+
+// One block per chunk of the table.
+__global__ void mt_sgd_k(MtDev a, float lr, float mu, float wd, const float* scale, const int* skip) {
+  if (*skip) return;
+  const MtChunk ch = a.chunks[blockIdx.x];
+  const MtTensor& T = a.t[ch.tensor];
+  const float inv_scale = 1.f / *scale;
+  if (T.g_half) sgd_chunk<uint16_t>(T, ch, lr, mu, wd, inv_scale);
+  else sgd_chunk<float>(T, ch, lr, mu, wd, inv_scale);
+}
+
+template <class G, int W>
+__device__ bool range_nonfinite(const G* g, const MtChunk& ch) {
+  const VecSplit sp = vec_split(ch.count, W);
+  bool bad = false;
+  for (uint64_t v = threadIdx.x; v < sp.vectors; v += blockDim.x) {
+    float x[W];
+    load<W>(g, ch.begin + v * W, x);
+#pragma unroll
+    for (int k = 0; k < W; ++k) bad = bad || !isfinite(x[k]);
+  }
+  for (uint64_t i = sp.tail_begin + threadIdx.x; i < ch.count; i += blockDim.x) {
+    float x[1];
+    load<1>(g, ch.begin + i, x);
+    bad = bad || !isfinite(x[0]);
+  }
+  return bad;
+}
+// 16 bytes a step (8 FP16 or 4 FP32) where the chunk's start is aligned to them.
+template <class G>
+__device__ bool chunk_nonfinite(const G* g, const MtChunk& ch) {
+  constexpr int W = kVecBytes / int(sizeof(G));
+  const void* const ptrs[1] = {g};
+  const int elem[1] = {int(sizeof(G))};
+  return mt_chunk_vectorizable(ptrs, elem, 1, ch.begin, W) ? range_nonfinite<G, W>(g, ch) : range_nonfinite<G, 1>(g, ch);
+}
+
+__global__ void mt_nonfinite_k(MtDev a, int* found) {
+  const MtChunk ch = a.chunks[blockIdx.x];
+  const MtTensor& T = a.t[ch.tensor];
+  const bool bad = T.g_half ? chunk_nonfinite<uint16_t>(static_cast<const uint16_t*>(T.g), ch)
+                            : chunk_nonfinite<float>(static_cast<const float*>(T.g), ch);
+  if (bad) *found = 1;  // every writer writes the same value
 }
 
 __device__ float block_reduce(float v, bool is_max, float* sh) {
@@ -105,31 +272,6 @@ __global__ void bias_grad_k(const T* dl, float* db, int n, int classes) {
   db[j] = s;
 }
 
-template <class G>
-__global__ void sgd_k(float* w, float* v, const G* g, __half* copy, size_t n, float lr, float mu, float wd,
-                      const float* scale, const int* skip) {
-  if (*skip) return;
-  const float inv_scale = 1.f / *scale;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float wi = w[i];
-    const float vi = mu * v[i] + (ld(g, i) * inv_scale + wd * wi);
-    const float wn = wi - lr * vi;
-    v[i] = vi;
-    w[i] = wn;
-    if (copy) copy[i] = __float2half_rn(wn);
-  }
-}
-
-template <class G>
-__global__ void nonfinite_k(const G* g, size_t n, int* found) {
-  bool bad = false;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float x = ld(g, i);
-    bad = bad || !isfinite(x);
-  }
-  if (bad) *found = 1;  // every writer writes the same value
-}
-
 __global__ void loss_scale_k(float* scale, const int* found, int* good, int* skipped, int interval) {
   next_loss_scale(*scale, *found != 0, *good, *skipped, interval);
 }
@@ -164,38 +306,38 @@ __global__ void labels_k(int32_t* labels, int n, int classes, uint64_t seed) {
 }  // namespace
 
 void launch_relu(cudaStream_t s, const void* x, void* y, size_t n, bool half) {
-  if (half) relu_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const __half*>(x), static_cast<__half*>(y), n);
-  else relu_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const float*>(x), static_cast<float*>(y), n);
+  run_map<1, 1>(s, half, {x}, {y}, n, ReluOp{});
 }
 void launch_relu_backward(cudaStream_t s, const void* y, const void* dy, void* dx, size_t n, bool half) {
-  if (half)
-    relu_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const __half*>(y), static_cast<const __half*>(dy),
-                                                   static_cast<__half*>(dx), n);
-  else
-    relu_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const float*>(y), static_cast<const float*>(dy),
-                                                   static_cast<float*>(dx), n);
+  run_map<2, 1>(s, half, {y, dy}, {dx}, n, ReluBwdOp{});
 }
 void launch_add_relu(cudaStream_t s, const void* a, const void* b, void* y, size_t n, bool half) {
-  if (half)
-    add_relu_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const __half*>(a), static_cast<const __half*>(b),
-                                                   static_cast<__half*>(y), n);
-  else
-    add_relu_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const float*>(a), static_cast<const float*>(b),
-                                                   static_cast<float*>(y), n);
+  run_map<2, 1>(s, half, {a, b}, {y}, n, AddReluOp{});
+}
+void launch_accumulate(cudaStream_t s, void* dst, const void* src, size_t n, bool half, float scale) {
+  run_map<2, 1>(s, half, {dst, src}, {dst}, n, AccumulateOp{scale});
 }
 void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw, bool nhwc, bool half) {
-  const unsigned b = unsigned((size_t(n) * c + kThreads - 1) / kThreads);
-  if (half) avgpool_k<<<b, kThreads, 0, s>>>(static_cast<const __half*>(x), static_cast<__half*>(y), n, c, hw, nhwc);
-  else avgpool_k<<<b, kThreads, 0, s>>>(static_cast<const float*>(x), static_cast<float*>(y), n, c, hw, nhwc);
+  const size_t elem = half ? 2 : 4;
+  int w = channel_vec_width(nhwc, c, hw, int(elem));
+  if (!vec::aligned_to(x, w * elem) || !vec::aligned_to(y, w * elem)) w = 1;
+  const size_t threads = size_t(n) * size_t(nhwc ? c / w : c);
+  pool_dispatch(half, nhwc, w, [&](auto tag, auto wd, auto layout) {
+    using S = decltype(tag);
+    avgpool_k<S, decltype(wd)::value, decltype(layout)::value><<<unsigned((threads + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+        static_cast<const S*>(x), static_cast<S*>(y), n, c, hw);
+  });
 }
 void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half) {
+  const size_t elem = half ? 2 : 4;
+  int w = channel_vec_width(nhwc, c, hw, int(elem));
+  if (!vec::aligned_to(dy, w * elem) || !vec::aligned_to(dx, w * elem)) w = 1;
   const size_t total = size_t(n) * c * hw;
-  if (half)
-    avgpool_bwd_k<<<blocks_for(total), kThreads, 0, s>>>(static_cast<const __half*>(dy), static_cast<__half*>(dx), n, c,
-                                                          hw, nhwc);
-  else
-    avgpool_bwd_k<<<blocks_for(total), kThreads, 0, s>>>(static_cast<const float*>(dy), static_cast<float*>(dx), n, c,
-                                                          hw, nhwc);
+  pool_dispatch(half, nhwc, w, [&](auto tag, auto wd, auto layout) {
+    using S = decltype(tag);
+    avgpool_bwd_k<S, decltype(wd)::value, decltype(layout)::value><<<vec::grid_for(total / size_t(w)), kThreads, 0, s>>>(
+        static_cast<const S*>(dy), static_cast<S*>(dx), n, c, hw);
+  });
 }
 void launch_softmax_xent(cudaStream_t s, const float* logits, const float* bias, const int32_t* labels, void* dlogits,
                          float* loss, int n, int classes, const float* scale, bool half) {
@@ -211,18 +353,11 @@ void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int
   if (half) bias_grad_k<<<b, kThreads, 0, s>>>(static_cast<const __half*>(dlogits), db, n, classes);
   else bias_grad_k<<<b, kThreads, 0, s>>>(static_cast<const float*>(dlogits), db, n, classes);
 }
-void launch_sgd_update(cudaStream_t s, float* w, float* v, const void* g, bool g_half, void* copy, size_t n, float lr,
-                       float mu, float wd, const float* scale, const int* skip) {
-  if (g_half)
-    sgd_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, static_cast<const __half*>(g), static_cast<__half*>(copy), n, lr, mu,
-                                              wd, scale, skip);
-  else
-    sgd_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, static_cast<const float*>(g), static_cast<__half*>(copy), n, lr, mu,
-                                              wd, scale, skip);
+void launch_mt_sgd(cudaStream_t s, const MtTable& t, float lr, float mu, float wd, const float* scale, const int* skip) {
+  if (t.n_chunks) mt_sgd_k<<<t.n_chunks, kThreads, 0, s>>>(mt_dev(t), lr, mu, wd, scale, skip);
 }
-void launch_find_nonfinite(cudaStream_t s, const void* g, bool half, size_t n, int* found) {
-  if (half) nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const __half*>(g), n, found);
-  else nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const float*>(g), n, found);
+void launch_mt_find_nonfinite(cudaStream_t s, const MtTable& t, int* found) {
+  if (t.n_chunks) mt_nonfinite_k<<<t.n_chunks, kThreads, 0, s>>>(mt_dev(t), found);
 }
 void launch_update_loss_scale(cudaStream_t s, float* scale, const int* found, int* good, int* skipped, int interval) {
   loss_scale_k<<<1, 1, 0, s>>>(scale, found, good, skipped, interval);
@@ -239,20 +374,6 @@ void launch_cast_from_float(cudaStream_t s, const float* src, void* dst, size_t 
 }
 void launch_labels(cudaStream_t s, int32_t* labels, int n, int classes, uint64_t seed) {
   labels_k<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(labels, n, classes, seed);
-}
-
-namespace {
-template <class T>
-__global__ void accumulate_k(T* dst, const T* src, size_t n, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    st(dst, i, (ld(dst, i) + ld(src, i)) * scale);
-}
-}  // namespace
-void launch_accumulate(cudaStream_t s, void* dst, const void* src, size_t n, bool half, float scale) {
-  if (!n) return;
-  if (half)
-    accumulate_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__half*>(dst), static_cast<const __half*>(src), n, scale);
-  else accumulate_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), n, scale);
 }
 
 }  // namespace nb::kernels

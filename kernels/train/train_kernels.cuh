@@ -1,6 +1,6 @@
 // Launch functions of the training step's own kernels (family train): ReLU and residual add,
-// global average pooling, softmax cross-entropy, the FC bias gradient, the SGD momentum update,
-// initialisation. Plain C++ header (no CUDA syntax). Storage is FP32 or FP16 (`half` true); the
+// global average pooling, softmax cross-entropy, the FC bias gradient, the multi-tensor SGD
+// momentum update, initialisation (batch norm with its fusions: train_bn_kernels.cuh). Plain C++ header (no CUDA syntax). Storage is FP32 or FP16 (`half` true); the
 // arithmetic is FP32 in every kernel, so they run on sm_61 as on newer GPUs.
 #pragma once
 #include <cstddef>
@@ -38,6 +38,10 @@ NB_TRAIN_HD inline void next_loss_scale(float& scale, bool found, int& good, int
   }
 }
 
+// The elementwise and pooling kernels below move 16 bytes a thread per step (float4, or 8 FP16
+// as a uint4) over a grid-stride loop with a scalar tail, and fall back to one element a step
+// when a pointer is not 16-byte aligned (every buffer of the step is; sub-ranges of train_dp's
+// buckets start on a parameter, 64 elements apart).
 // y = max(x, 0) (x and y may alias).
 void launch_relu(cudaStream_t s, const void* x, void* y, size_t n, bool half);
 // dx = y > 0 ? dy : 0, with y the ReLU's output (dy and dx may alias).
@@ -48,6 +52,17 @@ void launch_add_relu(cudaStream_t s, const void* a, const void* b, void* y, size
 void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw, bool nhwc, bool half);
 // dx = dy[n][c] / hw at every position.
 void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half);
+// Max pool forward (window k, stride s, padding p; the step's 3x3 stride 2 pad 1), with the
+// position of each output's maximum in its window (r k + q, the first maximum in row order) in
+// argmax (one byte an output, the output's layout); backward from it without atomics: each
+// input element gathers the gradients of the outputs whose window covers it and picked it.
+// NHWC moves 16 bytes of channels a thread (8 bytes of argmax); NCHW one element.
+struct PoolDims {
+  int n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0, k = 3, s = 2, p = 1;
+};
+void launch_maxpool(cudaStream_t s, const void* x, void* y, uint8_t* argmax, const PoolDims& d, bool nhwc, bool half);
+void launch_maxpool_backward(cudaStream_t s, const void* dy, const uint8_t* argmax, void* dx, const PoolDims& d, bool nhwc,
+                             bool half);
 // Softmax cross-entropy over rows of `classes` logits (FP32) plus bias (FP32): adds the mean loss
 // over the n rows to *loss (FP32, zero it first) and writes dlogits = *scale * (softmax - onehot) / n
 // (scale: the loss scale, in device memory).
@@ -55,14 +70,33 @@ void launch_softmax_xent(cudaStream_t s, const float* logits, const float* bias,
                          float* loss, int n, int classes, const float* scale, bool half);
 // db[j] = sum over rows of dlogits[i][j] (FP32 result).
 void launch_bias_grad(cudaStream_t s, const void* dlogits, float* db, int n, int classes, bool half);
-// SGD with momentum and weight decay on FP32 master weights w, momentum v, gradients g (storage
-// type, multiplied by the loss scale *scale, device memory): v = mu v + (g / *scale + wd w);
-// w -= lr v; when `copy` is set, copy = w in FP16 (the compute weights of mixed precision).
-// Nothing changes when *skip is non-zero (the step's gradients overflowed).
-void launch_sgd_update(cudaStream_t s, float* w, float* v, const void* g, bool g_half, void* copy, size_t n, float lr,
-                       float mu, float wd, const float* scale, const int* skip);
-// *found = 1 when any of the n gradients (storage type) is infinite or NaN; otherwise unchanged.
-void launch_find_nonfinite(cudaStream_t s, const void* g, bool half, size_t n, int* found);
+
+// The multi-tensor SGD update: one launch over a table of chunks (mt_chunks in train_vec.hpp) of
+// up to kMtMaxTensors parameter tensors. Per element, on FP32 master weights w, momentum v and
+// gradients g (storage type, multiplied by the loss scale *scale, device memory):
+// v = mu v + (g / *scale + wd w); w -= lr v; when `copy` is set, copy = w in FP16 (the compute
+// weights of mixed precision), written in the same pass. Nothing changes when *skip is non-zero
+// (the step's gradients overflowed). A chunk whose pointers are not aligned to its vectors
+// (mt_chunk_vectorizable) runs one element a step, so any pointer and count is right.
+constexpr int kMtMaxTensors = 4;
+struct MtTensor {
+  float* w = nullptr;
+  float* v = nullptr;
+  const void* g = nullptr;
+  bool g_half = false;
+  void* copy = nullptr;  // FP16 copy of w, or null
+  size_t n = 0;
+};
+struct MtTable {
+  MtTensor t[kMtMaxTensors];
+  int tensors = 0;
+  const void* chunks = nullptr;  // device array of MtChunk (train_vec.hpp)
+  unsigned n_chunks = 0;
+};
+void launch_mt_sgd(cudaStream_t s, const MtTable& t, float lr, float mu, float wd, const float* scale, const int* skip);
+// *found = 1 when any gradient of the table's tensors is infinite or NaN; otherwise unchanged
+// (the loss-scaling check before the update, one launch over the same chunks).
+void launch_mt_find_nonfinite(cudaStream_t s, const MtTable& t, int* found);
 // Dynamic loss scaling after a step (one thread): next_loss_scale on the device state. *found is
 // left as it is.
 void launch_update_loss_scale(cudaStream_t s, float* scale, const int* found, int* good, int* skipped, int interval);

@@ -121,3 +121,71 @@ def host_bound(data: ReportData) -> list[HostBound]:
         out.append(HostBound(w, prec, layout, sorted(b for b, r in ratios.items() if r < HOST_BOUND), ratios,
                              recs.get((w.first_gpu, prec, layout))))
     return out
+
+
+MEMORY_BOUND_KINDS = ("bn", "elementwise", "pool", "update")
+
+
+@dataclass
+class FusionHeadroom:
+    """What a fusing compiler could still save of a fused training step, from its record: each
+    memory-bound kind's time above the time its byte floor takes at the GPU's memory bandwidth
+    (the memory family's best figure for that GPU in the same data), added up. An upper bound: the
+    floor moves every tensor once, less than any implementation."""
+    where: Where
+    precision: str
+    layout: str
+    batch: int
+    step_ms: float
+    fused_layers: int
+    kinds_ms: dict          # kind -> ms per step
+    floor_bytes: dict       # kind -> bytes
+    bandwidth_gbps: float | None
+    bandwidth_id: str       # the memory record it came from
+    floor_ms: dict          # kind -> ms at that bandwidth (0 without one)
+    savings_ms: float
+
+    @property
+    def share(self) -> float:
+        return self.savings_ms / self.step_ms if self.step_ms else 0.0
+
+
+def memory_bandwidth(data: ReportData, gpu: int | None) -> tuple[float, str] | None:
+    """The highest gbps the memory family measured on that GPU, and its record id."""
+    best = None
+    for rec in data.records:
+        if rec.get("family") != "memory" or rec.get("status") != "ok":
+            continue
+        w = where(rec)
+        g = num((rec.get("metrics") or {}).get("gbps"))
+        if g and (gpu is None or w.first_gpu == gpu) and (best is None or g > best[0]):
+            best = (g, str(rec.get("id", "")))
+    return best
+
+
+def fusion_headroom(data: ReportData) -> FusionHeadroom | None:
+    """The fused step (details.fusion.fused_layers > 0) at the largest images/s among the train
+    records that carry the per-kind times and the byte floors; None when there is none."""
+    cands = []
+    for rec in data.records:
+        if rec.get("family") != "train" or rec.get("status") != "ok":
+            continue
+        m, d, p = rec.get("metrics") or {}, rec.get("details") or {}, rec.get("params") or {}
+        fused = (d.get("fusion") or {}).get("fused_layers")
+        need = [f"time_{k}_ms" for k in MEMORY_BOUND_KINDS] + [f"{k}_floor_bytes" for k in MEMORY_BOUND_KINDS]
+        if not is_number(fused) or fused <= 0 or not all(is_number(m.get(k)) for k in need + ["step_time_ms", "images_per_s"]):
+            continue
+        cands.append(rec)
+    if not cands:
+        return None
+    rec = max(cands, key=lambda r: (r["metrics"]["images_per_s"], r["params"].get("batch", 0)))
+    m, w = rec["metrics"], where(rec)
+    bw = memory_bandwidth(data, w.first_gpu)
+    kinds = {k: float(m[f"time_{k}_ms"]) for k in MEMORY_BOUND_KINDS}
+    floors = {k: float(m[f"{k}_floor_bytes"]) for k in MEMORY_BOUND_KINDS}
+    floor_ms = {k: (floors[k] / (bw[0] * 1e9) * 1e3 if bw else 0.0) for k in MEMORY_BOUND_KINDS}
+    savings = sum(max(0.0, kinds[k] - floor_ms[k]) for k in MEMORY_BOUND_KINDS)
+    p = rec["params"]
+    return FusionHeadroom(w, str(p.get("precision", "")), str(p.get("layout", "")), int(p.get("batch", 0)),
+                          float(m["step_time_ms"]), int(rec["details"]["fusion"]["fused_layers"]), kinds, floors,
+                          bw[0] if bw else None, bw[1] if bw else "", floor_ms, savings)

@@ -1,5 +1,6 @@
-"""scripts/dev/peer_torch_train.py's interval union and compare_train_peer.py's verdicts, on synthetic
-files, against expectations worked out here."""
+"""scripts/dev/peer_torch_train.py's interval union, PyTorch-mode parsing, --between command and
+round summary, and compare_train_peer.py's verdicts, every-mode comparison and best-of-each-side
+table, on synthetic files, against expectations worked out here."""
 
 from __future__ import annotations
 
@@ -94,3 +95,118 @@ def test_memory_outside_bound_fails_even_when_step_is_fine(tmp_path):
 @pytest.mark.parametrize("batch, lr", [(1, 0.1 / 256), (32, 0.0125), (51, 0.1 * 51 / 256), (52, 0.02), (4096, 0.02)])
 def test_peer_learning_rate_follows_the_linear_rule_capped(batch, lr):
     assert _load("peer_torch_train").sgd_lr_for_batch(batch) == pytest.approx(lr)
+
+
+# ---- every PyTorch mode, the fused and unfused nodebench step, the best of each side ------------
+
+def _nb_records(rows):
+    """rows: (precision, layout, batch, ms, peak, setting or None)"""
+    recs = []
+    for p, l, b, ms, mem, setting in rows:
+        r = {"family": "train", "status": "ok", "id": f"train/resnet50/{p}/{l}/b{b}",
+             "params": {"precision": p, "layout": l, "batch": b},
+             "metrics": {"step_time_ms": ms, "images_per_s": b / ms * 1e3, "peak_memory_bytes": mem}}
+        if setting is not None:
+            r["details"] = {"fusion": {"setting": setting}}
+        recs.append(r)
+    return recs
+
+
+def _peer_modes(path, mode, rows):
+    """rows: (batch, torch_mode or None, [round medians], memory)"""
+    res = []
+    for b, tm, runs, mem in rows:
+        r = {"batch": b, "step_time_ms": sorted(runs)[len(runs) // 2], "runs": runs, "max_memory_allocated_bytes": mem}
+        if tm is not None:
+            r["torch_mode"] = tm
+        res.append(r)
+    path.write_text(json.dumps({"mode": mode, "results": res}))
+    return str(path)
+
+
+def _run(tmp_path, nb_files, peer_files):
+    out = tmp_path / "ratio.json"
+    cmd = [sys.executable, str(DEV / "compare_train_peer.py"), *nb_files, "--peer", *peer_files, "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, json.loads(out.read_text()) if out.exists() else None, p.stdout
+
+
+def test_every_mode_the_fastest_and_the_ratio_to_it(tmp_path):
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("fp16", "nhwc", 256, 36.0, 10e9, "1"),
+                                                      ("fp16", "nhwc", 256, 49.0, 11e9, "0")])}))
+    pt = _peer_modes(tmp_path / "pt.json", "fp16/nhwc", [(256, "eager", [44.0], 9e9), (256, "compile", [38.0], 8e9),
+                                                         (256, "reduce-overhead", [40.0], 12e9)])
+    rc, doc, out = _run(tmp_path, [str(nb)], [pt])
+    t = doc["pairs"][0]
+    assert t["nodebench_setting"] == "1" and t["nodebench_step_ms"] == 36.0
+    assert t["nodebench_step_ms_by_setting"] == {"1": 36.0, "0": 49.0}
+    assert t["pytorch_fastest_mode"] == "compile" and t["pytorch_step_ms"] == 38.0
+    assert t["ratio_to_fastest"] == pytest.approx(38.0 / 36.0)
+    assert t["step_time_ratio"] == pytest.approx(36.0 / 38.0)
+    assert t["memory_ratio"] == pytest.approx(10 / 8)  # against the fastest mode's memory
+    assert t["memory_ratio_by_mode"] == pytest.approx({"eager": 10 / 9, "compile": 10 / 8, "reduce-overhead": 10 / 12})
+    assert set(t["pytorch_modes"]) == {"eager", "compile", "reduce-overhead"}
+    assert rc == 0 and "compile" in out and "best of each side" in out.splitlines()[-3]
+
+
+def test_rounds_and_files_pool_into_one_median_per_mode(tmp_path):
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("fp16", "nhwc", 64, 13.0, 3e9, "1"),
+                                                      ("fp16", "nhwc", 64, 14.0, 3e9, "1"),
+                                                      ("fp16", "nhwc", 64, 12.0, 3e9, "1")])}))
+    a = _peer_modes(tmp_path / "a.json", "fp16/nhwc", [(64, "eager", [26.0, 24.0], 3e9)])
+    b = _peer_modes(tmp_path / "b.json", "fp16/nhwc", [(64, None, [25.5], 3e9)])  # an old file: eager
+    _, doc, _ = _run(tmp_path, [str(nb)], [a, b])
+    t = doc["pairs"][0]
+    assert t["nodebench_step_ms"] == 13.0  # the median of 13, 14, 12
+    assert sorted(t["pytorch_step_ms_runs"]) == [24.0, 25.5, 26.0]
+    assert t["pytorch_step_ms"] == 25.5
+
+
+def test_records_before_fusion_count_as_unfused(tmp_path):
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("tf32", "nchw", 256, 116.0, 26e9, None)])}))
+    pt = _peer_modes(tmp_path / "pt.json", "tf32/nchw", [(256, "eager", [116.5], 22e9)])
+    _, doc, _ = _run(tmp_path, [str(nb)], [pt])
+    assert doc["pairs"][0]["nodebench_setting"] == "0"
+
+
+def test_best_takes_nodebench_faster_layout_against_pytorch_fastest_mode(tmp_path):
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("tf32", "nchw", 256, 60.0, 20e9, "1"),
+                                                      ("tf32", "nhwc", 256, 55.0, 21e9, "1")])}))
+    nchw = _peer_modes(tmp_path / "p1.json", "tf32/nchw", [(256, "eager", [116.0], 22e9), (256, "compile", [66.0], 20e9)])
+    _, doc, _ = _run(tmp_path, [str(nb)], [nchw])
+    assert len(doc["pairs"]) == 1  # PyTorch ran NCHW only; nodebench's NHWC still counts for the best
+    (b,) = doc["best"]
+    assert (b["nodebench_layout"], b["nodebench_step_ms"]) == ("nhwc", 55.0)
+    assert (b["pytorch_layout"], b["pytorch_mode"], b["pytorch_step_ms"]) == ("nchw", "compile", 66.0)
+    assert b["ratio_to_fastest"] == pytest.approx(66.0 / 55.0)
+    assert b["nodebench_step_ms_by_layout"] == {"nchw": 60.0, "nhwc": 55.0}
+    assert b["memory_ratio"] == pytest.approx(21 / 20)
+    assert b["nodebench_images_per_s"] == pytest.approx(256 / 0.055)
+
+
+@pytest.mark.parametrize("text, expected", [("eager", ["eager"]), ("compile,reduce-overhead", ["compile", "reduce-overhead"]),
+                                            (" eager , compile,eager", ["eager", "compile"])])
+def test_peer_torch_modes_parse(text, expected):
+    assert _load("peer_torch_train").parse_torch_modes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "eager,jit", "max-autotune"])
+def test_peer_torch_modes_reject(text):
+    with pytest.raises(ValueError):
+        _load("peer_torch_train").parse_torch_modes(text)
+
+
+def test_peer_between_command_and_round_summary():
+    m = _load("peer_torch_train")
+    assert m.between_command("nb --filter b{batch} --out x_{torch_mode}_{round}.json", 256, "compile", 1) == \
+        "nb --filter b256 --out x_compile_1.json"
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        m.between_command("nb {mode}", 1, "eager", 1)
+    s = m.summarize(128, "reduce-overhead", [30.0, 28.0, 29.0], 90, 5e9, 0.01)
+    assert s["step_time_ms"] == 29.0 and s["runs"] == [30.0, 28.0, 29.0]
+    assert s["images_per_s"] == pytest.approx(128 / 0.029)
+    assert s["torch_mode"] == "reduce-overhead" and s["max_memory_allocated_bytes"] == 5e9

@@ -90,6 +90,62 @@ def test_fusion_item_states_measured_share():
     assert "XLA" in item.title and "torch.compile" in item.title
 
 
+def fused_doc(memory_gbps=None):
+    """A train sweep whose ok records are fused steps with per-kind times and byte floors; a
+    memory-family record of memory_gbps on GPU 0 when given."""
+    doc = train_doc()
+    for r in doc["records"]:
+        if r["family"] == "train" and r["status"] == "ok":
+            r["metrics"].update({"time_bn_ms": 10.0, "time_elementwise_ms": 0.0, "time_pool_ms": 1.0,
+                                 "time_update_ms": 0.5, "step_time_ms": 40.0, "bn_floor_bytes": 20e9,
+                                 "elementwise_floor_bytes": 0.0, "pool_floor_bytes": 2e9, "update_floor_bytes": 0.4e9})
+            r.setdefault("details", {})["fusion"] = {"setting": "1", "fused_layers": 49, "batch_norm_layers": 53}
+    if memory_gbps:
+        tmpl = next(r for r in doc["records"] if r["family"] == "train" and r["status"] == "ok")
+        for gbps, kernel in ((memory_gbps, "copy"), (memory_gbps / 2, "scale")):
+            m = dict(tmpl, family="memory", id=f"memory/{kernel}/4096MiB", params={"kernel": kernel, "size": "4096MiB"},
+                     metrics={"gbps": gbps}, details={})
+            doc["records"].append(m)
+    return doc
+
+
+def best_train(doc):
+    ok = [r for r in doc["records"] if r["family"] == "train" and r["status"] == "ok"]
+    return max(ok, key=lambda r: (r["metrics"]["images_per_s"], r["params"]["batch"]))
+
+
+def test_fusion_item_on_a_fused_step_bounds_what_a_compiler_could_still_save():
+    doc = fused_doc(memory_gbps=4000.0)
+    best = best_train(doc)
+    item = items(doc)["fusion"]
+    # At 4000 GB/s (the higher memory record): bn 20 GB -> 5 ms, pool 2 GB -> 0.5 ms, update
+    # 0.4 GB -> 0.1 ms; above their floors: (10 - 5) + 0 + (1 - 0.5) + (0.5 - 0.1) = 5.9 ms of 40.
+    assert item.status == PASS
+    assert "at most 15% of it (5.90 of 40.00 ms)" in item.summary, item.summary
+    assert f"batch {best['params']['batch']}" in item.summary
+    assert "at 4000 GB/s" in item.summary and "fused step" in item.summary
+    assert any("memory/copy/4096MiB" in e for e in item.evidence)
+    assert any(e.startswith("bn_act: 10.00 ms") and "5.00 ms at 4000 GB/s" in e for e in item.evidence)
+    h = derive_train.fusion_headroom(data_of(doc))
+    assert h.savings_ms == pytest.approx(5.9) and h.share == pytest.approx(5.9 / 40)
+
+
+def test_fusion_item_without_a_memory_record_bounds_by_the_kinds_whole_time():
+    item = items(fused_doc())["fusion"]
+    # No floor time: 10 + 0 + 1 + 0.5 = 11.5 ms of 40 (29%).
+    assert "at most 29% of it (11.50 of 40.00 ms)" in item.summary, item.summary
+    assert "no memory-family record" in item.summary
+
+
+def test_fusion_item_on_an_unfused_step_keeps_the_share():
+    doc = fused_doc(memory_gbps=4000.0)
+    for r in doc["records"]:
+        if r["family"] == "train" and r["status"] == "ok":
+            r["details"]["fusion"] = {"setting": "0", "fused_layers": 0, "batch_norm_layers": 53}
+            r["metrics"]["elementwise_share"] = 0.69
+    assert "at most 69% of the step" in items(doc)["fusion"].summary
+
+
 def test_fusion_item_not_measured_without_train():
     doc = nbgen.make_result(families=("gemm",), n_gpus=1)
     assert items(doc)["fusion"].status == NOT_MEASURED

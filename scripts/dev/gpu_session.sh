@@ -43,6 +43,11 @@
 #                TRAIN_SWEEP_SERIES (default "fp16/nhwc tf32/nchw"), one algorithm cache for all,
 #                with the recommendation; a table per batch (step, images/s, memory, profile sum).
 #                ALGO_CACHE names the algorithm cache file (default: a new one in RAW)
+#   train-fused  the fused training step (scripts/dev/gpu_session_train.sh): the train GPU tests
+#                (TRAIN_FUSED_TESTS=0: none), then per case of TRAIN_FUSED_CASES PyTorch in each mode
+#                of TRAIN_FUSED_MODES around nodebench's fused and unfused step; train_fused_ratio.json
+#   train-fused-sweep  train-sweep with the fused step and the algorithm cache seeded from
+#                results/h200/2026-12-01-train-sweep/algo_cache_h200.json (or ALGO_CACHE)
 #   monitor      `nodebench monitor` (3 s of JSON lines, a Prometheus textfile), then the quick
 #                suite with `run --monitor` and its timeline drawn (nodebench-report timeline)
 #   fresh-node   issue 25 (scripts/dev/fresh_node.sh): ctest -L gpu with jsonschema hidden, one-rank
@@ -68,7 +73,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep monitor mpi-shared fresh-node input-peer"
+ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep train-fused train-fused-sweep monitor mpi-shared fresh-node input-peer"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -116,7 +121,8 @@ nvidia-smi topo -m >> "$RAW/nvidia-smi.csv" 2>&1
 # --- steps: one function each (step_NAME, "-" as "_"), added to ALL_STEPS and NEED; NEED is the time a step must have left to start -------------
 declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer]=90 [copies-peer]=60
                  [nccl-peer]=240 [peak]=60 [sweep]=90 [validate]=120 [multigpu]=180
-                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [monitor]=120 [mpi-shared]=60
+                 [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [train-fused]=150
+                 [train-fused-sweep]=120 [monitor]=120 [mpi-shared]=60
                  [fresh-node]=300
                  [families]=300 [input-peer]=200)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
@@ -394,6 +400,7 @@ step_train_sweep() {
   for series in ${TRAIN_SWEEP_SERIES:-fp16/nhwc tf32/nchw}; do
     name=${series/\//_}
     if [ "$(left)" -lt 90 ]; then note "train-sweep: no time left for $series"; continue; fi
+    name=${TRAIN_SWEEP_TAG:-}_$name; name=${name#_}
     timeout $(( $(left) - 20 )) build/nodebench run --suite full --gpus 0 --family train --filter "^train/resnet50/$series/" \
       --max-time 1 --algo-cache "${ALGO_CACHE:-$RAW/algo_cache.json}" --out-file "$RAW/train_sweep_$name.json" \
       > "$RAW/train_sweep_$name.log" 2>&1 || rc=1
@@ -403,13 +410,14 @@ step_train_sweep() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(f"  {'case':30s} {'status':7s} {'s':>4s} {'step ms':>8s} {'img/s':>6s} {'eager ms':>8s} {'issue ms':>8s}"
-      f" {'mem %':>5s} {'kinds ms':>8s} graph warn")
+      f" {'mem %':>5s} {'kinds ms':>8s} fused graph warn")
 for r in d["records"]:
     m, det = r.get("metrics", {}), r.get("details", {})
     g = (det.get("cuda_graph") or {}).get("used")
+    fu = (det.get("fusion") or {}).get("fused_layers")
     print(f"  {r['id']:30s} {r['status']:7s} {r.get('duration_s') or 0:4.0f} {m.get('step_time_ms', 0):8.2f}"
           f" {m.get('images_per_s', 0):6.0f} {m.get('eager_step_ms', 0):8.2f} {m.get('host_issue_ms', 0):8.2f}"
-          f" {100 * m.get('memory_fraction_x', 0):5.1f} {det.get('profile_sum_ms') or 0:8.2f}"
+          f" {100 * m.get('memory_fraction_x', 0):5.1f} {det.get('profile_sum_ms') or 0:8.2f} {fu if fu is not None else '-':>5}"
           f" {'yes' if g else 'NO ' if g is False else '-  '}  {'W' if det.get('profile_warning') else '-'}"
           f" {(r.get('reason') or (det.get('cuda_graph') or {}).get('reason') or '')[:70]}")
 PY
@@ -510,6 +518,9 @@ step_input_peer() {  # ~2 minutes on 16 cores: two peer runs around one nodebenc
   keep input_nodebench.json; keep input_ratio.json
   return $rc
 }
+
+# shellcheck source=scripts/dev/gpu_session_train.sh
+. scripts/dev/gpu_session_train.sh
 
 # --- driver -----------------------------------------------------------------------------------
 TABLE=()

@@ -3,33 +3,51 @@
 
 torchvision resnet50 (v1.5, randomly initialised), synthetic images and labels made on the GPU,
 cudnn.benchmark on, SGD with momentum 0.9 and weight decay, cross-entropy loss; the learning rate
-as nodebench's step sets it (0.1 x batch / 256, at most 0.02). Modes:
+as nodebench's step sets it (0.1 x batch / 256, at most 0.02). Precision modes (--mode):
   fp16/nhwc  mixed precision: autocast FP16, channels_last, GradScaler (FP32 master weights)
   tf32/nchw  FP32 storage with TF32 allowed in convolutions and matmuls
   fp32/nchw  FP32, TF32 disallowed
-Each batch: warm-up steps (cudnn.benchmark's search happens there), then steps timed with CUDA
-events for --seconds (time-matched with nodebench's --max-time); the median step time. Memory is
-torch.cuda.max_memory_allocated over the timed steps (reset after the warm-up, so cudnn.benchmark's
-search workspaces are left out, as nodebench leaves out its own search workspace).
+PyTorch modes (--torch-modes, any of): eager; compile (torch.compile(model), the default mode);
+reduce-overhead (torch.compile(model, mode="reduce-overhead"): CUDA graphs). The optimizer step
+stays eager, as a user writes it.
+
+Per batch and PyTorch mode: the model is built (and compiled) once, warmed (the first steps
+compile and cudnn.benchmark searches: a minute per compiled mode and batch on 16 cores), then
+timed in --rounds rounds of --seconds each (CUDA events around each step, the round's median);
+between rounds the --between command runs (nodebench's step, so that the two alternate: PyTorch
+mode A, nodebench, mode A again, ...; the model stays built, its cached free blocks released
+first). The mode's step time is the median of its rounds. Memory is torch.cuda.max_memory_allocated
+over the timed rounds (reset after the warm-up, so the search workspaces are left out, as nodebench
+leaves out its own search workspace; the nodebench process in between is not counted). Progress
+lines on stderr carry the seconds since the start.
 With --gpu-busy, a few more steps run under torch.profiler (CUDA activity only): gpu_busy_ms is the
 union of the GPU's kernel and copy intervals per step, the time the GPU itself worked. A step time
 well above it means the GPU waited for the host (Python, the framework's dispatch, a
 synchronisation), which nodebench, issuing its step from C++, does not pay.
-
 With --losses N, the first N steps (on the fixed batch, before the warm-up) record their loss, as
 nodebench's verification does over 20 steps.
 
-usage: peer_torch_train.py --mode fp16/nhwc --batches 64,128,256 --seconds 2 [--gpu-busy] [--losses N] --out FILE
-Output: {"mode", "torch", "device", "results": [{"batch", "step_time_ms", "images_per_s", "sgd_lr",
-"max_memory_allocated_bytes", "steps"[, "gpu_busy_ms", "gpu_busy_steps"][, "losses"]} or {"batch", "error"}]}
+usage: peer_torch_train.py --mode fp16/nhwc --batches 64,256 [--torch-modes eager,compile,reduce-overhead]
+       [--seconds 2] [--rounds 2] [--between 'CMD {batch} {torch_mode} {round}'] [--gpu-busy] [--losses N] --out FILE
+Output: {"mode", "torch", "device", "results": [{"batch", "torch_mode", "step_time_ms", "runs", "images_per_s",
+"sgd_lr", "max_memory_allocated_bytes", "steps", "warmup_s"[, "gpu_busy_ms", "gpu_busy_steps"][, "losses"]}
+or {"batch", "torch_mode", "error"}], "between": [{"command", "rc", "seconds"}]}
 """
 import argparse
 import json
+import shlex
 import statistics
+import subprocess
 import sys
 import time
 
 MODES = ("fp16/nhwc", "tf32/nchw", "fp32/nchw")
+TORCH_MODES = ("eager", "compile", "reduce-overhead")
+T0 = time.monotonic()
+
+
+def progress(msg):
+    print(f"[{time.monotonic() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
 def union_us(intervals):
@@ -68,7 +86,32 @@ def sgd_lr_for_batch(batch):
     return min(0.02, 0.1 * max(batch, 1) / 256)
 
 
-def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0, loss_steps=0):
+def parse_torch_modes(text):
+    """'eager,compile' -> ['eager', 'compile']; ValueError naming what is wrong."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in TORCH_MODES]
+    if not modes or bad:
+        raise ValueError(f"expected a comma list of {', '.join(TORCH_MODES)}, got '{text}'")
+    return list(dict.fromkeys(modes))
+
+
+def between_command(template, batch, torch_mode, rnd):
+    """The --between command for this batch, PyTorch mode and round ({batch}, {torch_mode}, {round});
+    ValueError for another placeholder."""
+    try:
+        return template.format(batch=batch, torch_mode=torch_mode, round=rnd)
+    except (KeyError, IndexError) as e:
+        raise ValueError(f"--between: unknown placeholder {e} (use {{batch}}, {{torch_mode}}, {{round}})") from None
+
+
+def summarize(batch, torch_mode, round_medians, steps, peak, lr):
+    """The result entry of one (batch, PyTorch mode): the step time is the median of the rounds'."""
+    med = statistics.median(round_medians)
+    return {"batch": batch, "torch_mode": torch_mode, "step_time_ms": med, "runs": list(round_medians),
+            "images_per_s": batch / (med / 1e3), "sgd_lr": lr, "max_memory_allocated_bytes": peak, "steps": steps}
+
+
+def build(torch, torchvision, mode, torch_mode, batch):
     amp = mode == "fp16/nhwc"
     fmt = torch.channels_last if mode.endswith("nhwc") else torch.contiguous_format
     model = torchvision.models.resnet50().cuda().to(memory_format=fmt)
@@ -76,6 +119,8 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0, lo
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-5)
     scaler = (torch.amp.GradScaler("cuda", enabled=amp) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
               else torch.cuda.amp.GradScaler(enabled=amp))
+    fwd = model if torch_mode == "eager" else torch.compile(
+        model, **({"mode": "reduce-overhead"} if torch_mode == "reduce-overhead" else {}))
     loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device="cuda")
@@ -83,19 +128,16 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0, lo
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            loss = loss_fn(model(x), y)
+            loss = loss_fn(fwd(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         return loss
 
-    losses = [float(step().item()) for _ in range(loss_steps)]
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    # After the warm-up: cudnn.benchmark's algorithm search (and its trial workspaces) is done, as
-    # nodebench's peak leaves out its own search workspace.
-    torch.cuda.reset_peak_memory_stats()
+    return step, lr, (model, opt, x, y, fwd)
+
+
+def timed_round(torch, step, seconds):
     times = []
     end = time.monotonic() + seconds
     while time.monotonic() < end or len(times) < 5:
@@ -105,20 +147,62 @@ def run_batch(torch, torchvision, mode, batch, seconds, warmup, busy_steps=0, lo
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e))
-    med = statistics.median(times)
-    peak = torch.cuda.max_memory_allocated()
-    out = {"batch": batch, "step_time_ms": med, "images_per_s": batch / (med / 1e3), "sgd_lr": lr,
-           "max_memory_allocated_bytes": peak, "steps": len(times)}
-    if loss_steps:
+    return statistics.median(times), len(times)
+
+
+def run_between(torch, cmd, log):
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # the free cached blocks back to the device for the other process
+    progress(f"between: {cmd}")
+    t = time.monotonic()
+    rc = subprocess.run(cmd, shell=True).returncode
+    log.append({"command": cmd, "rc": rc, "seconds": time.monotonic() - t})
+    progress(f"between done rc={rc} in {time.monotonic() - t:.1f} s")
+
+
+def release(torch):
+    """Frees what a mode left: its compiled graphs (and their CUDA-graph memory pools) and cached
+    blocks. Dynamo forgets the previous batch's shapes too: it would otherwise compile the next
+    batch with dynamic shapes ("automatic dynamic"), not as a user compiling for one batch gets."""
+    import gc
+    if hasattr(torch, "_dynamo"):
+        torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def run_batch(torch, torchvision, a, torch_mode, batch, log):
+    release(torch)
+    progress(f"{a.mode} b{batch} {torch_mode}: building")
+    step, lr, keep = build(torch, torchvision, a.mode, torch_mode, batch)
+    t = time.monotonic()
+    losses = [float(step().item()) for _ in range(max(a.losses, 0))]
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    warm = time.monotonic() - t
+    progress(f"{a.mode} b{batch} {torch_mode}: compiled and warm in {warm:.1f} s")
+    torch.cuda.reset_peak_memory_stats()
+    medians, steps = [], 0
+    for rnd in range(a.rounds):
+        if rnd and a.between:
+            run_between(torch, between_command(a.between, batch, torch_mode, rnd), log)
+        med, n = timed_round(torch, step, a.seconds)
+        medians.append(med)
+        steps += n
+        progress(f"{a.mode} b{batch} {torch_mode}: round {rnd + 1}/{a.rounds} {med:.2f} ms ({n} steps)")
+    out = summarize(batch, torch_mode, medians, steps, torch.cuda.max_memory_allocated(), lr)
+    out["warmup_s"] = warm
+    if a.losses:
         out["losses"] = losses
-    if busy_steps:
+    if a.gpu_busy:
         try:
-            out["gpu_busy_ms"] = gpu_busy_ms(torch, step, busy_steps)
-            out["gpu_busy_steps"] = busy_steps
+            out["gpu_busy_ms"] = gpu_busy_ms(torch, step, 5)
+            out["gpu_busy_steps"] = 5
         except Exception as e:  # the profiler is an extra: its failure must not lose the timing
             out["gpu_busy_error"] = f"{type(e).__name__}: {e}"
-    del model, opt, x, y
-    torch.cuda.empty_cache()
+    del keep, step
+    release(torch)
     return out
 
 
@@ -126,7 +210,10 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True, choices=MODES)
     ap.add_argument("--batches", default="64,128,256")
-    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--torch-modes", default="eager", help=f"comma list of {', '.join(TORCH_MODES)} (default eager)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="seconds of steps per timed round")
+    ap.add_argument("--rounds", type=int, default=1, help="timed rounds per batch and mode (default 1)")
+    ap.add_argument("--between", default="", help="shell command run between rounds ({batch}, {torch_mode}, {round})")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--gpu-busy", action="store_true",
                     help="also measure the GPU's own working time per step (torch.profiler, 5 steps)")
@@ -142,6 +229,14 @@ def main(argv):
         print(f"peer_torch_train: --batches: expected positive integers separated by commas, got '{a.batches}'",
               file=sys.stderr)
         return 2
+    try:
+        torch_modes = parse_torch_modes(a.torch_modes)
+        if a.rounds < 1:
+            raise ValueError(f"--rounds must be at least 1, got {a.rounds}")
+        between_command(a.between, 1, "eager", 1)
+    except ValueError as e:
+        print(f"peer_torch_train: {e}", file=sys.stderr)
+        return 2
     import torch
     import torchvision
     if not torch.cuda.is_available():
@@ -152,17 +247,23 @@ def main(argv):
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     doc = {"mode": a.mode, "torch": torch.__version__, "torchvision": torchvision.__version__,
-           "device": torch.cuda.get_device_name(0), "seconds": a.seconds, "results": []}
+           "device": torch.cuda.get_device_name(0), "seconds": a.seconds, "rounds": a.rounds,
+           "command": " ".join(shlex.quote(x) for x in sys.argv), "results": [], "between": []}
     for b in batches:
-        try:
-            r = run_batch(torch, torchvision, a.mode, b, a.seconds, a.warmup, 5 if a.gpu_busy else 0, max(a.losses, 0))
-        except torch.cuda.OutOfMemoryError as e:
-            r = {"batch": b, "error": f"out of memory: {str(e).splitlines()[0]}"}
-            torch.cuda.empty_cache()
-        doc["results"].append(r)
-        print(json.dumps(r), flush=True)
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=2)
+        for tm in torch_modes:
+            try:
+                r = run_batch(torch, torchvision, a, tm, b, doc["between"])
+            except torch.cuda.OutOfMemoryError as e:
+                r = {"batch": b, "torch_mode": tm, "error": f"out of memory: {str(e).splitlines()[0]}"}
+            except Exception as e:  # a mode that fails (a compile error) must not lose the others
+                r = {"batch": b, "torch_mode": tm, "error": f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"}
+            if "error" in r:
+                progress(f"{a.mode} b{b} {tm}: {r['error']}")
+                release(torch)
+            doc["results"].append(r)
+            print(json.dumps(r), flush=True)
+            with open(a.out, "w") as f:
+                json.dump(doc, f, indent=2)
     return 0
 
 

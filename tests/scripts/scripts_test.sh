@@ -28,9 +28,10 @@ check "gpu_session.sh with an unknown step exits 2 (rc=$rc)" test "$rc" = 2
 check "and names the step" grep -q "unknown step 'nosuch'" "$tmp/err"
 bash "$gs" --help > "$tmp/help"; rc=$?
 check "gpu_session.sh --help exits 0 (rc=$rc)" test "$rc" = 0
-for s in build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu peak-indep peak-wgmma input-peer; do
+for s in build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu peak-indep peak-wgmma \
+         train-peer train-tests train-sweep train-fused train-fused-sweep input-peer; do
   check "--help describes step $s" grep -qE "^  $s " "$tmp/help"
-  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs"
+  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs" scripts/dev/gpu_session_train.sh
 done
 
 # A budget too short for the steps: nothing runs on a GPU, every step is skipped and says why.

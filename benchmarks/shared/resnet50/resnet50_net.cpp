@@ -100,7 +100,7 @@ int64_t max_activation_elems_per_image(const Net& n) {
   return m;
 }
 
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem) {
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax) {
   MemoryPlan p;
   p.activations = kept_activation_elems_per_image(n) * batch * elem;
   p.gradients = int64_t(kGradientBuffers) * max_activation_elems_per_image(n) * batch * elem;
@@ -114,7 +114,29 @@ MemoryPlan memory_plan(const Net& n, int64_t batch, int elem) {
   int64_t bn_c = 0;
   for (const auto& c : n.convs) bn_c += c.k;
   p.other = 4 * 4 * bn_c + batch * 4 + batch * n.classes * (4 + elem) + 4;
+  if (pool_argmax) p.other += int64_t(n.convs[0].k) * n.pool_out_hw * n.pool_out_hw * batch;
   return p;
+}
+
+ByteFloor memory_bound_floor(const Net& n, int64_t batch, int elem) {
+  ByteFloor f;
+  std::vector<bool> join(n.convs.size(), false), plain(n.convs.size(), false);
+  for (const auto& b : n.blocks) {
+    join[size_t(b.conv3)] = true;
+    if (b.down >= 0) plain[size_t(b.down)] = true;
+  }
+  for (size_t i = 0; i < n.convs.size(); ++i) {
+    const int64_t e = n.convs[i].out_elems() * batch;
+    // forward: x, y (+ residual); backward: x, dy, mask (not for the projection), dx (+ dz)
+    const int64_t fwd = 2 + (join[i] ? 1 : 0), bwd = 3 + (plain[i] ? 0 : 1) + (join[i] ? 1 : 0);
+    f.bn += (fwd + bwd) * e * elem;
+  }
+  const int64_t stem = n.convs[0].out_elems() * batch, pooled = int64_t(n.convs[0].k) * n.pool_out_hw * n.pool_out_hw * batch;
+  const int64_t last = int64_t(n.fc_in) * n.stage_out_hw(4) * n.stage_out_hw(4) * batch, feat = int64_t(n.fc_in) * batch;
+  f.pool = (stem + pooled) * elem + (stem + pooled + stem) * elem + (last + feat) * elem + (feat + last) * elem;
+  const int64_t compute = n.conv_weight_count() + int64_t(n.fc_in) * n.classes, fp32 = n.bn_parameter_count() + n.classes;
+  f.update = compute * (16 + elem + (elem != 4 ? elem : 0)) + fp32 * (16 + 4);
+  return f;
 }
 
 double softmax_xent_reference(const std::vector<float>& logits, const std::vector<float>& bias,

@@ -57,9 +57,10 @@ const Net& net();
 int64_t kept_activation_elems_per_image(const Net& n);
 // The largest activation of one image: the size of each of the step's scratch and gradient buffers.
 int64_t max_activation_elems_per_image(const Net& n);
-// Scratch and gradient buffers the step uses (of max_activation_elems each): gradient in, gradient
-// out, and two for the layers inside a block (also the transient forward outputs).
-constexpr int kGradientBuffers = 4;
+// Scratch and gradient buffers the step uses (of max_activation_elems each): backward, the gradient
+// at a block's output, the one inside the block, and the shortcut's (the buffers take turns:
+// train_step.cpp); forward, the transient outputs of conv3's and the projection's batch norms.
+constexpr int kGradientBuffers = 3;
 
 // Bytes the step allocates besides the workspace of the convolutions, for `batch` images with
 // `elem`-byte storage: kept activations, gradient buffers, parameters (FP32 master, momentum,
@@ -68,7 +69,23 @@ struct MemoryPlan {
   int64_t activations = 0, gradients = 0, parameters = 0, other = 0;
   int64_t total() const { return activations + gradients + parameters + other; }
 };
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem);
+// pool_argmax: the step's own max pool keeps one byte an output of it (the fused paths).
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax = false);
+
+// The bytes the memory-bound layer kinds of one step must move at least, for `batch` images with
+// `elem`-byte storage: every tensor an operation reads read once and every tensor it writes
+// written once, with the ReLU and the residual add inside the batch norm's passes (so the
+// elementwise kind has nothing of its own). bn: forward x and y (+ the residual read at each
+// block's join), backward x, dy, the ReLU's output as its mask and dx (+ dz at the join); pool:
+// the max pool forward (x, y) and backward (x, dy, dx) and the average pool both ways; update: FP32
+// master weights and momentum read and written, the gradients read, the FP16 copy written. A
+// floor below any real implementation's traffic (batch norm's statistics need x before the
+// apply can start): the time above it is an upper bound of what any fusion could still save.
+struct ByteFloor {
+  int64_t bn = 0, elementwise = 0, pool = 0, update = 0;
+  int64_t total() const { return bn + elementwise + pool + update; }
+};
+ByteFloor memory_bound_floor(const Net& n, int64_t batch, int elem);
 
 // The host reference of the step's loss (float64): mean softmax cross-entropy over n rows of
 // `classes` logits plus bias, and dlogits = scale (softmax - onehot) / n, as the GPU kernel computes.

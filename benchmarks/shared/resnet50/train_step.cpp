@@ -58,12 +58,17 @@ TrainStep::TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int de
   // frameworks choose for channels-last training); the plain calls with an NHWC descriptor run a
   // generic kernel about 40x slower. NCHW: the spatial mode (the persistent one is for NHWC).
   impl_->bn_mode = cfg_.nhwc ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
+  // The ReLU of cuDNN's fused batch norm: NaN not propagated, as the step's own ReLU (fmaxf).
+  NB_CUDNN(cudnnCreateActivationDescriptor(&impl_->relu));
+  NB_CUDNN(cudnnSetActivationDescriptor(impl_->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  NB_CUDA(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, device));
 }
 
 TrainStep::~TrainStep() {
   if (impl_->graph_exec) cudaGraphExecDestroy(impl_->graph_exec);
   for (auto& L : impl_->layers)
     if (L.bn) cudnnDestroyTensorDescriptor(L.bn);
+  if (impl_->relu) cudnnDestroyActivationDescriptor(impl_->relu);
   if (impl_->pool) cudnnDestroyPoolingDescriptor(impl_->pool);
   if (impl_->pool_desc) cudnnDestroyTensorDescriptor(impl_->pool_desc);
   // The handle is the session's: back to the default stream and workspace pool (cublasSetStream
@@ -110,8 +115,10 @@ void TrainStep::setup() {
   for (auto& gb : I.g) gb = P(size_t(max_act), "a gradient buffer");
   I.image = P(size_t(convs[0].in_elems() * N), "the images");
   I.layers.resize(convs.size());
-  size_t bn_ws = 0, bn_reserve_total = 0;
-  auto make_layer = [&](size_t i, void* x, bool keep_z) {
+  size_t bn_ws = 0;
+  // act relu: the batch norm + ReLU output is kept in L.z (the next convolution's input and the
+  // ReLU's mask); else `out` is where the batch norm's output goes (the block output, or scratch).
+  auto make_layer = [&](size_t i, void* x, BnAct act, void* out) {
     Layer& L = I.layers[i];
     const auto& c = convs[i];
     L.spec = &c;
@@ -126,7 +133,9 @@ void TrainStep::setup() {
     L.d = std::make_unique<ConvDesc>(sh, *cfg_.prec, cfg_.nhwc);
     L.x = x;
     L.y = P(L.d->y_elems(), "the output of " + c.name);
-    L.z = keep_z ? P(L.d->y_elems(), "the batch-norm output of " + c.name) : nullptr;
+    L.act = act;
+    L.z = act == BnAct::relu ? P(L.d->y_elems(), "the batch-norm output of " + c.name) : nullptr;
+    L.out = L.z ? L.z : out;
     L.w_off = w_off[i];
     L.w = static_cast<char*>(I.compute_a) + L.w_off * elem_;
     L.dw = static_cast<char*>(I.grad_a) + L.w_off * elem_;
@@ -140,37 +149,29 @@ void TrainStep::setup() {
     L.save_inv = L.save_mean + c.k;
     NB_CUDNN(cudnnCreateTensorDescriptor(&L.bn));
     NB_CUDNN(cudnnDeriveBNTensorDescriptor(L.bn, L.d->y, I.bn_mode));
-    // Batch norm through the *Ex calls: the workspace (shared with the convolutions) and the
-    // reserve space (per layer, kept from forward to backward).
-    const cudnnTensorDescriptor_t yd = L.d->y;
-    size_t fws = 0, bws = 0;
-    NB_CUDNN(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, yd, yd,
-                                                                      yd, L.bn, nullptr, &fws));
-    NB_CUDNN(cudnnGetBatchNormalizationBackwardExWorkspaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, yd, yd, yd,
-                                                               nullptr, yd, L.bn, nullptr, &bws));
-    bn_ws = std::max({bn_ws, fws, bws});
-    NB_CUDNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(I.h, I.bn_mode, CUDNN_BATCHNORM_OPS_BN, nullptr, yd,
-                                                                  &L.bn_reserve_bytes));
-    if (L.bn_reserve_bytes) {
-      L.bn_reserve = arena_.alloc(L.bn_reserve_bytes, "the batch-norm reserve space of " + c.name);
-      bn_reserve_total += (L.bn_reserve_bytes + 255) / 256 * 256;
-    }
+    bn_prepare(L, bn_ws);
   };
-  make_layer(0, I.image, true);
+  make_layer(0, I.image, BnAct::relu, nullptr);
   I.layers[0].data_grad = false;
   const int phw = net_.pool_out_hw;
   I.pool_out = P(size_t(N) * convs[0].k * phw * phw, "the max pool output");
+  // The fused paths pool with the step's own kernels (16 bytes a thread, the argmax kept for
+  // backward: one byte an output); the unfused step keeps cuDNN's pooling, as before.
+  I.pool_dims = {int(N), convs[0].k, net_.pool_hw, net_.pool_hw, phw, phw, 3, 2, 1};
+  if (cfg_.fusion != Fusion::off)
+    I.pool_arg = static_cast<uint8_t*>(arena_.alloc(size_t(N) * convs[0].k * phw * phw, "the max pool's argmax"));
   NB_CUDNN(cudnnCreatePoolingDescriptor(&I.pool));
   NB_CUDNN(cudnnSetPooling2dDescriptor(I.pool, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 3, 3, 1, 1, 2, 2));
   NB_CUDNN(cudnnCreateTensorDescriptor(&I.pool_desc));
   NB_CUDNN(cudnnSetTensor4dDescriptor(I.pool_desc, fmt, cfg_.prec->data, int(N), convs[0].k, phw, phw));
   void* x = I.pool_out;
   for (const auto& b : net_.blocks) {
-    make_layer(size_t(b.conv1), x, true);
-    make_layer(size_t(b.conv2), I.layers[size_t(b.conv1)].z, true);
-    make_layer(size_t(b.conv3), I.layers[size_t(b.conv2)].z, false);
-    if (b.down >= 0) make_layer(size_t(b.down), x, false);
-    x = P(size_t(convs[size_t(b.conv3)].out_elems() * N), "a block output");
+    make_layer(size_t(b.conv1), x, BnAct::relu, nullptr);
+    make_layer(size_t(b.conv2), I.layers[size_t(b.conv1)].z, BnAct::relu, nullptr);
+    void* bo = P(size_t(convs[size_t(b.conv3)].out_elems() * N), "a block output");
+    make_layer(size_t(b.conv3), I.layers[size_t(b.conv2)].z, BnAct::add_relu, bo);
+    if (b.down >= 0) make_layer(size_t(b.down), x, BnAct::none, I.g[1]);  // transient: the add's other input
+    x = bo;
     I.block_out.push_back(x);
   }
   I.pooled = P(size_t(N) * net_.fc_in, "the pooled features");
@@ -201,7 +202,19 @@ void TrainStep::setup() {
   }
   ws_bytes_ = std::max(ws_bytes_, bn_ws);
   I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution and batch-norm workspace") : nullptr;
-  bn_reserve_bytes_ = bn_reserve_total;
+  // cuDNN's fused batch norm, asked once per layer on its buffers (before the initial values).
+  bn_check_cudnn(I.layers[0], nullptr);
+  {
+    const void* bx = I.pool_out;
+    for (size_t bi = 0; bi < net_.blocks.size(); ++bi) {
+      const auto& b = net_.blocks[bi];
+      bn_check_cudnn(I.layers[size_t(b.conv1)], nullptr);
+      bn_check_cudnn(I.layers[size_t(b.conv2)], nullptr);
+      bn_check_cudnn(I.layers[size_t(b.conv3)], b.down >= 0 ? I.g[1] : bx);
+      bx = I.block_out[bi];
+    }
+  }
+  make_update_table();
   // cuBLAS's workspace from the arena: counted in the peak, and no allocation by cuBLAS while the
   // step is captured into a CUDA graph.
   I.cublas_ws = arena_.alloc(kCublasWorkspace, "the cuBLAS workspace");
@@ -255,27 +268,6 @@ void TrainStep::conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStr
   mark(Kind::conv, s);
 }
 
-void TrainStep::bn_fwd(Layer& L, void* out, cudaStream_t s) {
-  const float one = 1.f, zero = 0.f;
-  NB_CUDNN(cudnnSetStream(impl_->h, s));
-  NB_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
-      impl_->h, impl_->bn_mode, CUDNN_BATCHNORM_OPS_BN, &one, &zero, L.d->y, L.y, nullptr, nullptr, L.d->y, out, L.bn,
-      L.gamma, L.beta, 0.1, L.run_mean, L.run_var, 1e-5, L.save_mean, L.save_inv, nullptr, impl_->ws, ws_bytes_,
-      L.bn_reserve, L.bn_reserve_bytes));
-  mark(Kind::bn, s);
-}
-
-void TrainStep::bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s) {
-  const float one = 1.f, zero = 0.f;
-  NB_CUDNN(cudnnSetStream(impl_->h, s));
-  // dgamma and dbeta overwritten (betaParamDiff 0), dx overwritten (betaDataDiff 0).
-  NB_CUDNN(cudnnBatchNormalizationBackwardEx(
-      impl_->h, impl_->bn_mode, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, L.d->y, L.y, nullptr, nullptr, L.d->y,
-      dy, nullptr, nullptr, L.d->y, dx, L.bn, L.gamma, nullptr, L.dgamma, L.dbeta, 1e-5, L.save_mean, L.save_inv,
-      nullptr, impl_->ws, ws_bytes_, L.bn_reserve, L.bn_reserve_bytes));
-  mark(Kind::bn, s);
-}
-
 void TrainStep::forward(cudaStream_t s) {
   Impl& I = *impl_;
   const float one = 1.f, zero = 0.f;
@@ -283,11 +275,13 @@ void TrainStep::forward(cudaStream_t s) {
   NB_CUDA(cudaMemsetAsync(I.loss, 0, 4, s));
   Layer& stem = I.layers[0];
   conv_fwd(stem, s);
-  bn_fwd(stem, stem.z, s);
-  kernels::launch_relu(s, stem.z, stem.z, stem.d->y_elems(), half_);
-  mark(Kind::elementwise, s);
-  NB_CUDNN(cudnnSetStream(I.h, s));
-  NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+  bn_fwd(stem, nullptr, s);
+  if (I.pool_arg) {
+    kernels::launch_maxpool(s, stem.z, I.pool_out, I.pool_arg, I.pool_dims, cfg_.nhwc, half_);
+  } else {
+    NB_CUDNN(cudnnSetStream(I.h, s));
+    NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+  }
   mark(Kind::pool, s);
   void* x = I.pool_out;
   for (size_t bi = 0; bi < net_.blocks.size(); ++bi) {
@@ -295,21 +289,17 @@ void TrainStep::forward(cudaStream_t s) {
     Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
     for (Layer* L : {&c1, &c2}) {
       conv_fwd(*L, s);
-      bn_fwd(*L, L->z, s);
-      kernels::launch_relu(s, L->z, L->z, L->d->y_elems(), half_);
-      mark(Kind::elementwise, s);
+      bn_fwd(*L, nullptr, s);
     }
     conv_fwd(c3, s);
-    bn_fwd(c3, I.g[2], s);
     const void* shortcut = x;
     if (b.down >= 0) {
       Layer& d = I.layers[size_t(b.down)];
       conv_fwd(d, s);
-      bn_fwd(d, I.g[3], s);
-      shortcut = I.g[3];
+      bn_fwd(d, nullptr, s);  // into scratch g[1]
+      shortcut = d.out;
     }
-    kernels::launch_add_relu(s, I.g[2], shortcut, I.block_out[bi], c3.d->y_elems(), half_);
-    mark(Kind::elementwise, s);
+    bn_fwd(c3, shortcut, s);  // batch norm + add + ReLU into the block output
     x = I.block_out[bi];
   }
   const int last_hw = net_.stage_out_hw(4);
@@ -351,57 +341,69 @@ void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
       cfg_.prec->math == CUDNN_DEFAULT_MATH && !half_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   void* fcw = static_cast<char*>(I.compute_a) + I.fc_w_off * elem_;
   void* fcdw = static_cast<char*>(I.grad_a) + I.fc_w_off * elem_;
-  void *gout = I.g[0], *gin = I.g[1], *A = I.g[2], *B = I.g[3];
-  // FC: bias gradient, weight gradient dW = dL^T pooled, input gradient dP = dL W (into B).
+  // Three gradient buffers: P the gradient flowing in (at a block's output), Q and S the others.
+  void *P = I.g[0], *Q = I.g[1], *S = I.g[2];
+  // FC: bias gradient, weight gradient dW = dL^T pooled, input gradient dP = dL W (into Q).
   kernels::launch_bias_grad(s, I.dlogits, I.grad_b + I.fc_b_off, N, net_.classes, half_);
   NB_CUBLAS(cublasSetStream(I.cb, s));
   NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_T, net_.fc_in, net_.classes, N, &one, I.pooled, dt, net_.fc_in,
                          I.dlogits, dt, net_.classes, &zero, fcdw, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
   NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_N, net_.fc_in, N, net_.classes, &one, fcw, dt, net_.fc_in,
-                         I.dlogits, dt, net_.classes, &zero, B, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
+                         I.dlogits, dt, net_.classes, &zero, Q, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
   mark(Kind::fc, s);
   const size_t n_conv = net_.convs.size();
   if (on_grads_ready) on_grads_ready(3 * n_conv, params_.size());  // fc.weight, fc.bias
   const int last_hw = net_.stage_out_hw(4);
-  kernels::launch_avgpool_backward(s, B, gout, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
+  kernels::launch_avgpool_backward(s, Q, P, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
   mark(Kind::pool, s);
   for (size_t bi = net_.blocks.size(); bi-- > 0;) {
     const auto& b = net_.blocks[bi];
     Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
-    kernels::launch_relu_backward(s, I.block_out[bi], gout, gout, c3.d->y_elems(), half_);
-    mark(Kind::elementwise, s);
-    bn_bwd(c3, gout, A, s);
-    conv_bwd(c3, A, B, 0.f, s);
-    for (Layer* L : {&c2, &c1}) {
-      kernels::launch_relu_backward(s, L->z, B, B, L->d->y_elems(), half_);
-      mark(Kind::elementwise, s);
-      bn_bwd(*L, B, A, s);
-      if (L == &c2) conv_bwd(*L, A, B, 0.f, s);
-    }
-    // A holds conv1's output gradient; gout the gradient at the add (the shortcut's).
+    // conv3's batch norm with the add and ReLU: X the gradient at conv3's output, R the gradient
+    // at the add's other input (the shortcut's): dz in S when fused, P masked in place when not.
+    void* X = Q;
+    void* R = bn_bwd(c3, P, X, S, s);
+    void* F = R == S ? P : S;  // the free one
+    conv_bwd(c3, X, F, 0.f, s);
+    bn_bwd(c2, F, X, nullptr, s);
+    conv_bwd(c2, X, F, 0.f, s);
+    bn_bwd(c1, F, X, nullptr, s);  // X: the gradient at conv1's output
     if (b.down >= 0) {
       Layer& d = I.layers[size_t(b.down)];
-      bn_bwd(d, gout, B, s);
-      conv_bwd(d, B, gin, 0.f, s);
-      conv_bwd(c1, A, gin, 1.f, s);
-      std::swap(gout, gin);
-    } else {
-      conv_bwd(c1, A, gout, 1.f, s);
+      bn_bwd(d, R, F, nullptr, s);
+      conv_bwd(d, F, R, 0.f, s);  // R was the projection's batch norm's input gradient: consumed
     }
+    conv_bwd(c1, X, R, 1.f, s);  // the block input's gradient: shortcut + conv1's
     // The block's convolutions are consecutive (conv1, conv2, conv3[, downsample]): 3 params each.
     if (on_grads_ready) on_grads_ready(3 * size_t(b.conv1), 3 * size_t(std::max(b.conv3, b.down) + 1));
+    P = R, Q = X, S = F;
   }
   Layer& stem = I.layers[0];
-  NB_CUDNN(cudnnSetStream(I.h, s));
-  NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, gout, stem.d->y, stem.z, &zero,
-                                stem.d->y, A));
+  if (I.pool_arg) {
+    kernels::launch_maxpool_backward(s, P, I.pool_arg, Q, I.pool_dims, cfg_.nhwc, half_);
+  } else {
+    NB_CUDNN(cudnnSetStream(I.h, s));
+    NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, P, stem.d->y, stem.z, &zero,
+                                  stem.d->y, Q));
+  }
   mark(Kind::pool, s);
-  kernels::launch_relu_backward(s, stem.z, A, A, stem.d->y_elems(), half_);
-  mark(Kind::elementwise, s);
-  bn_bwd(stem, A, B, s);
-  conv_bwd(stem, B, nullptr, 0.f, s);
+  bn_bwd(stem, Q, S, nullptr, s);
+  conv_bwd(stem, S, nullptr, 0.f, s);
   if (on_grads_ready) on_grads_ready(0, 3);
   NB_CUDA_LAUNCH();
+}
+
+void TrainStep::make_update_table() {
+  Impl& I = *impl_;
+  kernels::MtTable& t = I.update_table;
+  t.t[0] = {I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a};
+  t.t[1] = {I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b};
+  t.tensors = 2;
+  const auto chunks = kernels::mt_chunks({I.n_a, I.n_b});
+  void* dev = arena_.alloc(chunks.size() * sizeof(kernels::MtChunk), "the update's chunk table");
+  NB_CUDA(cudaMemcpy(dev, chunks.data(), chunks.size() * sizeof(kernels::MtChunk), cudaMemcpyHostToDevice));
+  t.chunks = dev;
+  t.n_chunks = unsigned(chunks.size());
 }
 
 void TrainStep::update(cudaStream_t s) {
@@ -409,16 +411,13 @@ void TrainStep::update(cudaStream_t s) {
   // Mixed precision: dynamic loss scaling as automatic mixed precision does it. A step whose
   // gradients hold an infinity or NaN (FP16 overflow) changes nothing and halves the scale; 2000
   // good steps in a row double it. All on the device: no synchronisation per step. FP32 keeps
-  // its scale (1) and never skips (the flag stays 0).
+  // its scale (1) and never skips (the flag stays 0). The check and the update are one launch
+  // each over the chunk table of both parameter segments (the unscaling is in the update).
   if (half_) {
     NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, sizeof(int), s));
-    kernels::launch_find_nonfinite(s, I.grad_a, true, I.n_a, I.ls_flags);
-    kernels::launch_find_nonfinite(s, I.grad_b, false, I.n_b, I.ls_flags);
+    kernels::launch_mt_find_nonfinite(s, I.update_table, I.ls_flags);
   }
-  kernels::launch_sgd_update(s, I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a, cfg_.lr,
-                             cfg_.momentum, cfg_.weight_decay, I.scale, I.ls_flags);
-  kernels::launch_sgd_update(s, I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b, cfg_.lr, cfg_.momentum,
-                             cfg_.weight_decay, I.scale, I.ls_flags);
+  kernels::launch_mt_sgd(s, I.update_table, cfg_.lr, cfg_.momentum, cfg_.weight_decay, I.scale, I.ls_flags);
   if (half_) kernels::launch_update_loss_scale(s, I.scale, I.ls_flags, I.ls_flags + 1, I.ls_flags + 2, kScaleGrowthInterval);
   mark(Kind::update, s);
   NB_CUDA_LAUNCH();

@@ -1,7 +1,9 @@
 // One ResNet-50 v1.5 training step on cuDNN and cuBLAS (family train): forward and backward of
 // every layer (convolutions with the repeatable algorithm choice of cudnn_conv, batch norm in
-// training mode, ReLU, residual add, max pool, global average pool, the FC by cublasGemmEx,
-// softmax cross-entropy) and an SGD momentum update of every parameter on FP32 master weights.
+// training mode with its ReLU and residual add fused where it can be (train_fusion.hpp: cuDNN's
+// fused calls for FP16 NHWC, the step's own kernels elsewhere, or unfused), max pool, global
+// average pool, the FC by cublasGemmEx, softmax cross-entropy) and one multi-tensor SGD momentum
+// update of every parameter on FP32 master weights.
 // Mixed precision (fp16): FP16 activations and compute weights, FP32 master weights, dynamic loss
 // scaling (a step with non-finite gradients is skipped and halves the scale). Every buffer of the step comes from one tracking arena, so its peak is measured.
 #pragma once
@@ -17,10 +19,14 @@
 
 #include "shared/cudnn/cudnn_conv.hpp"
 #include "resnet50_net.hpp"
+#include "train_fusion.hpp"
 
 namespace nb::train {
 
-// The layer kinds the step's time is split into (metrics time_<kind>_ms).
+// The layer kinds the step's time is split into (metrics time_<kind>_ms). `bn` is batch norm with
+// whatever is fused into it (bn_act: the ReLU and the residual add on the fused paths);
+// `elementwise` is what runs apart (the ReLU, add + ReLU and ReLU-gradient kernels of the unfused
+// path).
 enum class Kind : int { conv, bn, elementwise, pool, fc, loss, update };
 constexpr int kKinds = 7;
 const char* kind_name(Kind k);  // conv, bn, elementwise, pool, fc, loss, update
@@ -35,6 +41,7 @@ struct StepConfig {
   float lr = 0.02f, momentum = 0.9f, weight_decay = 5e-5f;
   float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
   uint64_t data_seed = 0;  // added to the seeds of the images and labels (each GPU of train_dp its own batch)
+  Fusion fusion = Fusion::on;  // NODEBENCH_TRAIN_FUSION (train_fusion.hpp)
 };
 // Called by backward once the weight gradients of params()[first, end) are written (enqueued on
 // the stream): after the FC, after each bottleneck block, after the stem. Ranges come in
@@ -146,6 +153,12 @@ class TrainStep {
   };
   LossView loss_view();
 
+  // Batch norm layer `layer` (in params() order of the convolutions): running mean, running
+  // variance, saved mean, saved inverse standard deviation (4 x channels, FP32; synchronises).
+  std::vector<float> bn_statistics(size_t layer);
+  // details.fusion: which path each batch norm took (train_fusion.hpp).
+  nlohmann::json fusion_details() const;
+
   size_t peak_bytes() const { return arena_.peak(); }
   // The workspace shared by the convolutions and batch norm, batch norm's reserve spaces and
   // cuBLAS's workspace.
@@ -158,8 +171,17 @@ class TrainStep {
   struct Impl;
   bool profile_host_bound_ = false;
   void mark(Kind k, cudaStream_t s);
-  void bn_fwd(Layer& L, void* out, cudaStream_t s);
-  void bn_bwd(Layer& L, const void* dy, void* dx, cudaStream_t s);
+  // Batch norm of L with its activation into L.out (residual: the add's other input). Backward
+  // from dy at L.out into dx; returns where the residual branch's gradient is (add_relu: dz when
+  // fused, else dy masked in place).
+  void bn_fwd(Layer& L, const void* residual, cudaStream_t s);
+  void* bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s);
+  void bn_prepare(Layer& L, size_t& ws_bytes);          // the path, sizes and reserve space (setup)
+  void bn_check_cudnn(Layer& L, const void* residual);  // one fused call each way; falls back when not supported
+  // cuDNN's *Ex batch norm with `ops`, its status returned (the setup's check needs it unthrown).
+  cudnnStatus_t bn_cudnn_fwd(Layer& L, cudnnBatchNormOps_t ops, const void* residual, void* out, cudaStream_t s);
+  cudnnStatus_t bn_cudnn_bwd(Layer& L, cudnnBatchNormOps_t ops, const void* dy, void* dx, void* dz, cudaStream_t s);
+  void make_update_table();
   void conv_fwd(Layer& L, cudaStream_t s);
   void conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s);
   void* P(size_t elems, const std::string& what);  // arena allocation of elems in storage type

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/train/train_bn_kernels.cuh"
+#include "kernels/train/train_kernels.cuh"
 #include "train_step.hpp"
 
 namespace nb::train {
@@ -17,7 +19,8 @@ struct TrainStep::Layer {
   bool data_grad = true;  // false for the first convolution
   void* x = nullptr;      // input (kept)
   void* y = nullptr;      // convolution output (kept: batch norm's input)
-  void* z = nullptr;      // batch norm (+ ReLU) output; null: transient (written to a scratch buffer)
+  void* z = nullptr;      // batch norm + ReLU output (kept); null for conv3 and the projection
+  void* out = nullptr;    // where the batch norm with its activation writes: z, the block output, or scratch
   void* w = nullptr;      // compute weights
   void* dw = nullptr;     // weight gradient (storage type)
   size_t w_off = 0;       // in the compute segment
@@ -26,6 +29,10 @@ struct TrainStep::Layer {
   float *run_mean = nullptr, *run_var = nullptr, *save_mean = nullptr, *save_inv = nullptr;
   void* bn_reserve = nullptr;  // batch norm's reserve space: written by forward, read by backward
   size_t bn_reserve_bytes = 0;
+  BnAct act = BnAct::relu;     // what follows the batch norm (train_fusion.hpp)
+  BnChoice bn_choice;          // the path it runs, and why
+  kernels::BnShape shape;      // for the step's own batch-norm kernels
+  kernels::BnGeometry geo;
 };
 
 struct TrainStep::Impl {
@@ -35,6 +42,8 @@ struct TrainStep::Impl {
   std::vector<void*> block_out;  // per block
   void* image = nullptr;
   void* pool_out = nullptr;
+  uint8_t* pool_arg = nullptr;  // the max pool's argmax: the step's own max pool (fused paths), else cuDNN's
+  kernels::PoolDims pool_dims;
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnTensorDescriptor_t pool_desc = nullptr;
   void* pooled = nullptr;  // [N, 2048]
@@ -42,7 +51,7 @@ struct TrainStep::Impl {
   void* dlogits = nullptr;
   int32_t* labels = nullptr;
   float* loss = nullptr;
-  std::array<void*, resnet50::kGradientBuffers> g{};
+  std::array<void*, resnet50::kGradientBuffers> g{};  // gradients backward, scratch forward
   void* ws = nullptr;
   void* cublas_ws = nullptr;
   cudaGraphExec_t graph_exec = nullptr;  // the whole step, once capture_graph succeeded
@@ -52,6 +61,10 @@ struct TrainStep::Impl {
   void *compute_a = nullptr, *grad_a = nullptr;
   size_t fc_w_off = 0, fc_b_off = 0;
   cudnnBatchNormMode_t bn_mode = CUDNN_BATCHNORM_SPATIAL;
+  cudnnActivationDescriptor_t relu = nullptr;  // for cuDNN's fused batch norm
+  int sms = 1;                                 // multiprocessors: the batch-norm kernels' grid
+  kernels::MtTable update_table;               // the multi-tensor update over both parameter segments
+
   // Loss scaling state (device): the scale, and found (non-finite gradients this step), good
   // (steps in a row without), skipped (steps skipped so far).
   float* scale = nullptr;

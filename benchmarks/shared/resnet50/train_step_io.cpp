@@ -159,11 +159,20 @@ TrainStep::LossView TrainStep::loss_view() {
   return v;
 }
 
+std::vector<float> TrainStep::bn_statistics(size_t layer) {
+  const Layer& L = impl_->layers.at(layer);
+  std::vector<float> v(4 * size_t(L.spec->k));
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  NB_CUDA(cudaMemcpy(v.data(), L.run_mean, v.size() * 4, cudaMemcpyDeviceToHost));  // run_mean, run_var, save_mean, save_inv
+  return v;
+}
+
 json TrainStep::algorithms() const {
   json a = json::array();
   for (const auto& L : impl_->layers) {
     json e = {{"layer", L.spec->name}, {"fwd_algo", L.fwd.algo}, {"fwd_source", L.fwd.source},
-              {"bwd_filter_algo", L.bwd_filter.algo}, {"bwd_filter_source", L.bwd_filter.source}};
+              {"bwd_filter_algo", L.bwd_filter.algo}, {"bwd_filter_source", L.bwd_filter.source},
+              {"bn", bn_act_name(L.act)}, {"bn_path", bn_path_name(L.bn_choice.path)}};
     if (L.data_grad) {
       e["bwd_data_algo"] = L.bwd_data.algo;
       e["bwd_data_source"] = L.bwd_data.source;

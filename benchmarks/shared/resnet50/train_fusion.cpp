@@ -1,0 +1,67 @@
+// The training step's batch-norm paths (see train_fusion.hpp).
+#include "train_fusion.hpp"
+
+#include <set>
+
+#include "bench/settings.hpp"
+
+namespace nb::train {
+
+using nlohmann::json;
+
+namespace {
+const SettingRegistrar kFusion({"NODEBENCH_TRAIN_FUSION", SettingKind::choice, "train_fusion", "1", 0, false,
+                                "=0|1|kernels the train step's batch norm with its ReLU/add: 0 unfused, 1 fused (default), "
+                                "kernels: fused by the step's own kernels everywhere",
+                                "train", false, false, nullptr, "", {"0", "1", "kernels"}});
+}  // namespace
+
+Fusion fusion_setting(const Settings& s) {
+  const std::string v = s.choice("NODEBENCH_TRAIN_FUSION");
+  return v == "0" ? Fusion::off : v == "kernels" ? Fusion::kernels : Fusion::on;
+}
+
+const char* fusion_setting_name(Fusion f) {
+  return f == Fusion::off ? "0" : f == Fusion::on ? "1" : "kernels";
+}
+const char* bn_act_name(BnAct a) { return a == BnAct::none ? "bn" : a == BnAct::relu ? "bn_relu" : "bn_add_relu"; }
+const char* bn_path_name(BnPath p) {
+  return p == BnPath::unfused ? "unfused" : p == BnPath::cudnn ? "cudnn" : "kernels";
+}
+
+BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act) {
+  if (f == Fusion::off)
+    return {BnPath::unfused, "NODEBENCH_TRAIN_FUSION=0: cuDNN's batch norm, then separate ReLU / add kernels"};
+  if (f == Fusion::kernels) return {BnPath::kernels, "NODEBENCH_TRAIN_FUSION=kernels: the step's own kernels"};
+  if (half && nhwc) {
+    if (act == BnAct::add_relu && channels % 4 != 0)
+      return {BnPath::kernels, "cuDNN's CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION needs the channels a multiple of 4"};
+    return {BnPath::cudnn, act == BnAct::none ? "FP16 NHWC: cuDNN's persistent batch norm (nothing to fuse)"
+                                              : "FP16 NHWC: cuDNN's fused batch norm (persistent mode)"};
+  }
+  // cuDNN fuses the activation and the add only into its persistent FP16 NHWC kernel.
+  const std::string why = std::string(half ? "NCHW" : "FP32/TF32") +
+                          ": cuDNN fuses batch norm with ReLU and add only for FP16 NHWC; the step's own kernels";
+  return {BnPath::kernels, act == BnAct::none ? why + " (as the fused layers of this precision and layout)" : why};
+}
+
+BnChoice fallback_after_not_supported(const std::string& call, const std::string& status) {
+  return {BnPath::kernels, "cuDNN answered " + status + " for " + call + ": the step's own kernels"};
+}
+
+json fusion_details(Fusion f, const std::vector<BnLayerPath>& layers) {
+  json kinds = json::object();
+  std::set<std::string> reasons;
+  int fused = 0;
+  for (const auto& l : layers) {
+    json& k = kinds[bn_act_name(l.act)];
+    if (k.is_null()) k = {{"unfused", 0}, {"cudnn", 0}, {"kernels", 0}};
+    k[bn_path_name(l.choice.path)] = k[bn_path_name(l.choice.path)].get<int>() + 1;
+    if (l.act != BnAct::none && l.choice.path != BnPath::unfused) ++fused;
+    if (!l.choice.reason.empty()) reasons.insert(l.choice.reason);
+  }
+  return {{"setting", fusion_setting_name(f)}, {"layers", kinds}, {"fused_layers", fused},
+          {"batch_norm_layers", layers.size()}, {"reasons", json(std::vector<std::string>(reasons.begin(), reasons.end()))}};
+}
+
+}  // namespace nb::train

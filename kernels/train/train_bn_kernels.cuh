@@ -1,0 +1,55 @@
+// Batch normalisation in training mode with its neighbours fused (family train): the step's own
+// kernels for the precisions and layouts cuDNN's fused batch norm does not take (cuDNN fuses
+// BN+ReLU and BN+add+ReLU only for FP16 NHWC in its persistent mode: FP32/TF32, NCHW and GPUs
+// where that call returns CUDNN_STATUS_NOT_SUPPORTED run these). Plain C++ header (no CUDA syntax).
+//
+// Forward, three launches per layer: per-channel statistics of x (each block's partial count,
+// mean and sum of squared deviations, combined with Chan et al.'s parallel formula, so a mean far
+// from zero loses nothing to cancellation), a finalize (the chunks combined in FP64: cuDNN's
+// saved mean and inverse standard deviation, the running averages, each channel's scale and
+// shift), then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the residual
+// add and the ReLU read x once and write y once.
+// Backward, three launches: per-channel sums of g and g * xhat (g = dy masked by the ReLU's
+// output y > 0, xhat the normalised x), a finalize (dgamma, dbeta, the coefficients of dx), and
+// one pass dx = A g + B x + C (and dz = g, the residual branch's gradient, in the same pass).
+// Storage FP32 or FP16, arithmetic FP32 (FP64 in the finalize), so they run on sm_61 as on newer GPUs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime_api.h>
+
+#include "train_vec.hpp"
+
+namespace nb::kernels {
+
+struct BnShape {
+  int64_t n = 0, c = 0, hw = 0;  // images, channels, positions per image
+  bool nhwc = false, half = false;
+};
+
+struct BnForward {
+  const void* x = nullptr;
+  const void* residual = nullptr;  // added before the activation (null: none)
+  void* y = nullptr;               // may not alias x or residual
+  bool relu = false;
+  const float *gamma = nullptr, *beta = nullptr;
+  float *running_mean = nullptr, *running_var = nullptr;  // running_var from the unbiased variance
+  float *save_mean = nullptr, *save_inv_std = nullptr;    // as cuDNN's resultSaveMean/InvVariance
+  double factor = 0.1, eps = 1e-5;                        // running = (1 - factor) running + factor batch
+  void* ws = nullptr;                                     // bn_workspace_bytes(geometry, c)
+};
+void launch_bn_forward(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const BnForward& a);
+
+struct BnBackward {
+  const void* x = nullptr;   // the forward's input
+  const void* y = nullptr;   // the forward's output when it ended in a ReLU (the mask), else null
+  const void* dy = nullptr;  // gradient at y
+  void* dx = nullptr;        // may not alias the inputs
+  void* dz = nullptr;        // gradient at the residual (the masked dy), or null
+  const float *gamma = nullptr, *save_mean = nullptr, *save_inv_std = nullptr;
+  float *dgamma = nullptr, *dbeta = nullptr;  // overwritten
+  void* ws = nullptr;
+};
+void launch_bn_backward(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const BnBackward& a);
+
+}  // namespace nb::kernels

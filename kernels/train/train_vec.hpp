@@ -1,0 +1,221 @@
+// The arithmetic of how the training step's own kernels walk memory (family train): 16-byte
+// vectors with a scalar tail, the vector width of a per-channel pass, the batch-norm reduction's
+// grid and the multi-tensor update's chunk table. Plain C++ (host and device), so that the unit
+// tests check it without a GPU; the kernels (train_kernels.cu, train_bn_kernels.cu) use the same
+// functions.
+#pragma once
+#include <cstddef>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define NB_VEC_HD __host__ __device__
+#else
+#define NB_VEC_HD
+#endif
+
+namespace nb::kernels {
+
+constexpr int kVecBytes = 16;  // one LDG.128 / STG.128 per thread and step
+constexpr unsigned kVecThreads = 256;
+
+// Elements per 16-byte access: 4 FP32, 8 FP16.
+NB_VEC_HD constexpr int vec_width(int elem_bytes) { return elem_bytes >= kVecBytes ? 1 : kVecBytes / elem_bytes; }
+
+// n elements as `vectors` vectors of `width` elements ([0, tail_begin)) and a scalar tail
+// [tail_begin, n) of tail < width elements.
+struct VecSplit {
+  size_t vectors = 0, tail_begin = 0, tail = 0;
+};
+NB_VEC_HD inline VecSplit vec_split(size_t n, int width) {
+  VecSplit s;
+  const size_t w = width < 1 ? 1 : size_t(width);
+  s.vectors = n / w;
+  s.tail_begin = s.vectors * w;
+  s.tail = n - s.tail_begin;
+  return s;
+}
+
+// The width of a per-channel pass (batch norm's apply, average pool's backward) over an n x c x hw
+// tensor: the largest power of two w <= 16 / elem_bytes such that each w-element vector has one
+// channel (nchw: w divides hw, so a vector never crosses a channel plane) or w consecutive
+// channels of one position (nhwc: w divides c). ResNet-50's 7x7 planes (49) take w = 1 in NCHW.
+NB_VEC_HD inline int channel_vec_width(bool nhwc, int64_t c, int64_t hw, int elem_bytes) {
+  const int64_t along = nhwc ? c : hw;
+  int w = vec_width(elem_bytes);
+  while (w > 1 && (along % w) != 0) w /= 2;
+  return w;
+}
+
+// The channel of element i of an n x c x hw tensor.
+NB_VEC_HD inline int64_t channel_of(uint64_t i, bool nhwc, int64_t c, int64_t hw) {
+  return nhwc ? int64_t(i % uint64_t(c)) : int64_t((i / uint64_t(hw)) % uint64_t(c));
+}
+
+// NCHW batch-norm reduction: the offset of item j of channel ch, items walking the n planes of
+// that channel in width-element vectors (hw / width of them per plane).
+NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, int64_t ch, int64_t c, int64_t hw, int width) {
+  const uint64_t per_plane = uint64_t(hw / width);
+  const uint64_t img = j / per_plane, v = j - img * per_plane;
+  return (img * uint64_t(c) + uint64_t(ch)) * uint64_t(hw) + v * uint64_t(width);
+}
+
+// The grid of batch norm's reductions (statistics forward, the two sums backward). Each block
+// writes one partial result per channel it covers and chunk (blockIdx.y); a second kernel
+// combines the `chunks` partials of a channel.
+//   nhwc: the tensor is rows = n * hw rows of c channels; threads_x threads cover threads_x
+//         consecutive channel vectors of `width` channels, threads_y rows at a time; blocks_x
+//         blocks across the channel vectors;
+//   nchw: one block column per channel (blocks_x = c), threads_x = 256 threads walk its items.
+struct BnGeometry {
+  bool nhwc = false;
+  int width = 1;
+  int threads_x = 1, threads_y = 1;
+  int blocks_x = 1, chunks = 1;
+  int64_t rows = 0;   // nhwc: n * hw
+  int64_t items = 0;  // nchw: items per channel, n * hw / width
+};
+constexpr int kBnMaxChunks = 1024;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// `sms`: the GPU's multiprocessors (the grid aims at 4 blocks per SM), each thread at least a few
+// loads; never more than kBnMaxChunks chunks.
+inline BnGeometry bn_geometry(bool nhwc, int64_t n, int64_t c, int64_t hw, int elem_bytes, int sms) {
+  BnGeometry g;
+  g.nhwc = nhwc;
+  g.width = channel_vec_width(nhwc, c, hw, elem_bytes);
+  const int64_t target = 4 * int64_t(sms < 1 ? 1 : sms);
+  auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+  if (nhwc) {
+    const int64_t cvs = c / g.width;
+    int tx = 1;
+    while (tx < cvs && tx < 32) tx *= 2;
+    g.threads_x = tx;
+    g.threads_y = int(kVecThreads) / tx;
+    g.blocks_x = int(ceil_div(cvs, tx));
+    g.rows = n * hw;
+    const int64_t by_work = ceil_div(g.rows, int64_t(g.threads_y) * 8);
+    g.chunks = int(clamp(ceil_div(target, g.blocks_x), 1, clamp(by_work, 1, kBnMaxChunks)));
+  } else {
+    g.threads_x = int(kVecThreads);
+    g.threads_y = 1;
+    g.blocks_x = int(c);
+    g.items = n * (hw / g.width);
+    const int64_t by_work = ceil_div(g.items, int64_t(kVecThreads) * 4);
+    g.chunks = int(clamp(ceil_div(target, c), 1, clamp(by_work, 1, kBnMaxChunks)));
+  }
+  return g;
+}
+
+// The same grid one element a step (for a pointer not aligned to the vector): the same chunks,
+// so the same workspace.
+inline BnGeometry bn_narrow(BnGeometry g, int64_t c) {
+  if (g.width <= 1) return g;
+  if (g.nhwc) g.blocks_x = int(ceil_div(c, g.threads_x));
+  else g.items *= g.width;
+  g.width = 1;
+  return g;
+}
+
+// Bytes of batch norm's own workspace for a layer of c channels: 3 partial floats per chunk and
+// channel, then 4 coefficient floats per channel.
+inline size_t bn_workspace_bytes(const BnGeometry& g, int64_t c) {
+  return (3 * size_t(g.chunks) * size_t(c) + 4 * size_t(c)) * sizeof(float);
+}
+
+// ---- max pooling (window k, stride s, padding p) ----------------------------------------------
+// The outputs along one axis whose window covers input position i: [lo, hi] (empty when lo > hi);
+// output o covers inputs o s - p .. o s - p + k - 1.
+NB_VEC_HD inline void pool_cover(int i, int k, int s, int p, int out, int& lo, int& hi) {
+  const int a = i + p - k + 1;
+  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  hi = (i + p) / s;
+  if (hi > out - 1) hi = out - 1;
+}
+
+// ---- batch norm's arithmetic, shared by its kernels (train_bn_kernels.cu) and the unit tests ----
+// Chan et al.'s combination of two (count, mean, sum of squared deviations) summaries into the
+// first: exact in exact arithmetic, and without the cancellation of sum(x^2) - sum(x)^2 / n.
+template <class F>
+NB_VEC_HD inline void chan_combine(F& na, F& ma, F& qa, F nb, F mb, F qb) {
+  if (nb == F(0)) return;
+  if (na == F(0)) {
+    na = nb, ma = mb, qa = qb;
+    return;
+  }
+  const F n = na + nb, d = mb - ma, f = nb / n;
+  ma += d * f;
+  qa += qb + d * d * na * f;
+  na = n;
+}
+
+// From a channel's (count, mean, M2): cuDNN's saved mean and inverse standard deviation
+// 1 / sqrt(var + eps) with the biased variance M2 / n, the running averages (the variance's
+// unbiased, M2 / (n - 1), as cuDNN and PyTorch keep it), and the apply's coefficients
+// y = (x - coef[0]) coef[1] + coef[2].
+NB_VEC_HD inline void bn_forward_finalize(double n, double mean, double m2, float gamma, float beta, double eps,
+                                          double factor, float& run_mean, float& run_var, float& save_mean,
+                                          float& save_inv, float (&coef)[3]) {
+  const double var = n > 0 ? m2 / n : 0, inv = 1.0 / sqrt(var + eps);
+  save_mean = float(mean);
+  save_inv = float(inv);
+  run_mean = float((1 - factor) * run_mean + factor * mean);
+  run_var = float((1 - factor) * run_var + factor * (n > 1 ? m2 / (n - 1) : var));
+  coef[0] = float(mean);
+  coef[1] = float(gamma * inv);
+  coef[2] = beta;
+}
+
+// Backward from the channel's sums sg = sum(g) and sgx = sum(g xhat) over its `count` elements
+// (g the gradient at the batch norm's output, xhat = (x - mean) inv): dgamma = sgx, dbeta = sg and
+// dx = gamma inv (g - sg / count - xhat sgx / count), computed as
+// dx = coef[0] g + coef[1] (x - coef[2]) + coef[3].
+NB_VEC_HD inline void bn_backward_coefficients(double sg, double sgx, double count, float gamma, float mean, float inv,
+                                               float& dgamma, float& dbeta, float (&coef)[4]) {
+  const double a = double(gamma) * inv;
+  dgamma = float(sgx);
+  dbeta = float(sg);
+  coef[0] = float(a);
+  coef[1] = float(-a * inv * sgx / count);
+  coef[2] = mean;
+  coef[3] = float(-a * sg / count);
+}
+
+// The multi-tensor update: every tensor (a contiguous parameter segment: master weights, momentum,
+// gradients of one storage type) cut into chunks of at most chunk_elems elements, one block each,
+// so that one launch updates all of them. chunk_elems is rounded up to a multiple of every vector
+// width (kMtChunkAlign), so each chunk but a tensor's last starts and ends on a vector boundary.
+struct MtChunk {
+  uint32_t tensor = 0;
+  uint64_t begin = 0, count = 0;
+};
+constexpr uint64_t kMtChunkElems = uint64_t(1) << 16;
+constexpr uint64_t kMtChunkAlign = 8;  // the widest vector: 8 FP16
+inline std::vector<MtChunk> mt_chunks(const std::vector<size_t>& sizes, uint64_t chunk_elems = kMtChunkElems) {
+  std::vector<MtChunk> out;
+  if (chunk_elems == 0) chunk_elems = kMtChunkElems;
+  chunk_elems = (chunk_elems + kMtChunkAlign - 1) / kMtChunkAlign * kMtChunkAlign;
+  for (size_t t = 0; t < sizes.size(); ++t)
+    for (uint64_t b = 0; b < sizes[t]; b += chunk_elems)
+      out.push_back({uint32_t(t), b, (sizes[t] - b) < chunk_elems ? uint64_t(sizes[t] - b) : chunk_elems});
+  return out;
+}
+
+// Whether a chunk starting at element `begin` can be walked in `width`-element vectors: each
+// non-null pointer of its tensor (elements of elem_bytes[i] bytes) is aligned to `width` of its
+// elements there. Otherwise the chunk runs one element a step: right for any pointer a caller
+// passes (the step's buffers are all aligned; a sub-range need not be), only slower.
+NB_VEC_HD inline bool mt_chunk_vectorizable(const void* const* ptrs, const int* elem_bytes, int n, uint64_t begin,
+                                            int width) {
+  for (int i = 0; i < n; ++i) {
+    if (!ptrs[i]) continue;
+    const uint64_t bytes = uint64_t(width) * uint64_t(elem_bytes[i]);
+    const uint64_t at = uint64_t(reinterpret_cast<uintptr_t>(ptrs[i])) + begin * uint64_t(elem_bytes[i]);
+    if (bytes > 1 && at % bytes != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace nb::kernels
