@@ -50,8 +50,9 @@ const MeasuredDp* record_for(const json& row, const std::vector<MeasuredDp>& dp)
   const MeasuredDp* best = nullptr;
   const int n = row["gpus"].get<int>();
   for (const auto& d : dp) {
-    if (d.precision != row["precision"] || d.layout != row["layout"] || d.batch != row["batch"] ||
-        d.accumulation != row["accumulation"] || d.gpus < 2 || !measured_overhead_s(d))
+    if (d.precision != row["precision"].get<std::string>() || d.layout != row["layout"].get<std::string>() ||
+        d.batch != row["batch"].get<int>() || d.accumulation != row["accumulation"].get<int>() || d.gpus < 2 ||
+        !measured_overhead_s(d))
       continue;
     if (!best || std::abs(d.gpus - n) < std::abs(best->gpus - n)) best = &d;
   }
