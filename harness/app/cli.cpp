@@ -6,6 +6,7 @@
 
 #include "app/cli_options.hpp"
 #include "bench/settings.hpp"
+#include "cluster/mpi.hpp"
 #include "build_info.hpp"
 
 namespace nb {
@@ -97,6 +98,7 @@ const char* Command::name() const {
 void check_environment_settings() {
   std::vector<std::string> unknown;
   set_current_settings(Settings::from_environment(&unknown));
+  mpi::set_launch_override(current_settings().tristate("NODEBENCH_MPI"));
   for (const auto& n : unknown) std::cerr << "nodebench: warning: " << n << " is not a nodebench setting (ignored)\n";
 }
 

@@ -7,6 +7,7 @@
 #include "base/pattern.hpp"
 #include "bench/algo_choice.hpp"
 #include "bench/settings.hpp"
+#include "cluster/mpi.hpp"
 
 namespace nb::cli {
 
@@ -132,6 +133,7 @@ Problem apply_setting_options(const RawText& raw) {
     }
   }
   set_current_settings(s);
+  mpi::set_launch_override(s.tristate("NODEBENCH_MPI"));
   return {};
 }
 

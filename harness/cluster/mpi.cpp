@@ -70,8 +70,15 @@ bool compiled() {
 #endif
 }
 
+static std::optional<bool>& launch_override() {
+  static std::optional<bool> forced;
+  return forced;
+}
+
+void set_launch_override(std::optional<bool> forced) { launch_override() = forced; }
+
 bool launched() {
-  if (const char* f = std::getenv("NODEBENCH_MPI"); f && *f) return std::string(f) != "0";
+  if (launch_override()) return *launch_override();
   return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMI_SIZE") || env_set("PMIX_RANK");
 }
 

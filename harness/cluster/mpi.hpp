@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,12 @@ bool compiled();
 
 // Whether an MPI launcher started this process: OMPI_COMM_WORLD_SIZE (Open MPI), PMI_SIZE
 // (MPICH/Hydra, Slurm PMI-2), PMIX_RANK (PMIx). NODEBENCH_MPI=0 says no whatever the
-// launcher; NODEBENCH_MPI=1 says yes (a singleton MPI world when no launcher is there).
+// launcher; NODEBENCH_MPI=1 says yes (a singleton MPI world when no launcher is there): that
+// setting is parsed with the others (bench/settings, key `mpi`) and handed down here by the
+// command line (set_launch_override), as this layer sits below the settings.
 bool launched();
+// The NODEBENCH_MPI setting: nullopt (unset: detect the launcher), true or false.
+void set_launch_override(std::optional<bool> forced);
 
 // Initialises MPI (MPI_THREAD_FUNNELED) once, when compiled() and launched(); returns active().
 // Throws std::runtime_error when MPI_Init fails.
