@@ -24,7 +24,7 @@ TEST(Status, EveryValueRoundTrips) {
   for (ReasonKind k : {ReasonKind::oom, ReasonKind::unsupported, ReasonKind::needs_gpus, ReasonKind::timeout,
                        ReasonKind::error, ReasonKind::wrong_result, ReasonKind::above_peak, ReasonKind::shared_gpu,
                        ReasonKind::not_built, ReasonKind::interrupted, ReasonKind::unusable_gpu, ReasonKind::peer_rank,
-                       ReasonKind::smaller_oom})
+                       ReasonKind::smaller_oom, ReasonKind::plateau})
     EXPECT_EQ(parse_reason_kind(to_string(k)), k);
   EXPECT_FALSE(parse_status("passed").has_value());
   EXPECT_FALSE(parse_reason_kind("out of memory").has_value());

@@ -10,7 +10,7 @@ namespace nb {
 namespace {
 constexpr std::array<std::pair<Status, const char*>, 4> kStatus = {
     {{Status::ok, "ok"}, {Status::skipped, "skipped"}, {Status::failed, "failed"}, {Status::wrong, "wrong"}}};
-constexpr std::array<std::pair<ReasonKind, const char*>, 14> kKinds = {{
+constexpr std::array<std::pair<ReasonKind, const char*>, 15> kKinds = {{
     {ReasonKind::none, "none"},
     {ReasonKind::oom, "oom"},
     {ReasonKind::unsupported, "unsupported"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<ReasonKind, const char*>, 14> kKinds = {{
     {ReasonKind::unusable_gpu, "unusable_gpu"},
     {ReasonKind::peer_rank, "peer_rank"},
     {ReasonKind::smaller_oom, "smaller_oom"},
+    {ReasonKind::plateau, "plateau"},
 }};
 }  // namespace
 

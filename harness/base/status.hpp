@@ -25,6 +25,7 @@ enum class ReasonKind {
   unusable_gpu,  // an earlier sticky error left the GPU's context unusable
   peer_rank,     // another MPI rank could not run it
   smaller_oom,   // a smaller batch of the same series did not fit
+  plateau,       // a batch sweep stopped before it: throughput had reached its plateau (bench/sweep.hpp)
 };
 
 const char* to_string(Status s);

@@ -72,7 +72,7 @@ def record_higher_is_better(rec: dict, metric: str) -> bool:
 
 # Structured skip/failure kinds (record ``reason_kind``); older files only have the text.
 REASON_KINDS = ("oom", "smaller_oom", "unsupported", "needs_gpus", "timeout", "error", "wrong_result", "above_peak", "shared_gpu",
-                "not_built", "interrupted", "unusable_gpu", "peer_rank")
+                "not_built", "interrupted", "unusable_gpu", "peer_rank", "plateau")
 
 
 def reason_kind(rec: dict) -> str | None:
