@@ -69,6 +69,7 @@ Libraries libraries(ResourceStore& session, AlgoCache& cache, const Settings& se
   l.memo = &session.get<ChoiceMemo>();
   l.cache = &cache;
   l.workspace_cap = size_t(settings.integer("NODEBENCH_CUDNN_WORKSPACE_MIB")) << 20;
+  l.seeded_search = settings.choice("NODEBENCH_CUDNN_SEARCH") == "seeded";
   return l;
 }
 
@@ -81,6 +82,11 @@ namespace {
 // 1 TiB of workspace is more than any GPU has; the cap keeps the shift to bytes from wrapping.
 const SettingRegistrar kWorkspace({"NODEBENCH_CUDNN_WORKSPACE_MIB", SettingKind::integer, "cudnn_workspace_mib", 4096,
                                    1 << 20, false, "conv algorithm search workspace in MiB (default 4096)", "cudnn"});
+const SettingRegistrar kSearch({"NODEBENCH_CUDNN_SEARCH", SettingKind::choice, "cudnn_search", "seeded", 0, false,
+                                "=seeded|full a convolution's algorithm search: seeded (default) times the candidates "
+                                "of the same layer's choice at the nearest batch of the run and cuDNN's two best by "
+                                "heuristics; full runs cuDNN's whole search (cudnnFind) at every batch",
+                                "cudnn", false, false, nullptr, "", {"seeded", "full"}});
 
 const Prec kPrecs[] = {
     {"fp32", CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, 4, kernels::FillType::f32, 0},
@@ -162,12 +168,8 @@ size_t find_workspace_limit(const Libraries& libs) {
   return std::min<size_t>(libs.workspace_cap, free_b / 4);
 }
 
-namespace {
-
-// One pass with a given algorithm; the status is returned, not thrown, so that a candidate that
-// cuDNN's search listed but that does not run here can be set aside.
 cudnnStatus_t try_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, const ConvBuffers& b, void* ws,
-                       size_t ws_bytes, float alpha = 1.f, float beta = 0.f) {
+                       size_t ws_bytes, float alpha, float beta) {
   if (pass == Pass::fwd)
     return cudnnConvolutionForward(h, &alpha, c.x, b.x, c.w, b.w, c.conv, cudnnConvolutionFwdAlgo_t(algo), ws, ws_bytes,
                                    &beta, c.y, b.y);
@@ -176,259 +178,6 @@ cudnnStatus_t try_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, const 
                                         ws_bytes, &beta, c.x, b.dx);
   return cudnnConvolutionBackwardFilter(h, &alpha, c.x, b.x, c.y, b.dy, c.conv, cudnnConvolutionBwdFilterAlgo_t(algo), ws,
                                         ws_bytes, &beta, c.w, b.dw);
-}
-
-cudnnStatus_t workspace_size(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, size_t& bytes) {
-  if (pass == Pass::fwd)
-    return cudnnGetConvolutionForwardWorkspaceSize(h, c.x, c.w, c.conv, c.y, cudnnConvolutionFwdAlgo_t(algo), &bytes);
-  if (pass == Pass::bwd_data)
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w, c.y, c.conv, c.x, cudnnConvolutionBwdDataAlgo_t(algo),
-                                                        &bytes);
-  return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x, c.y, c.conv, c.w, cudnnConvolutionBwdFilterAlgo_t(algo),
-                                                        &bytes);
-}
-
-struct Candidate {
-  int algo;
-  cudnnMathType_t math;
-  size_t memory;
-  float find_ms;
-};
-
-template <typename Perf>
-std::vector<Candidate> successful(const Perf* perf, int n) {
-  std::vector<Candidate> out;
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back({int(perf[i].algo), perf[i].mathType, perf[i].memory, perf[i].time});
-  return out;
-}
-
-std::vector<Candidate> search(cudnnHandle_t h, ConvDesc& c, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
-                              int& returned) {
-  if (pass == Pass::fwd) {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    NB_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, c.x, b.x, c.w, b.w, c.conv, c.y, b.y,
-                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws.get(), ws.bytes()));
-    return successful(perf, returned);
-  }
-  if (pass == Pass::bwd_data) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    NB_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, c.w, b.w, c.y, b.dy, c.conv, c.x, b.dx,
-                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws.get(),
-                                                         ws.bytes()));
-    return successful(perf, returned);
-  }
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  NB_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, c.x, b.x, c.y, b.dy, c.conv, c.w, b.dw,
-                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, ws.get(),
-                                                         ws.bytes()));
-  return successful(perf, returned);
-}
-
-// How a candidate is timed: one untimed run (its own data back in L2), then a burst of runs back
-// to back (one for large layers, whose single run is long enough to time), per round; the rounds
-// and the decision follow nb::ChoiceRules (algo_choice.hpp).
-constexpr int kTrialBurst = 3;
-constexpr float kLargeMs = 2.0f;
-
-// The candidate id of the generic choice: the algorithm first, then the math type, so that a full
-// tie goes to the lower algorithm number (cuDNN lists an algorithm once per math type).
-int candidate_id(int algo, cudnnMathType_t math) { return algo * 4 + int(math); }
-
-// Whether `algo` under `math` runs here with the search's workspace; the workspace it needs in
-// `need`.
-cudnnStatus_t runs_here(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, cudnnMathType_t math, size_t listed,
-                        const ConvBuffers& b, DeviceBuffer& ws, cudaStream_t stream, size_t& need) {
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, math));
-  need = 0;
-  cudnnStatus_t st = workspace_size(h, c, pass, algo, need);
-  need = std::max(need, listed);
-  if (st == CUDNN_STATUS_SUCCESS && need > ws.bytes()) st = CUDNN_STATUS_ALLOC_FAILED;
-  if (st == CUDNN_STATUS_SUCCESS) st = try_pass(h, c, pass, algo, b, ws.get(), need);
-  if (st == CUDNN_STATUS_SUCCESS) NB_CUDA(cudaStreamSynchronize(stream));
-  return st;
-}
-
-std::string rejection(cudnnStatus_t st) {
-  return std::string("rejected: ") + cudnnGetErrorString(st) +
-         (st == CUDNN_STATUS_ALLOC_FAILED ? " (workspace larger than the search's)" : "");
-}
-
-// What one choice works on: the pass's descriptors and operands, the search workspace, the
-// stream, and the math type the descriptor is left with.
-struct Choosing {
-  cudnnHandle_t h;
-  ConvDesc& c;
-  Pass pass;
-  const ConvBuffers& b;
-  DeviceBuffer& ws;
-  cudaStream_t stream;
-  cudnnMathType_t requested;
-};
-
-// The algorithm cache's entry for the key, when it still runs here with the search's workspace
-// (else the search runs as if there were no entry; the trial row says why).
-bool from_cache(const Choosing& x, AlgoCache& cache, const AlgoCacheKey& ckey, AlgoChoice& ch) {
-  bool from_file = false;
-  const std::optional<AlgoCacheEntry> e = cache.get(ckey, &from_file);
-  if (!e) return false;
-  size_t need = 0;
-  const cudnnStatus_t st =
-      runs_here(x.h, x.c, x.pass, e->algo, cudnnMathType_t(e->extra), size_t(e->workspace), x.b, x.ws, x.stream, need);
-  NB_CUDNN(cudnnSetConvolutionMathType(x.c.conv, x.requested));
-  json row = {{"algo", e->algo}, {"math_type", e->extra}, {"workspace_bytes", need}, {"median_us", e->median_s * 1e6},
-              {"chosen_at", e->chosen_at}};
-  if (st != CUDNN_STATUS_SUCCESS) {
-    row["trial"] = "from the algorithm cache, " + rejection(st) + ": searched again";
-    ch.trials.push_back(row);
-    return false;
-  }
-  ch.algo = e->algo;
-  ch.math = cudnnMathType_t(e->extra);
-  ch.workspace = need;
-  ch.trial_us = e->median_s * 1e6;
-  ch.from_cache = true;
-  ch.source = from_file ? "file" : "process";
-  row["trial"] = "from the algorithm cache";
-  row["chosen"] = true;
-  ch.trials.push_back(row);
-  return true;
-}
-
-// A candidate of cuDNN's search that runs here, with the workspace it needs and its trial row.
-struct Live {
-  Candidate cand;
-  size_t workspace;
-  size_t row;
-};
-
-// cuDNN's search, and each candidate it lists checked to run at all; by candidate id.
-std::map<int, Live> live_candidates(const Choosing& x, AlgoChoice& ch, std::vector<AlgoCandidate>& generic, bool& large) {
-  int returned = 0;
-  const std::vector<Candidate> cands = search(x.h, x.c, x.pass, x.b, x.ws, returned);
-  ch.candidates = returned;
-  large = !cands.empty() && cands.front().find_ms > kLargeMs;
-  std::map<int, Live> live;
-  for (const Candidate& cand : cands) {
-    json row = {{"algo", cand.algo}, {"math_type", int(cand.math)}, {"cudnn_ms", cand.find_ms},
-                {"workspace_bytes", cand.memory}};
-    const int id = candidate_id(cand.algo, cand.math);
-    if (live.count(id)) continue;  // listed twice: timed once
-    size_t need = 0;
-    const cudnnStatus_t st = runs_here(x.h, x.c, x.pass, cand.algo, cand.math, cand.memory, x.b, x.ws, x.stream, need);
-    if (st == CUDNN_STATUS_SUCCESS) {
-      row["workspace_bytes"] = need;
-      live.emplace(id, Live{cand, need, ch.trials.size()});
-      generic.push_back({id, need, "algo " + std::to_string(cand.algo) + " math " + std::to_string(int(cand.math))});
-    } else {
-      row["trial"] = rejection(st);
-    }
-    ch.trials.push_back(row);
-  }
-  return live;
-}
-
-// Times the live candidates (nb::choose_by_timing) and records the choice in `ch`; returns the
-// chosen one's median in seconds.
-double time_and_choose(const Choosing& x, const std::map<int, Live>& live, const std::vector<AlgoCandidate>& generic,
-                       bool large, AlgoChoice& ch) {
-  Event e0, e1;
-  StreamHold hold;
-  const int burst = large ? 1 : kTrialBurst;
-  // Each candidate is timed as the cases measure it: queued behind a blocking kernel, so that the
-  // host's cost of issuing the call stays out. Timed back to back from the host instead, the
-  // tensor-core algorithm of ResNet-50's 1x1 FP16 NCHW layers at batch 32 read 108-198 us per
-  // call in the choice against 15-21 us in the case (H200), and the choice flipped between runs.
-  auto time_one = [&](const AlgoCandidate& a) {
-    const Live& t = live.at(a.id);
-    NB_CUDNN(cudnnSetConvolutionMathType(x.c.conv, t.cand.math));
-    NB_CUDNN(try_pass(x.h, x.c, x.pass, t.cand.algo, x.b, x.ws.get(), t.workspace));  // untimed: its data back in L2
-    hold.hold(x.stream);
-    e0.record(x.stream);
-    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
-    for (int i = 0; i < burst && st == CUDNN_STATUS_SUCCESS; ++i)
-      st = try_pass(x.h, x.c, x.pass, t.cand.algo, x.b, x.ws.get(), t.workspace);
-    e1.record(x.stream);
-    hold.release();  // released before any error is thrown, so the stream is never left held
-    NB_CUDNN(st);
-    NB_CUDA(cudaEventSynchronize(e1.get()));
-    return e1.seconds_since(e0) / burst;
-  };
-  const ChoiceRules rules;
-  ChoiceOutcome out;
-  try {
-    out = choose_by_timing(generic, time_one, rules);
-  } catch (...) {
-    cudnnSetConvolutionMathType(x.c.conv, x.requested);
-    throw;
-  }
-  for (const CandidateTiming& t : out.timings) {
-    json& row = ch.trials[live.at(t.cand.id).row];
-    row["samples"] = t.samples_s.size();
-    row["median_us"] = t.median_s * 1e6;
-    row["mean_us"] = t.mean_s * 1e6;
-    row["trial_us"] = t.median_s * 1e6;
-    if (t.dropped) row["trial"] = "dropped: over " + fmt(rules.drop_factor, 0) + "x the best median";
-    row["tied"] = t.tied;
-    if (t.chosen) row["chosen"] = true;
-  }
-  const Live& best = live.at(out.best().cand.id);
-  ch.algo = best.cand.algo;
-  ch.math = best.cand.math;
-  ch.workspace = best.workspace;
-  ch.find_ms = best.cand.find_ms;
-  ch.trial_us = out.best().median_s * 1e6;
-  ch.rounds = out.rounds;
-  ch.source = "search";
-  return out.best().median_s;
-}
-
-}  // namespace
-
-// cuDNN's search times each algorithm once, cold, and ranks them unreliably: for the 3x3 64->64
-// FP16 convolution at batch 32 on an H200 it put the tensor-core implicit GEMM fifth, and in
-// ResNet-50 at batch 32 the chosen forward algorithm of some 1x1 layers flipped between runs
-// (16.5 us against 137 us). So every candidate it lists is checked to run at all (a listed
-// algorithm can fail with CUDNN_STATUS_BAD_PARAM) and then timed again warm here, in interleaved
-// rounds, and chosen by median with a tie margin (nb::choose_by_timing). A choice is kept in the
-// session's memo and in the algorithm cache (--algo-cache), whose entry is used instead of a search.
-AlgoChoice choose_algo(const Libraries& libs, ConvDesc& c, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
-                       cudaStream_t stream, const std::string& gpu_model) {
-  ChoiceMemo& memo = *libs.memo;
-  const std::string library = "cudnn-" + std::to_string(cudnnGetVersion());
-  const std::string key = gpu_model + "|" + library + "|" + c.key() + "|" + pass_name(pass);
-  {
-    std::lock_guard<std::mutex> lock(memo.mu);
-    auto it = memo.choices.find(key);
-    if (it != memo.choices.end()) {
-      AlgoChoice ch = it->second;
-      ch.from_cache = true;
-      if (ch.source == "search") ch.source = "process";
-      return ch;
-    }
-  }
-  const Choosing x{libs.cudnn(), c, pass, b, ws, stream, c.prec().math};
-  NB_CUDNN(cudnnSetStream(x.h, stream));
-  AlgoChoice ch;
-  const AlgoCacheKey ckey{library, gpu_model, c.key(), pass_name(pass)};
-  auto keep = [&] {
-    std::lock_guard<std::mutex> lock(memo.mu);
-    memo.choices.emplace(key, ch);
-    return ch;
-  };
-  if (from_cache(x, *libs.cache, ckey, ch)) return keep();
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
-  std::vector<AlgoCandidate> generic;
-  bool large = false;
-  const std::map<int, Live> live = live_candidates(x, ch, generic, large);
-  if (live.empty()) {
-    NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
-    throw Error("cuDNN found no working algorithm for " + c.key() + " " + pass_name(pass) + ": " + ch.trials.dump());
-  }
-  const double median_s = time_and_choose(x, live, generic, large, ch);
-  NB_CUDNN(cudnnSetConvolutionMathType(c.conv, x.requested));
-  libs.cache->put(ckey, {ch.algo, int64_t(ch.math), uint64_t(ch.workspace), median_s, ""});
-  return keep();
 }
 
 void run_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, const AlgoChoice& ch, const ConvBuffers& b, void* ws,

@@ -53,6 +53,9 @@ struct Libraries {
   ChoiceMemo* memo = nullptr;
   AlgoCache* cache = nullptr;
   size_t workspace_cap = 0;
+  // NODEBENCH_CUDNN_SEARCH: seeded (default) starts a layer's search from its choice at the
+  // nearest batch already chosen in the session; full runs cuDNN's whole search every time.
+  bool seeded_search = true;
   cudnnHandle_t cudnn() const { return handles->cudnn(); }
 };
 // Those of `device` (any GPU of the case: train_dp drives several): the handles are kept in the
@@ -141,17 +144,39 @@ struct AlgoChoice {
   float find_ms = 0;       // cuDNN's own time of the chosen one
   double trial_us = 0;     // our median over the trial rounds (0 when not timed again)
   bool from_cache = false; // reused: an earlier choice of this process, or the algorithm cache file
-  std::string source = "search";  // search, process (an earlier choice of this process), file (--algo-cache)
+  // search (cuDNN's whole search), seeded (the candidates of the same layer's choice at the nearest
+  // batch and cuDNN's two best by heuristics), process (an earlier choice of this process),
+  // file (--algo-cache)
+  std::string source = "search";
+  int64_t seeded_from = 0;  // seeded: the batch whose choice seeded it
   int rounds = 0;          // interleaved timing rounds of the search (0 when reused)
   nlohmann::json trials = nlohmann::json::array();  // every candidate: algo, math, samples, median, or why rejected
 };
 
+// A candidate as a choice timed it (the seeds of the same layer's choice at another batch).
+struct TimedAlgo {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  double median_s = 0;
+};
+
 // The session's algorithm choices, per (GPU model, cuDNN version, descriptor key, pass): a choice
-// made once is reused by every later case of the session (source "process").
+// made once is reused by every later case of the session (source "process"). `seeds`: per (GPU
+// model, cuDNN version, descriptor key without the batch, pass), the candidates each batch's
+// choice timed, from which the same layer's choice at another batch starts.
 struct ChoiceMemo {
   std::mutex mu;
   std::map<std::string, AlgoChoice> choices;
+  std::map<std::string, std::map<int64_t, std::vector<TimedAlgo>>> seeds;
 };
+
+// The candidates a seeded search starts from (pure, unit-tested): of the timed candidates of the
+// batch nearest to `batch` (by the ratio of the batches; the smaller one on a tie), those within
+// `band` times the fastest median. Empty when there is no seed. `from` gets the seed's batch.
+std::vector<TimedAlgo> seed_candidates(const std::map<int64_t, std::vector<TimedAlgo>>& seeds, int64_t batch,
+                                       double band, int64_t& from);
+// A descriptor key without its batch ("n32_c64_..." -> "c64_...").
+std::string batchless_key(const std::string& key);
 
 // The workspace the algorithm search may use: the cap (NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB),
 // and never more than a quarter of the free memory.
@@ -164,6 +189,11 @@ size_t find_workspace_limit(const Libraries& libs);
 // in the algorithm cache, whose entry for the key is used instead of a search when it still runs.
 AlgoChoice choose_algo(const Libraries& libs, ConvDesc& d, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
                        cudaStream_t stream, const std::string& gpu_model);
+
+// One pass with a given algorithm; the status is returned, not thrown, so that a candidate that
+// cuDNN's search listed but that does not run here can be set aside.
+cudnnStatus_t try_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, const ConvBuffers& b, void* ws,
+                       size_t ws_bytes, float alpha = 1.f, float beta = 0.f);
 
 // Runs one pass with the chosen algorithm: out = alpha * op(...) + beta * out. The descriptor's
 // math type is set each time (an algorithm run under another pass's math type fails).

@@ -1,0 +1,51 @@
+// The seeded algorithm search's choice of candidates (shared/cudnn/cudnn_conv.hpp): the nearest
+// batch's timed candidates within a band of its fastest. No GPU: the seeds are given.
+#include <gtest/gtest.h>
+
+#include "shared/cudnn/cudnn_conv.hpp"
+
+using namespace nb;
+using namespace nb::cudnn;
+
+namespace {
+TimedAlgo t(int algo, double median_s) { return {algo, CUDNN_DEFAULT_MATH, median_s}; }
+std::vector<int> algos(const std::vector<TimedAlgo>& v) {
+  std::vector<int> out;
+  for (const auto& a : v) out.push_back(a.algo);
+  return out;
+}
+}  // namespace
+
+TEST(CudnnSeed, TheNearestBatchSeedsWithinTheBand) {
+  const std::map<int64_t, std::vector<TimedAlgo>> seeds = {
+      {32, {t(0, 1.0), t(1, 1.5), t(2, 2.5)}},  // 2.5 is over 2x the fastest: left out
+      {256, {t(5, 1.0)}}};
+  int64_t from = 0;
+  EXPECT_EQ(algos(seed_candidates(seeds, 64, 2.0, from)), (std::vector<int>{0, 1}));
+  EXPECT_EQ(from, 32);
+  EXPECT_EQ(algos(seed_candidates(seeds, 128, 2.0, from)), (std::vector<int>{5}));  // 256 is one doubling away, 32 two
+  EXPECT_EQ(from, 256);
+  EXPECT_EQ(algos(seed_candidates(seeds, 1024, 3.0, from)), (std::vector<int>{5}));
+}
+
+TEST(CudnnSeed, ATieGoesToTheSmallerBatchAndTheSameBatchIsNoSeed) {
+  const std::map<int64_t, std::vector<TimedAlgo>> seeds = {{32, {t(1, 1.0)}}, {128, {t(7, 1.0)}}};
+  int64_t from = 0;
+  EXPECT_EQ(algos(seed_candidates(seeds, 64, 2.0, from)), (std::vector<int>{1}));
+  EXPECT_EQ(from, 32);
+  EXPECT_TRUE(seed_candidates({{64, {t(1, 1.0)}}}, 64, 2.0, from).empty());
+  EXPECT_EQ(from, 0);
+  EXPECT_TRUE(seed_candidates({}, 64, 2.0, from).empty());
+}
+
+TEST(CudnnSeed, AReusedChoiceWithoutTimingIsItsOwnSeed) {
+  // A choice from the cache file carries no median: it still seeds.
+  int64_t from = 0;
+  EXPECT_EQ(algos(seed_candidates({{16, {t(3, 0.0)}}}, 32, 2.0, from)), (std::vector<int>{3}));
+}
+
+TEST(CudnnSeed, TheBatchlessKeyDropsOnlyTheBatch) {
+  EXPECT_EQ(batchless_key("n32_c64_56x56_k64_3x3_s1_p1_g1_fp16_nhwc"), "c64_56x56_k64_3x3_s1_p1_g1_fp16_nhwc");
+  EXPECT_EQ(batchless_key("n1024_c3_224x224_k64_7x7_s2_p3_g1_fp32_nchw"), "c3_224x224_k64_7x7_s2_p3_g1_fp32_nchw");
+  EXPECT_EQ(batchless_key("c64_odd"), "c64_odd");
+}
