@@ -53,7 +53,19 @@ struct CaseCost {
   std::string kind;
   double setup_s = 0;
   double sample_s = 0;
+  // A case of a batch sweep that stops at its plateau (bench/sweep.hpp): the sweep's name (one per
+  // series, e.g. "train/fp16/nhwc") and the case's batch, so that the estimate counts the sweep's
+  // later cases only as far as the sweep is predicted to go.
+  std::string sweep;
+  int64_t batch = 0;
   double total() const { return setup_s + sample_s; }
+};
+
+// What a case's cost is predicted from.
+struct CostInput {
+  const GpuInfo& gpu;
+  const MeasureConfig& cfg;
+  int gpus = 1;  // the GPUs a multi-GPU case runs over
 };
 
 struct Case {
@@ -74,9 +86,14 @@ struct Case {
   bool host_only = false;
   // Set from the family (Family::shares_host) when cases are selected.
   bool shares_host = false;
-  // Its predicted cost on a GPU with a sampling config; null: the default (the sampling cap
-  // and a fixed setup, kind = family).
-  std::function<CaseCost(const GpuInfo&, const MeasureConfig&)> cost;
+  // A per-GPU case that runs on the first selected GPU only: what it measures is the host's, the
+  // same from every GPU (the latency-bound small host copies), so that a node of many GPUs does
+  // not pay it once per GPU. The plan says so (docs/SCHEMA.md, "plan").
+  bool first_gpu_only = false;
+  // Its predicted cost (bench/cost.hpp) on a GPU with a sampling config, over `gpus` GPUs (a
+  // multi-GPU case; 1 for the others); null: the default (the sampling cap and a fixed setup,
+  // kind = family).
+  std::function<CaseCost(const CostInput&)> cost;
   std::string id() const { return family + "/" + name; }
 };
 

@@ -16,17 +16,66 @@ constexpr double kDefaultSetupS = 0.1;
 // A pace learned from fewer done units than this is blended with 1 (the prior itself): one odd
 // case must not swing the estimate of every kind not seen yet.
 constexpr double kPaceConfidenceUnits = 3.0;
+// A unit whose prior is under this was predicted not to run its work (a batch its memory plan
+// rules out): how long it took is no pace.
+constexpr double kMinInformativePriorS = 1e-3;
 
 }  // namespace
 
-Estimator::Estimator(std::vector<CostUnit> units) : units_(std::move(units)), finished_(units_.size(), false) {}
+Estimator::Estimator(std::vector<CostUnit> units) : units_(std::move(units)), finished_(units_.size(), false) {
+  for (const CostUnit& u : units_)
+    if (!u.sweep.empty()) {
+      Sweep& s = sweeps_[u.sweep];
+      s.batches.push_back(u.batch);
+      if (u.sweep_last) s.prior_last = u.sweep_last;
+    }
+  for (auto& [name, s] : sweeps_) {
+    std::sort(s.batches.begin(), s.batches.end());
+    s.batches.erase(std::unique(s.batches.begin(), s.batches.end()), s.batches.end());
+  }
+}
+
+void Estimator::skipped(size_t i) {
+  if (i >= units_.size()) throw Error("Estimator::skipped: no unit " + std::to_string(i));
+  if (finished_[i]) return;
+  finished_[i] = true;
+  ++done_;
+}
+
+void Estimator::observe(size_t i, double per_s) {
+  if (i >= units_.size()) throw Error("Estimator::observe: no unit " + std::to_string(i));
+  const CostUnit& u = units_[i];
+  if (u.sweep.empty() || !(per_s > 0)) return;
+  sweeps_[u.sweep].points.push_back({u.batch, per_s});
+}
+
+void Estimator::stop_sweep(size_t i) {
+  if (i >= units_.size()) throw Error("Estimator::stop_sweep: no unit " + std::to_string(i));
+  const CostUnit& u = units_[i];
+  if (u.sweep.empty()) return;
+  Sweep& s = sweeps_[u.sweep];
+  if (!s.stopped || u.batch < s.stopped_at) s.stopped_at = u.batch;
+  s.stopped = true;
+}
+
+bool Estimator::expected_to_run(size_t i) const {
+  const CostUnit& u = units_[i];
+  if (u.sweep.empty()) return true;
+  const Sweep& s = sweeps_.at(u.sweep);
+  if (s.stopped) return u.batch < s.stopped_at;
+  const std::optional<int64_t> last = predicted_last_batch(s.points, s.batches, s.prior_last);
+  return last && u.batch <= *last;
+}
 
 void Estimator::done(size_t i, double actual_s) {
   if (i >= units_.size()) throw Error("Estimator::done: no unit " + std::to_string(i));
   if (finished_[i]) return;
   finished_[i] = true;
   ++done_;
-  const double prior = std::max(units_[i].prior_s, 1e-6);
+  const double prior = units_[i].prior_s;
+  // A unit predicted to cost nothing (skipped before its work, by its model) says nothing of a pace.
+  if (prior < kMinInformativePriorS) return;
+  if (!units_[i].sweep.empty()) sweeps_[units_[i].sweep].last_pace = actual_s / prior;
   Pace& k = by_kind_[units_[i].kind];
   k.actual += actual_s;
   k.prior += prior;
@@ -50,8 +99,25 @@ double Estimator::overall_pace() const {
 
 double Estimator::predicted_s(size_t i) const {
   const CostUnit& u = units_.at(i);
-  const std::optional<double> p = pace(u.kind);
+  if (!expected_to_run(i)) return 0;
+  // In a sweep, the pace of its latest case done: the nearest batch is the best guide.
+  std::optional<double> p = u.sweep.empty() ? std::nullopt : sweeps_.at(u.sweep).last_pace;
+  if (!p) p = pace(u.kind);
+  // A kind not seen yet: the pace of its family's kinds ("train/tf32" -> every "train/..." done),
+  // which share its model, else of all units.
+  if (!p) p = family_pace(u.kind);
   return u.prior_s * (p ? *p : overall_pace());
+}
+
+std::optional<double> Estimator::family_pace(const std::string& kind) const {
+  const size_t slash = kind.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  const std::string prefix = kind.substr(0, slash + 1);
+  Pace f;
+  for (const auto& [k, p] : by_kind_)
+    if (k.compare(0, prefix.size(), prefix) == 0) f.actual += p.actual, f.prior += p.prior, f.n += p.n;
+  if (f.n == 0 || f.prior <= 0) return std::nullopt;
+  return f.actual / f.prior;
 }
 
 double Estimator::remaining_s() const {
@@ -62,7 +128,10 @@ double Estimator::remaining_s() const {
 }
 
 double Estimator::prior_total_s() const {
-  return std::accumulate(units_.begin(), units_.end(), 0.0, [](double a, const CostUnit& u) { return a + u.prior_s; });
+  double total = 0;
+  for (size_t i = 0; i < units_.size(); ++i)
+    if (expected_to_run(i)) total += units_[i].prior_s;
+  return total;
 }
 
 CaseCost default_case_cost(const Case& c, const MeasureConfig& cfg) {

@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "bench/benchmark.hpp"
+#include "bench/sweep.hpp"
 
 namespace nb {
 
@@ -19,6 +20,10 @@ namespace nb {
 struct CostUnit {
   std::string kind;    // the calibration class (Case::cost's kind; the family when it gives none)
   double prior_s = 0;  // the case's own prediction
+  std::string sweep;   // a batch sweep it belongs to (CaseCost::sweep), or ""
+  int64_t batch = 0;   // its batch in that sweep
+  double model_s = 0;  // the model seconds behind prior_s (bench/cost.hpp), for refitting
+  std::optional<int64_t> sweep_last;  // where an earlier run of its sweep stopped (bench/cost.hpp)
 };
 
 class Estimator {
@@ -26,27 +31,51 @@ class Estimator {
   explicit Estimator(std::vector<CostUnit> units);
   // Unit `i` took `actual_s` of wall time (units may finish in any order, each once).
   void done(size_t i, double actual_s);
+  // Unit `i` ended without running (skipped before its work: not a measure of its kind's pace).
+  void skipped(size_t i);
+  // Unit `i`'s sweep measured `per_s` (its primary figure) at its batch: the sweep's later units
+  // are counted only up to the batch where the sweep is predicted to reach its plateau
+  // (bench/sweep.hpp).
+  void observe(size_t i, double per_s);
+  // Unit `i`'s sweep ended there (plateau, out of memory): its later units will not run.
+  void stop_sweep(size_t i);
   // The predicted seconds of the units not done yet: each kind's prior scaled by that kind's
-  // measured pace (actual / prior of its done units); a kind not seen yet by the pace of all done
-  // units, shrunk towards 1 while few are done.
+  // measured pace (actual / prior of its done units; in a sweep, of the sweep's latest unit done);
+  // a kind not seen yet by the pace of its
+  // family's kinds (the part of its name before '/'), else by the pace of all done units, shrunk
+  // towards 1 while few are done. Units past their sweep's (predicted) end count nothing.
   double remaining_s() const;
-  // The predicted seconds of unit i (calibrated as remaining_s does).
+  // The predicted seconds of unit i (calibrated as remaining_s does; 0 when it is predicted not
+  // to run: past its sweep's predicted or actual end).
   double predicted_s(size_t i) const;
-  // Before anything ran: the sum of the priors.
+  // Before anything ran: the sum of the priors of the units expected to run (a sweep to where an
+  // earlier run of it stopped).
   double prior_total_s() const;
   size_t size() const { return units_.size(); }
+  const CostUnit& unit(size_t i) const { return units_.at(i); }
   size_t done_count() const { return done_; }
   // The pace of a kind (actual / prior over its done units), if any of it is done.
   std::optional<double> pace(const std::string& kind) const;
 
  private:
   double overall_pace() const;
+  std::optional<double> family_pace(const std::string& kind) const;
   struct Pace {
     double actual = 0, prior = 0;
     size_t n = 0;
   };
+  bool expected_to_run(size_t i) const;
+  struct Sweep {
+    std::vector<SweepPoint> points;
+    std::vector<int64_t> batches;  // planned, ascending
+    std::optional<int64_t> prior_last;  // where an earlier run of it stopped
+    bool stopped = false;
+    int64_t stopped_at = 0;
+    std::optional<double> last_pace;  // actual / prior of its latest unit done
+  };
   std::vector<CostUnit> units_;
   std::vector<bool> finished_;
+  std::map<std::string, Sweep> sweeps_;
   std::map<std::string, Pace> by_kind_;
   Pace all_;
   size_t done_ = 0;

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "base/pattern.hpp"
+#include "bench/cost.hpp"
 #include "cluster/cluster.hpp"
 
 namespace nb {
@@ -44,21 +45,24 @@ std::vector<Step> schedule(const Plan& plan) {
   std::vector<Step> steps;
   const bool together = plan.concurrent && plan.gpus.size() > 1;
   int wave = 0;
+  // A first_gpu_only case runs on the first selected GPU alone.
+  auto on = [&](const Case& c, int g) { return !c.first_gpu_only || g == plan.gpus.front(); };
   // Per-GPU cases that share nothing: with `together`, wave w runs case w on every GPU at once.
   for (const Case& c : plan.cases) {
     if (c.multi_gpu || c.shares_host || c.host_only) continue;
     if (together) {
-      for (int g : plan.gpus) steps.push_back({&c, {g}, RunMode::concurrent, wave});
+      for (int g : plan.gpus)
+        if (on(c, g)) steps.push_back({&c, {g}, RunMode::concurrent, wave});
       ++wave;
     }
   }
   if (!together)
     for (int g : plan.gpus)
       for (const Case& c : plan.cases)
-        if (!c.multi_gpu && !c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
+        if (!c.multi_gpu && !c.shares_host && !c.host_only && on(c, g)) steps.push_back({&c, {g}, RunMode::alone, wave++});
   for (int g : plan.gpus)
     for (const Case& c : plan.cases)
-      if (!c.multi_gpu && c.shares_host && !c.host_only) steps.push_back({&c, {g}, RunMode::alone, wave++});
+      if (!c.multi_gpu && c.shares_host && !c.host_only && on(c, g)) steps.push_back({&c, {g}, RunMode::alone, wave++});
   // Host-only cases once, on no GPU (they load the host: alone).
   for (const Case& c : plan.cases)
     if (c.host_only) steps.push_back({&c, {}, RunMode::alone, wave++});
@@ -67,28 +71,42 @@ std::vector<Step> schedule(const Plan& plan) {
   return steps;
 }
 
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg) {
-  CaseCost k = c.cost && gpu ? c.cost(*gpu, cfg) : default_case_cost(c, cfg);
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s) {
+  CaseCost k = c.cost && gpu ? c.cost(CostInput{*gpu, cfg, std::max(gpus, 1)}) : default_case_cost(c, cfg);
   if (k.kind.empty()) k.kind = c.family;
-  return k;
+  if (model_s) *model_s = k.total();
+  return apply_fit(k);
 }
 
-std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps) {
+std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
+                                 const std::vector<Step>& steps) {
   std::vector<CostUnit> units;
   for (size_t i = 0; i < steps.size();) {
     size_t j = i;
     CostUnit u;
     while (j < steps.size() && steps[j].wave == steps[i].wave) {
       const Step& s = steps[j++];
-      MeasureConfig cfg = plan.base;
-      const CaseCost k = case_cost(*s.c, s.gpus.empty() ? nullptr : &session.gpu(s.gpus.front()), cfg);
-      if (k.total() > u.prior_s || u.kind.empty()) u.kind = k.kind;
+      double model = 0;
+      const CaseCost k = case_cost(*s.c, s.gpus.empty() ? nullptr : &gpu_of(s.gpus.front()), plan.base,
+                                   int(s.gpus.size()), &model);
+      if (k.total() > u.prior_s || u.kind.empty()) {
+        u.kind = k.kind, u.sweep = k.sweep, u.batch = k.batch, u.model_s = model;
+        if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep);
+      }
       u.prior_s = std::max(u.prior_s, k.total());
     }
     units.push_back(u);
     i = j;
   }
   return units;
+}
+
+std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps) {
+  return wave_costs(plan, [&](int g) -> const GpuInfo& { return session.gpu(g); }, steps);
+}
+
+double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of) {
+  return Estimator(wave_costs(plan, gpu_of, schedule(plan))).prior_total_s();
 }
 
 namespace {
@@ -99,10 +117,13 @@ void apply_budget(Plan& plan, const Session& session, double budget_s) {
   std::vector<std::string> families;
   const size_t per_gpu = plan.concurrent || plan.gpus.size() <= 1 ? 1 : plan.gpus.size();
   for (const Case& c : plan.cases) {
-    CaseCost k = case_cost(c, plan.gpus.empty() ? nullptr : &session.gpu(plan.gpus.front()), plan.base);
+    CaseCost k = case_cost(c, plan.gpus.empty() ? nullptr : &session.gpu(plan.gpus.front()), plan.base,
+                           c.multi_gpu ? int(plan.gpus.size()) : 1);
     // Cases that run GPU after GPU (sharing the host, or --one-gpu-at-a-time) cost once per GPU;
     // multi-GPU and host-only cases run once.
-    const double times = c.multi_gpu || c.host_only ? 1.0 : c.shares_host ? double(plan.gpus.size()) : double(per_gpu);
+    const double times = c.multi_gpu || c.host_only || c.first_gpu_only ? 1.0
+                         : c.shares_host                                 ? double(plan.gpus.size())
+                                                                         : double(per_gpu);
     k.setup_s *= times;
     k.sample_s *= times;
     costs.push_back(k);

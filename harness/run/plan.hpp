@@ -59,11 +59,19 @@ struct Step {
 };
 std::vector<Step> schedule(const Plan& plan);
 
-// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default); `gpu`
-// null for a step on no GPU (a host-only case): the default.
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg);
-// One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator.
+// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default, made
+// predicted seconds by its kind's fit: bench/cost.hpp) over `gpus` GPUs (a multi-GPU case); `gpu`
+// null for a step on no GPU (a host-only case): the default. `model_s`: the model seconds before
+// the fit (what scripts/dev/fit_costs.py fits).
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr);
+// One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator;
+// `gpu_of` gives a GPU of the plan by index (the session's, or assumed ones for a forecast).
+std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
+                                 const std::vector<Step>& steps);
 std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps);
+// The predicted duration of a plan before it runs, on the GPUs `gpu_of` gives (the forecast
+// printed at the start; unit-tested for N GPUs without having them).
+double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of);
 
 struct RunHooks {
   // Checked before each case: true stops the run ("interrupted").

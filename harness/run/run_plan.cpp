@@ -250,6 +250,12 @@ class PlanRun {
     json forecast = {{"predicted_s", f.predicted_s}, {"steps", f.steps}, {"waves", estimate_.size()}};
     json planned = plan_.budget.is_null() ? json::object() : plan_.budget;
     planned["forecast"] = forecast;
+    if (plan_.gpus.size() > 1) {  // what runs on the first GPU alone (Case::first_gpu_only)
+      json first = json::array();
+      for (const Case& c : plan_.cases)
+        if (c.first_gpu_only) first.push_back(c.id());
+      if (!first.empty()) planned["first_gpu_only"] = first;
+    }
     doc_.set_field("plan", planned);
     for (Reporter* r : reporters_) r->started(doc_, f);
   }
@@ -288,9 +294,32 @@ class PlanRun {
     } else {
       run_together(i, j, made, took);
     }
-    estimate_.done(wave, std::chrono::duration<double>(Clock::now() - w0).count());
-    for (size_t k = i; k < j; ++k) publish(steps_[k], std::move(made[k - i]), took[k - i]);
+    learn(wave, made, std::chrono::duration<double>(Clock::now() - w0).count());
+    for (size_t k = i; k < j; ++k) publish(steps_[k], std::move(made[k - i]), took[k - i], wave);
     mark("end", i, j);
+  }
+
+  // What the wave tells the estimate: its time (a wave whose records are all skipped ran nothing
+  // that measures its kind's pace), its sweep's figure, or the end of its sweep.
+  void learn(size_t wave, const std::vector<CaseRecords>& made, double took_s) {
+    bool all_skipped = true, any = false, sweep_ended = false;
+    std::optional<double> figure;
+    for (const CaseRecords& m : made)
+      for (const json& r : m.records) {
+        any = true;
+        const std::string status = r.value("status", "");
+        const std::string kind = r.contains("reason_kind") && r["reason_kind"].is_string() ? r["reason_kind"].get<std::string>() : "";
+        if (status != "skipped") all_skipped = false;
+        if (kind == "plateau" || kind == "oom" || kind == "smaller_oom") sweep_ended = true;
+        if (status == "ok" && !figure && r.contains("primary_metric") && r["primary_metric"].is_string()) {
+          const std::string pm = r["primary_metric"].get<std::string>();
+          if (r["metrics"].contains(pm) && r["metrics"][pm].is_number()) figure = r["metrics"][pm].get<double>();
+        }
+      }
+    if (any && all_skipped) estimate_.skipped(wave);
+    else estimate_.done(wave, took_s);
+    if (sweep_ended) estimate_.stop_sweep(wave);
+    else if (figure) estimate_.observe(wave, *figure);
   }
 
   // Concurrent steps, one thread per GPU.
@@ -312,7 +341,7 @@ class PlanRun {
       if (!errors[k - i].empty()) throw Error("GPU " + std::to_string(steps_[k].gpus.front()) + ": " + errors[k - i]);
   }
 
-  void publish(const Step& step, CaseRecords made, double step_s) {
+  void publish(const Step& step, CaseRecords made, double step_s, size_t wave) {
     std::vector<json> recs = cluster::gather_records(step.c->multi_gpu, std::move(made.records));
     std::lock_guard<std::mutex> lock(mu_);
     if (cluster::root()) merge_analysis(doc_, made.analysis);
@@ -325,6 +354,14 @@ class PlanRun {
     p.step_s = step_s;
     for (size_t k = 0; k < recs.size(); ++k) {
       p.first_of_step = k == 0;
+      // What the run knew when this step ended (docs/SCHEMA.md, "progress"): the estimate of the
+      // time left can then be checked against the real end.
+      if (k == 0)
+        recs[k]["progress"] = {{"elapsed_s", p.elapsed_s}, {"left_s", *p.left_s}, {"step", p.done},
+                               {"steps", p.total}, {"kind", estimate_.unit(wave).kind},
+                               {"predicted_s", estimate_.unit(wave).prior_s}, {"model_s", estimate_.unit(wave).model_s}};
+      if (k == 0 && !estimate_.unit(wave).sweep.empty())
+        recs[k]["progress"]["sweep"] = estimate_.unit(wave).sweep, recs[k]["progress"]["batch"] = estimate_.unit(wave).batch;
       doc_.add(recs[k]);
       for (Reporter* r : reporters_) r->recorded(doc_, recs[k], p);
     }

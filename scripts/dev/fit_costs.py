@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Fit the cost model per kind (harness/profiles/costs.json, bench/cost.hpp) from result files.
+
+Each record that ran (status ok or wrong) gives a point: its model seconds (the record's
+progress.model_s, or for files written before records carried it, what build/tests/nodebench_cost_probe
+computes for the record's case on the file's GPU) against its wall time (duration_s). Per kind the
+fit is predicted = fixed_s + scale x model, by least squares over the kind's points (the large
+cases weigh most, as they do in a run's total), with fixed_s >= 0; a kind with fewer than
+--min-points points gets scale = its total time over its total model seconds. For kinds named
+"<family>/<sub>" the family's fit over all its kinds is written too: a kind without a fit of its
+own takes it (bench/cost.hpp). And where each batch sweep stopped (or, in a run from before the
+plateau rule, would have): the estimate's prior for that sweep (bench/sweep.hpp).
+
+usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--out FILE] RESULT.json ...
+"""
+import argparse
+import json
+import subprocess
+import sys
+import math
+from collections import defaultdict
+
+PLATEAU_GAIN = 0.03  # bench/sweep.hpp kPlateauGain
+
+
+def rows_of(path, probe):
+    """One dict per record: kind, model_s, duration_s, status, reason_kind, sweep, batch, figure."""
+    with open(path) as f:
+        doc = json.load(f)
+    rows = []
+    for r in doc.get("records", []):
+        p = r.get("progress") or {}
+        if not isinstance(p.get("model_s"), (int, float)) or not p.get("kind"):
+            continue
+        pm = r.get("primary_metric")
+        rows.append({"id": r["id"], "kind": p["kind"], "model_s": float(p["model_s"]),
+                     "duration_s": r.get("duration_s"), "status": r.get("status"), "reason_kind": r.get("reason_kind"),
+                     "sweep": p.get("sweep"), "batch": p.get("batch"),
+                     "figure": (r.get("metrics") or {}).get(pm) if pm else None})
+    if rows or not doc.get("records"):
+        return rows
+    if not probe:
+        raise SystemExit(f"fit_costs: {path} has no progress.model_s: give --probe")
+    out = subprocess.run([probe, path], check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def points_of(rows):
+    return [(q["kind"], float(q["model_s"]), float(q["duration_s"])) for q in rows
+            if q.get("status") in ("ok", "wrong") and isinstance(q.get("duration_s"), (int, float))]
+
+
+def sweep_stop(rows):
+    """Where a sweep stopped, or (for runs before the plateau rule) would have: the last batch that
+    ran before a record skipped for the plateau or memory, else the first batch that gained under
+    3% over half its size (kPlateauGain, bench/sweep.hpp), else the last that ran."""
+    ran = sorted((q["batch"], q["figure"]) for q in rows
+                 if q.get("status") in ("ok", "wrong") and isinstance(q.get("figure"), (int, float)))
+    if not ran:
+        return None
+    if any(q.get("reason_kind") in ("plateau", "oom", "smaller_oom") for q in rows):
+        return ran[-1][0]
+    by = dict(ran)
+    for b, v in ran:
+        half = by.get(b // 2)
+        if b % 2 == 0 and half and v / half - 1 < PLATEAU_GAIN:
+            return b
+    return ran[-1][0]
+
+
+def fit(points, min_points):
+    """(fixed_s, scale) minimising the squared error of fixed + scale * model, fixed >= 0."""
+    n = len(points)
+    sm = sum(m for m, _ in points)
+    sd = sum(d for _, d in points)
+    if n < min_points or sm <= 0:
+        return 0.0, (sd / sm if sm > 0 else 1.0)
+    smm = sum(m * m for m, _ in points)
+    smd = sum(m * d for m, d in points)
+    den = n * smm - sm * sm
+    if den <= 0:
+        return 0.0, sd / sm
+    scale = (n * smd - sm * sd) / den
+    fixed = (sd - scale * sm) / n
+    if fixed < 0 or scale <= 0:  # through the origin instead
+        fixed, scale = 0.0, smd / smm
+    return fixed, scale
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--probe", default=None, help="nodebench_cost_probe, for files without progress.model_s")
+    ap.add_argument("--out", default=None, help="write costs.json here (default: print it)")
+    ap.add_argument("--min-points", type=int, default=4)
+    a = ap.parse_args(argv)
+    by_kind = defaultdict(list)
+    by_sweep = defaultdict(list)
+    for path in a.files:
+        rows = rows_of(path, a.probe)
+        for q in rows:
+            if q.get("sweep"):
+                by_sweep[(path, q["sweep"])].append(q)
+        for kind, m, d in points_of(rows):
+            by_kind[kind].append((m, d))
+            if "/" in kind:  # the family's fit too: what a kind of it without a fit of its own takes
+                by_kind[kind.split("/")[0]].append((m, d))
+    kinds = {}
+    print(f"{'kind':26s} {'n':>4s} {'fixed_s':>8s} {'scale':>8s} {'model s':>9s} {'actual s':>9s} {'fitted s':>9s}", file=sys.stderr)
+    for kind in sorted(by_kind):
+        pts = by_kind[kind]
+        fixed, scale = fit(pts, a.min_points)
+        kinds[kind] = {"fixed_s": round(fixed, 6), "scale": round(scale, 6), "points": len(pts)}
+        fitted = sum(fixed + scale * m for m, _ in pts)
+        print(f"{kind:26s} {len(pts):4d} {fixed:8.3f} {scale:8.3f} {sum(m for m, _ in pts):9.2f} "
+              f"{sum(d for _, d in pts):9.2f} {fitted:9.2f}", file=sys.stderr)
+    sweeps, family = {}, defaultdict(list)
+    fullest = {}  # a sweep seen in several files: the file where it ran the most batches
+    for (path, name), rows in by_sweep.items():
+        if name not in fullest or len(rows) > len(fullest[name]):
+            fullest[name] = rows
+    for name, rows in sorted(fullest.items()):
+        last = sweep_stop(rows)
+        if last:
+            sweeps[name] = {"last_batch": last}
+            family[name.split("/")[0]].append(last)
+    for fam, lasts in family.items():  # a sweep of the family not seen: the geometric mean, a power of two
+        sweeps.setdefault(fam, {"last_batch": 2 ** round(sum(math.log2(x) for x in lasts) / len(lasts))})
+    for name, v in sorted(sweeps.items()):
+        print(f"sweep {name:24s} last batch {v['last_batch']}", file=sys.stderr)
+    doc = {
+        "about": "The fit per cost kind that turns a case's model seconds (its cost function, bench/cost.hpp) into "
+                 "predicted seconds: predicted = fixed_s + scale x model. Written by scripts/dev/fit_costs.py from the "
+                 "result files named in source (each record's model seconds against its duration_s); a kind not "
+                 "listed takes the fit of its family (the part of its name before '/') where that is listed, else "
+                 "is predicted by its model alone (fixed 0, scale 1). sweeps: where each batch sweep stopped in those "
+                 "runs (its family's: the geometric mean of its sweeps'), the estimate's prior for how far it goes.",
+        "source": a.files,
+        "kinds": kinds,
+        "sweeps": sweeps,
+    }
+    text = json.dumps(doc, indent=2) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+// A developer tool, not a test: the cost model's seconds (bench/cost.hpp, before the fit) of each
+// record of a result file whose case is in this build's quick or full suite, on the file's first
+// GPU and with the file's sampling options, one JSON line per record: {"id", "kind", "model_s",
+// "duration_s"}. scripts/dev/fit_costs.py fits harness/profiles/costs.json from such lines (files
+// written before records carried progress.model_s).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "node/profiles.hpp"
+#include "run/plan.hpp"
+
+using namespace nb;
+using nlohmann::json;
+
+namespace {
+
+GpuInfo gpu_of(const json& g) {
+  GpuInfo info;
+  info.index = g.value("index", 0);
+  info.name = g.value("name", "");
+  const std::string cc = g.value("compute_capability", "0.0");
+  info.cc_major = std::stoi(cc.substr(0, cc.find('.')));
+  info.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
+  info.sm_count = g.value("sm_count", 0);
+  info.memory_bytes = g.value("memory_bytes", size_t(0));
+  info.l2_bytes = g.value("l2_bytes", size_t(0));
+  if (g.contains("pcie") && g["pcie"].is_object()) {
+    const json& p = g["pcie"];
+    if (p.value("gen_max", json()).is_number()) info.pcie.gen_max = p["gen_max"].get<unsigned>();
+    if (p.value("width_max", json()).is_number()) info.pcie.width_max = p["width_max"].get<unsigned>();
+  }
+  if (g.contains("peaks") && g["peaks"].is_object())
+    for (const auto& [k, v] : g["peaks"].items())
+      if (v.is_object() && v.value("value", json()).is_number()) info.peaks[k].value = v["value"].get<double>();
+  return info;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: nodebench_cost_probe RESULT.json\n";
+    return 2;
+  }
+  std::ifstream f(argv[1]);
+  const json doc = json::parse(f);
+  const GpuInfo gpu = gpu_of(doc.at("environment").at("gpus").at(0));
+  const json& o = doc.value("options", json::object());
+  MeasureConfig cfg;
+  if (o.value("max_time_s", json()).is_number()) cfg.max_time_s = o["max_time_s"].get<double>();
+  if (o.value("min_samples", json()).is_number()) cfg.min_samples = o["min_samples"].get<size_t>();
+  std::map<std::string, const Case*> by_id;
+  const std::vector<Case> quick = select_cases(Suite::quick, {}, ""), full = select_cases(Suite::full, {}, "");
+  for (const auto* list : {&full, &quick})
+    for (const Case& c : *list) by_id.emplace(c.id(), &c);
+  for (const json& r : doc.at("records")) {
+    auto it = by_id.find(r.value("id", ""));
+    if (it == by_id.end() || !r.value("duration_s", json()).is_number()) continue;
+    const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
+    double model = 0;
+    const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &model);
+    json line = {{"id", r["id"]}, {"kind", k.kind}, {"model_s", model}, {"duration_s", r["duration_s"]},
+                 {"status", r.value("status", "")}, {"reason_kind", r.value("reason_kind", json())}};
+    if (!k.sweep.empty()) line["sweep"] = k.sweep, line["batch"] = k.batch;
+    const std::string pm = r.value("primary_metric", json()).is_string() ? r["primary_metric"].get<std::string>() : "";
+    if (!pm.empty() && r.contains("metrics") && r["metrics"].value(pm, json()).is_number()) line["figure"] = r["metrics"][pm];
+    std::cout << line.dump() << "\n";
+  }
+  return 0;
+}

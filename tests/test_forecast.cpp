@@ -1,0 +1,95 @@
+// The forecast of a run before it starts (run/plan.hpp predicted_duration): the schedule's waves
+// each cost their slowest step, cases that share the host run once per GPU, multi-GPU cases are
+// costed over every GPU; and the full suite on N GPUs of one node, predicted from the families'
+// cost models and the committed fit (harness/profiles/costs.json), stays within 1.2x of the 15
+// minutes the suite must fit on one GPU (issue 24), without a multi-GPU machine.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+
+#include "node/profiles.hpp"
+#include "run/plan.hpp"
+
+using namespace nb;
+
+namespace {
+
+GpuInfo h200(int index) {
+  GpuInfo g;
+  g.index = index;
+  g.name = "NVIDIA H200";
+  g.cc_major = 9;
+  g.sm_count = 132;
+  g.memory_bytes = size_t(143771) << 20;
+  g.l2_bytes = size_t(60) << 20;
+  g.pcie.gen_max = 5;
+  g.pcie.width_max = 16;
+  PeakInputs in;
+  in.name = g.name;
+  in.cc_major = 9;
+  in.sm_count = 132;
+  in.max_sm_clock_mhz = 1980;
+  g.peaks = expected_peaks(ProfileDb::builtin(), in);
+  return g;
+}
+
+Case fixed(const std::string& family, const std::string& name, double setup, double sample, bool shares_host = false,
+           bool multi = false) {
+  Case c;
+  c.family = family;
+  c.name = name;
+  c.shares_host = shares_host;
+  c.multi_gpu = multi;
+  c.run = [](CaseContext&) {};
+  c.cost = [family, setup, sample, multi](const CostInput& in) {
+    CaseCost k;
+    k.kind = "test_" + family;  // no fit in costs.json: model seconds as they are
+    k.setup_s = setup * (multi ? in.gpus : 1);
+    k.sample_s = sample;
+    return k;
+  };
+  return c;
+}
+
+Plan plan_on(std::vector<Case> cases, int gpus) {
+  Plan p;
+  p.cases = std::move(cases);
+  for (int i = 0; i < gpus; ++i) p.gpus.push_back(i);
+  p.base.max_time_s = default_max_time(Suite::full);
+  return p;
+}
+
+double forecast(const Plan& p) {
+  std::map<int, GpuInfo> gpus;
+  for (int g : p.gpus) gpus.emplace(g, h200(g));
+  return predicted_duration(p, [&](int i) -> const GpuInfo& { return gpus.at(i); });
+}
+
+}  // namespace
+
+TEST(Forecast, WavesCostTheirSlowestStepAndHostCasesRunOncePerGpu) {
+  const std::vector<Case> cases = {fixed("a", "x", 1, 2), fixed("b", "y", 0.5, 0.5, true), fixed("c", "z", 1, 1, false, true)};
+  // One GPU: 3 + 1 + (1 + 1).
+  EXPECT_DOUBLE_EQ(forecast(plan_on(cases, 1)), 6.0);
+  // Four GPUs at once: the per-GPU case is one wave (3); the host case runs on each GPU (4 x 1);
+  // the multi-GPU case is costed over the four (4 + 1).
+  EXPECT_DOUBLE_EQ(forecast(plan_on(cases, 4)), 3.0 + 4.0 + 5.0);
+  // GPU after GPU (--one-gpu-at-a-time): the per-GPU case four times too.
+  Plan one = plan_on(cases, 4);
+  one.concurrent = false;
+  EXPECT_DOUBLE_EQ(forecast(one), 12.0 + 4.0 + 5.0);
+}
+
+TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {
+  const std::vector<Case> full = select_cases(Suite::full, {}, "");
+  const double one = forecast(plan_on(full, 1));
+  std::printf("full suite, 1 H200: %.0f s predicted\n", one);
+  EXPECT_GT(one, 60.0);  // a forecast of nothing would pass the bound below
+  for (int n : {2, 4, 8}) {
+    const double t = forecast(plan_on(full, n));
+    std::printf("full suite, %d H200s: %.0f s predicted (%.2fx one GPU)\n", n, t, t / one);
+    EXPECT_LE(t, 1.2 * 15 * 60) << n << " GPUs";
+    EXPECT_GE(t, one) << "more GPUs cannot make the node's suite shorter";
+  }
+}
