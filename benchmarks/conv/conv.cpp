@@ -16,6 +16,7 @@
 
 #include "bench/benchmark.hpp"
 #include "conv_layer.hpp"
+#include "shared/cudnn/conv_cost.hpp"
 #include "shared/cudnn/cudnn_conv.hpp"
 #include "shared/common/oom_series.hpp"
 #include "kernels/common/kernels.cuh"
@@ -258,6 +259,39 @@ Pass pass_of(const std::string& name) {
   throw Error("unknown convolution pass " + name);
 }
 
+// The cost model (bench/cost.hpp): a layer case chooses one pass's algorithm (seeded, or reused
+// from the network cases at the same batch) and samples it; it verifies sampled outputs on the host.
+double layer_flops(const Layer& L, int64_t batch) {
+  return 2.0 * double(batch) * L.k * double(L.out_hw()) * L.out_hw() * (L.c / L.groups) * L.r * L.r;
+}
+
+CaseCost layer_cost(const CostInput& in, const Layer& L, const Prec& P, int64_t batch) {
+  const double op = conv_op_s(P, in.gpu, layer_flops(L, batch));
+  CaseCost k;
+  k.kind = "conv_layer";
+  k.setup_s = kSeededSearchRuns * op + kSearchOverheadS;
+  k.sample_s = sampling_s(in.cfg, op);
+  return k;
+}
+
+// A network case: every distinct layer's three passes chosen (cuDNN's whole search at the first
+// batch of a series, else seeded from the nearest batch) and timed 10 samples each.
+CaseCost network_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, bool first) {
+  CaseCost k;
+  k.kind = std::string("conv_network/") + P.name;
+  k.sweep = std::string("conv/") + P.name + "/" + (nhwc ? "nhwc" : "nchw");
+  k.batch = batch;
+  MeasureConfig sub = in.cfg;
+  sub.fixed_samples = 10;
+  sub.warmup_s = 0;
+  for (const Layer& L : resnet50_layers()) {
+    const double op = conv_op_s(P, in.gpu, layer_flops(L, batch));
+    k.setup_s += 3 * ((first ? kFullSearchRuns : kSeededSearchRuns) * op + kSearchOverheadS);
+    k.sample_s += 3 * sampling_s(sub, op);
+  }
+  return k;
+}
+
 void fill_layer(const AxisPoint& p, Case& c) {
   const Prec* pp = &prec_by_name(p.str("precision"));
   const Layer* lp = find_layer(p.str("layer"));
@@ -266,14 +300,21 @@ void fill_layer(const AxisPoint& p, Case& c) {
   const Pass pass = pass_of(p.str("pass"));
   c.available = [pp](const GpuInfo& g) { return prec_available(*pp, g); };
   c.run = [lp, pp, nhwc, batch, pass](CaseContext& ctx) { run_layer_case(ctx, *lp, *pp, nhwc, batch, pass); };
+  c.cost = [lp, pp, batch](const CostInput& in) { return layer_cost(in, *lp, *pp, batch); };
 }
 
-void fill_network(const AxisPoint& p, Case& c) {
-  const Prec* pp = &prec_by_name(p.str("precision"));
-  const bool nhwc = p.str("layout") == "nhwc";
-  const int64_t batch = p.int64("batch");
-  c.available = [pp](const GpuInfo& g) { return prec_available(*pp, g); };
-  c.run = [pp, nhwc, batch](CaseContext& ctx) { run_network_case(ctx, *pp, nhwc, batch); };
+// The network cases of a suite; `first_batch` is each series' first (its search is cuDNN's whole one).
+std::function<void(const AxisPoint&, Case&)> fill_network(int64_t first_batch) {
+  return [first_batch](const AxisPoint& p, Case& c) {
+    const Prec* pp = &prec_by_name(p.str("precision"));
+    const bool nhwc = p.str("layout") == "nhwc";
+    const int64_t batch = p.int64("batch");
+    c.available = [pp](const GpuInfo& g) { return prec_available(*pp, g); };
+    c.run = [pp, nhwc, batch](CaseContext& ctx) { run_network_case(ctx, *pp, nhwc, batch); };
+    c.cost = [pp, nhwc, batch, first_batch](const CostInput& in) {
+      return network_cost(in, *pp, nhwc, batch, batch == first_batch);
+    };
+  };
 }
 
 class ConvFamily : public Family {
@@ -290,16 +331,18 @@ class ConvFamily : public Family {
       append_cases(out, layer_axes({layer_value(l3x3, 32, Pass::bwd_data), layer_value(l3x3, 32, Pass::bwd_filter)}, {"fp16"},
                                    {"nchw"})
                             .cases("conv", fill_layer));
-      append_cases(out, network_axes({"fp16"}, {"nchw"}, {32}).cases("conv", fill_network));
+      append_cases(out, network_axes({"fp16"}, {"nchw"}, {32}).cases("conv", fill_network(32)));
       return out;
     }
     std::vector<std::string> precs;
     for (const Prec* P : all_precs()) precs.push_back(P->name);
-    std::vector<int64_t> batches;
-    for (int64_t b = 1; b <= 1024; b *= 2) batches.push_back(b);
-    append_cases(out, network_axes(precs, {"nchw", "nhwc"}, batches).cases("conv", fill_network));
+    // The network's convolutions at a small and a large batch: their throughput by precision and
+    // layout. The batch to train at is the train family's sweep (the whole step).
+    const std::vector<int64_t> batches = {32, 256};
+    append_cases(out, network_axes(precs, {"nchw", "nhwc"}, batches).cases("conv", fill_network(batches.front())));
     std::vector<AxisValue> layers;
-    for (int64_t b : {32, 64, 128, 256})
+    // The 3x3 layer at the network cases' batches (its algorithm choices are theirs).
+    for (int64_t b : batches)
       for (Pass pass : {Pass::fwd, Pass::bwd_data, Pass::bwd_filter}) layers.push_back(layer_value(l3x3, b, pass));
     layers.push_back(layer_value(kDepthwise, 64, Pass::fwd));
     append_cases(out, layer_axes(layers, precs, {"nchw", "nhwc"}).cases("conv", fill_layer));

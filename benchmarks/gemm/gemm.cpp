@@ -1,12 +1,14 @@
 // GEMM family: cuBLAS (cublasGemmEx) and cuBLASLt (cublasLtMatmul) in every precision the GPU
 // has (benchmarks/gemm/README.md). This file: the cases, the validate check, the evidence for
 // the FP16-versus-FP32 verdict; gemm_run.cpp runs a case.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "base/json_fields.hpp"
 #include "bench/analysis.hpp"
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "bench/precision.hpp"
 #include "bench/validate_values.hpp"
 #include "gemm_run.hpp"
@@ -32,6 +34,26 @@ std::vector<ValidationCheck> gemm_checks() {
   c.judges = [](const json& r) { return jf::str_or(r, "id") == kCase; };
   c.value = [](const json& r, const CheckInput&, std::string& how) { return percent_of_peak_value(r, how); };
   return {c};
+}
+
+// The cost model (bench/cost.hpp): the operation at the GPU's peak for its precision; its
+// operands filled at the memory bandwidth; cuBLASLt's autotuning times the heuristic's first four
+// in interleaved rounds (5 to 15, until 50 ms are timed) of a warm and a timed run each, and takes
+// the first choice for GEMMs over 20 ms (gemm_run.cpp).
+CaseCost gemm_cost(const CostInput& in, const gemm::Precision& p, const std::string& api, const Shape& s) {
+  const double mnk = double(s.m) * double(s.n) * double(s.k) * double(std::max<int64_t>(s.batch, 1));
+  const double op = op_seconds(in.gpu, gemm::peak_key(p, in.gpu), 2.0 * mnk / 1e12, "fp32_tflops");
+  const double bytes = (double(s.m) * double(s.k) + double(s.k) * double(s.n)) * double(p.ab_size) +
+                       double(s.m) * double(s.n) * double(p.c_size);
+  CaseCost k;
+  k.kind = "gemm";
+  k.setup_s = 2 * op_seconds(in.gpu, "mem_gbps", bytes / 1e9);
+  if (api == "cublaslt" && op < 20e-3) {
+    const double rounds = std::clamp(0.05 / std::max(4 * op, 1e-9), 5.0, 15.0);
+    k.setup_s += rounds * 4 * (2 * op + 1e-4);
+  }
+  k.sample_s = sampling_s(in.cfg, op);
+  return k;
 }
 
 // The cases' axes (params precision, api, shape, m, n, k and for the model shapes batch; names
@@ -93,6 +115,7 @@ class GemmFamily : public Family {
         return Availability::yes();
       };
       c.run = [p, api = pt.str("api"), s, samples](CaseContext& ctx) { gemm::run_gemm(ctx, *p, api, s, samples); };
+      c.cost = [p, api = pt.str("api"), s](const CostInput& in) { return gemm_cost(in, *p, api, s); };
       c.l2 = L2Mode::hot;
     };
     if (suite == Suite::quick) {

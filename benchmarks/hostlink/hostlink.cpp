@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "base/json_fields.hpp"
 #include "base/text.hpp"
 #include "bench/validate_values.hpp"
@@ -287,10 +288,29 @@ AxisValue copy_value(const std::string& memory, const std::string& engine, int64
   return v;
 }
 
+// The cost model (bench/cost.hpp): the host buffer allocated and touched (page-locked for pinned
+// and write-combined memory) at an assumed kHostTouchGbps, then the copies at the link's rate from
+// its generation and width (both ways at once: twice the bytes); fitted per memory kind.
+constexpr double kHostTouchGbps = 5;
+CaseCost hostlink_cost(const CostInput& in, const std::string& dir, const std::string& memory, size_t bytes) {
+  const double link = link_gbps(in.gpu);
+  const double gpus = dir == "h2d_all_gpus" ? double(in.gpus) : 1.0;
+  const double moved = double(bytes) * (dir == "bidir" ? 2.0 : 1.0) * gpus;
+  CaseCost k;
+  k.kind = "hostlink/" + memory;
+  k.setup_s = moved / 1e9 / kHostTouchGbps + moved / 1e9 / link;  // allocate and touch, one verifying copy
+  k.sample_s = sampling_s(in.cfg, moved / 1e9 / link);
+  return k;
+}
+
 void fill_case(const AxisPoint& p, Case& c) {
   const std::string dir = p.str("direction"), memory = p.str("memory"), engine = p.str("engine");
   const size_t bytes = size_t(p.int64("bytes"));
   c.l2 = L2Mode::hot;
+  c.cost = [dir, memory, bytes](const CostInput& in) { return hostlink_cost(in, dir, memory, bytes); };
+  // Copies under 256 MiB are bound by the driver's and the host's latency, not by each GPU's link:
+  // on a node of several GPUs they run on the first GPU only (from 256 MiB up on every GPU).
+  c.first_gpu_only = bytes < (size_t(256) << 20);
   if (dir == "bidir") {
     c.run = [bytes](CaseContext& ctx) { run_bidir(ctx, bytes); };
   } else if (dir == "h2d_all_gpus") {

@@ -2,6 +2,7 @@
 // kernel's launch-to-completion round trip, the host cost of one launch, and a stream
 // synchronize on a stream with nothing left to do. Host-clock timings: a caller waits them.
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "node/host_memory.hpp"
 #include "kernels/common/kernels.cuh"
 #include "base/resources.hpp"
@@ -56,6 +57,13 @@ class LatencyFamily : public Family {
         .add_string("what", {"h2d_4b", "d2h_4b", "launch_roundtrip", "launch_host", "sync_idle"})
         .cases("latency", [](const AxisPoint& p, Case& c) {
           c.run = [what = p.str("what")](CaseContext& ctx) { run_latency(ctx, what); };
+          // The cost model (bench/cost.hpp): one operation of about 10 us a sample.
+          c.cost = [](const CostInput& in) {
+            CaseCost k;
+            k.kind = "latency";
+            k.sample_s = one_op_sampling_s(in.cfg, 10e-6);
+            return k;
+          };
         });
   }
 };

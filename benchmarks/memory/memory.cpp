@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "base/json_fields.hpp"
 #include "base/text.hpp"
 #include "bench/validate_values.hpp"
@@ -232,6 +233,17 @@ class MemoryFamily : public Family {
             if (p.str("kernel") == o.name) op = &o;
           if (op) c.run = [op, bytes](CaseContext& ctx) { run_stream(ctx, *op, bytes); };
           else c.run = [bytes](CaseContext& ctx) { run_memcpy(ctx, bytes); };
+          // The cost model (bench/cost.hpp): the arrays filled and checked, then the run sampled,
+          // each at the memory bandwidth (8xL2 where no size is given).
+          c.cost = [op, bytes](const CostInput& in) {
+            const double n = bytes ? double(*bytes) : 8.0 * double(in.gpu.l2_bytes);
+            const double moved = n * (op ? op->bytes_factor : 2), touched = n * (op ? op->arrays : 2);
+            CaseCost k;
+            k.kind = "memory";
+            k.setup_s = 2 * op_seconds(in.gpu, "mem_gbps", touched / 1e9);
+            k.sample_s = sampling_s(in.cfg, op_seconds(in.gpu, "mem_gbps", moved / 1e9));
+            return k;
+          };
           c.l2 = L2Mode::hot;  // the arrays are many times the L2: nothing of them stays there
         });
   }

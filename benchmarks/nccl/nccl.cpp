@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "base/json_fields.hpp"
 #include "bench/validate_values.hpp"
 #include "bench/settings.hpp"
@@ -332,6 +333,29 @@ Axes sweep_axes(const std::vector<size_t>& bytes) {
   return a.add_bytes("bytes", sizes_of(bytes)).name("sweep/{collective}/{dtype}/{bytes}");
 }
 
+// The cost model (bench/cost.hpp): per GPU count (the sweep's counts, else all the GPUs) the team
+// made once, a check on fresh data, then the collective sampled at its bus bandwidth: a local copy
+// at the memory bandwidth on one GPU, the host link's rate between GPUs (NVLink is faster: the
+// estimate errs long).
+CaseCost nccl_cost(const CostInput& in, const std::string& collective, double bytes, bool sweep, int min_gpus) {
+  CaseCost k;
+  k.kind = "nccl";
+  if (in.gpus < min_gpus) return k;  // skipped at once
+  std::vector<int> counts;
+  if (sweep)
+    for (int n : topo::sweep_counts(in.gpus)) counts.push_back(n);
+  else
+    counts.push_back(in.gpus);
+  for (int n : counts) {
+    const double factor = collective == "all_reduce" ? 2.0 * (n - 1) / n : collective == "broadcast" ? 1.0 : double(n - 1) / n;
+    const double op = n == 1 ? op_seconds(in.gpu, "mem_gbps", 2 * bytes / 1e9)
+                             : std::max(factor, 0.5) * bytes / 1e9 / link_gbps(in.gpu);
+    k.setup_s += 3 * op_seconds(in.gpu, "mem_gbps", bytes / 1e9) + 2 * op;
+    k.sample_s += sampling_s(in.cfg, op);
+  }
+  return k;
+}
+
 void fill_case(const AxisPoint& p, Case& c) {
   c.multi_gpu = true;
   c.min_gpus = 1;
@@ -359,6 +383,15 @@ class NcclFamily : public Family {
     const auto f32 = {DType::f32};
     std::vector<Case> out;
     auto add = [&](const Axes& a) { append_cases(out, a.cases("nccl", fill_case)); };
+    // Each case's cost (its params and the GPUs it needs as finally set).
+    auto costed = [&out]() {
+      for (Case& c : out)
+        c.cost = [coll = c.params["collective"].get<std::string>(), bytes = c.params["bytes"].get<double>(),
+                  sweep = c.params.contains("sweep"), min = c.min_gpus](const CostInput& in) {
+          return nccl_cost(in, coll, bytes, sweep, min);
+        };
+      return out;
+    };
     if (suite == Suite::quick) {
       add(collective_axes(all_reduce, f32, {false}, {false}, {8, 64 * KiB, 1 * MiB, 64 * MiB, 256 * MiB}));
       add(collective_axes(all_reduce, {DType::f16, DType::bf16}, {false}, {false}, {64 * MiB}));
@@ -367,7 +400,7 @@ class NcclFamily : public Family {
       add(collective_axes({Collective::reduce_scatter, Collective::all_gather, Collective::broadcast}, f32, {false}, {false},
                           {1 * MiB, 256 * MiB}));
       add(sweep_axes({256 * MiB}));
-      return out;
+      return costed();
     }
     // Full: all-reduce in float, out of place, every power of two from 8 B to 4 GiB; every
     // other combination every eighth power (8 B, 64 B, ... 1 GiB) and 4 GiB. The data type
@@ -381,8 +414,11 @@ class NcclFamily : public Family {
               const bool main = s.coll == Collective::all_reduce && s.dtype == DType::f32 && !s.in_place && !s.graph;
               return main || std::find(sparse.begin(), sparse.end(), s.bytes) != sparse.end();
             }));
+    // On one GPU a collective is one rank's local copy: the full suite's matrix needs two GPUs;
+    // its GPU-count sweep (below) and the quick suite's cases still run on one.
+    for (Case& c : out) c.min_gpus = 2;
     add(sweep_axes({256 * MiB, 1 * GiB}));
-    return out;
+    return costed();
   }
   std::vector<ValidationCheck> validation_checks() const override { return nccl_checks(); }
 };

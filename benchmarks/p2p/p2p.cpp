@@ -11,6 +11,7 @@
 #include "p2p_spec.hpp"
 
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "bench/settings.hpp"
 
 namespace nb::p2p {
@@ -21,6 +22,23 @@ namespace {
 
 const SettingRegistrar kLoopback({"NODEBENCH_P2P_LOOPBACK", SettingKind::flag, "p2p_loopback", false, 0, false,
                                   "=0|1 with one GPU, copy the GPU to itself (default 0)", "p2p"});
+
+// The cost model (bench/cost.hpp): every ordered pair one way, or every pair both ways, copies
+// at the host link's rate (NVLink is faster: the estimate errs long), verified once; a latency is
+// one 4-byte copy a sample. Fewer GPUs than it needs: skipped at once.
+CaseCost p2p_cost(const CostInput& in, const Spec& s, int min_gpus) {
+  CaseCost k;
+  k.kind = "p2p";
+  if (in.gpus < min_gpus) return k;
+  const double n = double(in.gpus);
+  const bool bidir = s.mode == Mode::bidir;
+  const double pairs = in.gpus == 1 ? 1.0 : bidir ? n * (n - 1) / 2 : n * (n - 1);
+  const double bytes = double(s.bytes) * (bidir ? 2.0 : 1.0);
+  const double op = s.test == Test::latency ? 5e-6 : bytes / 1e9 / link_gbps(in.gpu);
+  k.setup_s = pairs * 2 * op;
+  k.sample_s = pairs * (s.test == Test::latency ? one_op_sampling_s(in.cfg, op) : sampling_s(in.cfg, op));
+  return k;
+}
 
 class P2pFamily : public Family {
  public:
@@ -65,6 +83,7 @@ class P2pFamily : public Family {
       c.min_gpus = min_gpus;
       if (s.mode == Mode::bidir) c.run = [s](CaseContext& ctx) { run_bidir(ctx, s); };
       else c.run = [s](CaseContext& ctx) { run_one_way(ctx, s); };
+      c.cost = [s, min_gpus](const CostInput& in) { return p2p_cost(in, s, min_gpus); };
     };
     std::vector<Case> out = copies("one_way", one_way, true).cases("p2p", fill);
     append_cases(out, copies("bidir", bidir, full).cases("p2p", fill));

@@ -9,6 +9,7 @@
 #include "bench/precision.hpp"
 #include "base/resources.hpp"
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "kernels/common/kernels.cuh"
 #include "kernels/peak/peak_kernels.cuh"
 #include "peak_rules.hpp"
@@ -199,6 +200,15 @@ class PeakFamily : public Family {
       };
       c.run = [up](CaseContext& ctx) { run_peak(ctx, *up); };
       c.l2 = L2Mode::hot;
+      // The cost model (bench/cost.hpp): a launch sized to about 2 ms (a few runs to size it),
+      // then sampled.
+      c.cost = [](const CostInput& in) {
+        CaseCost k;
+        k.kind = "peak";
+        k.setup_s = 4 * 2e-3;
+        k.sample_s = sampling_s(in.cfg, 2e-3);
+        return k;
+      };
     });
   }
 };

@@ -13,12 +13,14 @@
 #include <mutex>
 
 #include "shared/common/oom_series.hpp"
+#include "shared/common/plateau_series.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/settings.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "train_analysis.hpp"
 #include "kernels/train/train_kernels.cuh"
+#include "shared/resnet50/step_cost.hpp"
 #include "shared/resnet50/train_step.hpp"
 
 namespace nb {
@@ -31,6 +33,8 @@ using train::Kind;
 // The smallest batch of each (GPU, precision, layout) series that did not fit, kept by the
 // Session with the GPU's resources (its own type: the conv family keeps its own series).
 struct TrainOomSeries : OomSeries {};
+// The throughput of each series' measured batches: the sweep stops at its plateau (bench/sweep.hpp).
+struct TrainPlateau : PlateauSeries {};
 
 constexpr int kLossSteps = 20;
 
@@ -175,6 +179,17 @@ void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::St
   if (!note.empty()) ctx.details()["note"] = note;
 }
 
+// A batch past the sweep's plateau is not run; its record says what the step's memory plan
+// predicts for it (the memory curve the batch rule needs, without running the batch).
+void skip_past_plateau(CaseContext& ctx, const std::string& series, const Prec& P, int64_t batch, bool fused) {
+  const auto why = ctx.gpu_resources().get<TrainPlateau>().stop_reason(ctx.settings(), series, batch);
+  if (!why) return;
+  const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem), fused);
+  ctx.details()["memory_plan_total_bytes"] = plan.total();
+  if (ctx.gpu().memory_bytes) ctx.details()["memory_plan_fraction"] = double(plan.total()) / double(ctx.gpu().memory_bytes);
+  ctx.skip(*why, ReasonKind::plateau);
+}
+
 void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   const GpuInfo& g = ctx.gpu();
   const std::string series = std::to_string(g.index) + "/" + P.name + "/" + (nhwc ? "nhwc" : "nchw");
@@ -182,6 +197,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   oom.skip_if_larger_than_failed(ctx, series, batch);
   auto record_oom = [&] { oom.failed(series, batch); };
   skip_if_undescribable(ctx, P, batch, record_oom);
+  skip_past_plateau(ctx, series, P, batch, train::fusion_setting(ctx.settings()) != train::Fusion::off);
   train::StepConfig cfg;
   cfg.prec = &P;
   cfg.nhwc = nhwc;
@@ -196,6 +212,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     const bool graph = verify_step(ctx, st, graph_why);
     measure_step(ctx, st, cfg, graph, graph_why);
     describe_step(ctx, st, cfg);
+    ctx.gpu_resources().get<TrainPlateau>().measured(series, batch, ctx.metrics()["images_per_s"].get<double>());
   } catch (const train::OutOfMemory& e) {
     record_oom();
     ctx.skip(e.message(), ReasonKind::oom);
@@ -207,6 +224,29 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
 
 Availability train_available(const Prec& P, const GpuInfo& g) { return prec_available(P, g); }
 
+// The cost model (bench/cost.hpp; the step's in shared/resnet50/step_cost.hpp). Steps outside the
+// timed sampling: the first forward of the verification, the 20 loss steps, 5 profiled steps; 3
+// issued call by call for the host's cost, and at least 0.3 s of the call-by-call loop.
+constexpr double kUntimedSteps = 1 + kLossSteps + 5;
+constexpr double kHostIssueSteps = 3;
+
+CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, bool first) {
+  const GpuInfo& g = in.gpu;
+  CaseCost k;
+  k.kind = std::string("train/") + P.name;
+  k.sweep = std::string("train/") + P.name + "/" + (nhwc ? "nhwc" : "nchw");
+  k.batch = batch;
+  // A batch the memory plan puts over the device, or that cuDNN cannot describe, is skipped
+  // before anything is allocated.
+  if (train::skipped_unrun(P, g, batch)) return k;
+  const double compute = train::step_compute_s(P, g, batch);
+  const double step = train::step_s(P, g, batch), eager = train::eager_step_s(P, g, batch);
+  k.setup_s = (first ? kFullSearchRuns : kSeededSearchRuns) * compute + kUntimedSteps * step +
+              kHostIssueSteps * eager + std::max(0.3, eager);
+  k.sample_s = sampling_s(in.cfg, step);
+  return k;
+}
+
 // Params precision, layout, batch; name resnet50/<precision>/<layout>/b<batch>.
 Axes train_axes(const std::vector<std::string>& precs, const std::vector<std::string>& layouts,
                 const std::vector<int64_t>& batches) {
@@ -215,12 +255,14 @@ Axes train_axes(const std::vector<std::string>& precs, const std::vector<std::st
 }
 
 std::vector<Case> make_cases(Suite suite) {
-  auto fill = [](const AxisPoint& p, Case& c) {
+  const int64_t first = suite == Suite::quick ? 32 : 1;  // each series' first batch: cuDNN's whole search
+  auto fill = [first](const AxisPoint& p, Case& c) {
     const Prec* pp = &prec_by_name(p.str("precision"));
     const bool nhwc = p.str("layout") == "nhwc";
     const int64_t batch = p.int64("batch");
     c.available = [pp](const GpuInfo& g) { return train_available(*pp, g); };
     c.run = [pp, nhwc, batch](CaseContext& ctx) { run_train_case(ctx, *pp, nhwc, batch); };
+    c.cost = [pp, nhwc, batch, first](const CostInput& in) { return train_cost(in, *pp, nhwc, batch, batch == first); };
   };
   if (suite == Suite::quick) {
     // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.

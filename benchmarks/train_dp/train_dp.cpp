@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "bench/benchmark.hpp"
+#include "bench/cost.hpp"
 #include "shared/nccl/collectives.hpp"
 #include "cluster/mpi.hpp"
 #include "bench/settings.hpp"
@@ -30,7 +31,9 @@
 #include "train_dp_engine.hpp"
 #include "train_dp_plan.hpp"
 #include "kernels/train/train_kernels.cuh"
+#include "shared/resnet50/step_cost.hpp"
 #include "shared/resnet50/train_step.hpp"
+#include "shared/resnet50/resnet50_net.hpp"
 
 #include "shared/nccl/nccl_team.hpp"
 
@@ -234,6 +237,29 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
 
 #endif  // NB_HAVE_NCCL
 
+// The cost model (bench/cost.hpp; the step's in shared/resnet50/step_cost.hpp): the engine set up
+// on every GPU (its convolutions' choices reused from the train family's cases), the first GPU
+// alone sampled (kStepsPerSample call-by-call steps a sample), then per GPU count of two or more
+// the state synchronised and checked, and the step sampled with and without the all-reduce of
+// the gradients (at the host link's rate between GPUs: NVLink is faster, the estimate errs long).
+CaseCost dp_cost(const CostInput& in, const Point& pt) {
+  CaseCost k;
+  k.kind = "train_dp";
+  const cudnn::Prec& P = cudnn::prec_by_name(pt.precision);
+  if (train::skipped_unrun(P, in.gpu, pt.batch)) return k;
+  const double eager = train::eager_step_s(P, in.gpu, pt.batch);
+  const double grads = double(resnet50::net().parameter_count()) * double(P.elem);
+  k.setup_s = cudnn::kSeededSearchRuns * train::step_compute_s(P, in.gpu, pt.batch) + 2 * eager;
+  k.sample_s = sampling_s(in.cfg, kStepsPerSample * eager);
+  for (int n : topo::sweep_counts(in.gpus)) {
+    if (n < 2) continue;
+    const double reduce = 2.0 * (n - 1) / n * grads / 1e9 / link_gbps(in.gpu);
+    k.setup_s += 4 * (eager + reduce);
+    k.sample_s += sampling_s(in.cfg, kStepsPerSample * (eager + reduce)) + sampling_s(in.cfg, kStepsPerSample * eager);
+  }
+  return k;
+}
+
 std::vector<Case> make_cases(Suite suite) {
   // Not in the quick suite (the main job on every node) until the data-parallel step has run on a
   // multi-GPU machine: `run --suite full --family train_dp` runs it. The accumulation is read when
@@ -245,9 +271,15 @@ std::vector<Case> make_cases(Suite suite) {
       .name("resnet50/{precision}/{layout}/{batch}")
       .cases("train_dp", [quick](const AxisPoint& p, Case& c) {
         c.multi_gpu = true;
-        c.min_gpus = quick ? 2 : 1;
+        // On one GPU a case measures the engine's compute-only step issued call by call, which the
+        // train family's cases give at every batch (eager_step_ms): the full suite keeps that at
+        // batch 32 only; the other batches need two GPUs (data parallel is what they are for).
+        c.min_gpus = quick || p.int64("batch") != 32 ? 2 : 1;
 #if NB_HAVE_NCCL
         c.run = [pt = train_dp::point_of(p), quick](CaseContext& ctx) { run_dp_case(ctx, pt, quick); };
+        c.cost = [pt = train_dp::point_of(p), min = c.min_gpus](const CostInput& in) {
+          return in.gpus < min ? CaseCost{"train_dp"} : dp_cost(in, pt);
+        };
 #else
         (void)p;
         nccl::skip_without_nccl(c);
