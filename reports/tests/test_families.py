@@ -147,11 +147,11 @@ def test_items_and_plots_follow_their_order():
     assert [p.key for p in plots] == PLOT_KEYS
 
 
-EXAMPLE = '''
+WIDGET = '''
 from nodebench_reports import plots
 from nodebench_reports.checklist import PASS, Item, placed
 
-FAMILY = "example"
+FAMILY = "widget"
 PRIMARY = ("widgets_per_s",)
 
 
@@ -160,47 +160,48 @@ def group_key(rec):
 
 
 def figures(data):
-    plot = plots.Plot("example", "Widgets", "widgets against size", order=45)
+    plot = plots.Plot("widget", "Widgets", "widgets against size", order=45)
     plot.missing = plots._absent(data, FAMILY, "this plot")
     return [plot]
 
 
 def checklist_items(data):
     n = len(data.family(FAMILY))
-    return [placed(Item("example", "Widgets made", PASS, f"{n} widget record(s)"), 35)]
+    return [placed(Item("widget", "Widgets made", PASS, f"{n} widget record(s)"), 35)]
 '''
 
 
 @pytest.fixture
-def example_family(tmp_path, monkeypatch):
-    """A family added as one module in a folder on the families package's path, nothing else touched."""
+def widget_family(tmp_path, monkeypatch):
+    """A family added as one module in a folder on the families package's path, nothing else touched (named
+    widget, a name no real family module has)."""
     folder = tmp_path / "more_families"
     folder.mkdir()
-    (folder / "example.py").write_text(EXAMPLE, encoding="utf-8")
+    (folder / "widget.py").write_text(WIDGET, encoding="utf-8")
     monkeypatch.setattr(families, "__path__", [*families.__path__, str(folder)])
     monkeypatch.setattr(families, "_modules", None)
     yield
-    sys.modules.pop("nodebench_reports.families.example", None)
+    sys.modules.pop("nodebench_reports.families.widget", None)
 
 
-def test_a_family_is_added_as_one_module(example_family):
+def test_a_family_is_added_as_one_module(widget_family):
     doc = nbgen.make_result(families=("hostlink",), n_gpus=1)
     rec = copy.deepcopy(doc["records"][0])
-    rec.update(id="example/w1", family="example", case="w1", params={"size": 1}, metrics={"widgets_per_s": 7.0})
+    rec.update(id="widget/w1", family="widget", case="w1", params={"size": 1}, metrics={"widgets_per_s": 7.0})
     doc["records"].append(rec)
     doc["summary"].update(ok=doc["summary"]["ok"] + 1, total=doc["summary"]["total"] + 1)
     data = data_of(doc)
-    assert families.module("example").FAMILY == "example"
+    assert families.module("widget").FAMILY == "widget"
     assert primary_metric(rec) == "widgets_per_s" and families.group_key(rec) == (1,)
     items = build_checklist(data)
     keys = [i.key for i in items]
     # placed by its order (35): right after pinned_pageable (31), before distribution (50); what lies between
     # (another family's item, e.g. input's at 40) has a larger order
-    assert keys.index("example") == keys.index("pinned_pageable") + 1 < keys.index("distribution")
-    assert all(i.order > 35 for i in items[keys.index("example") + 1:keys.index("distribution")])
-    assert next(i for i in items if i.key == "example").summary == "1 widget record(s)"
+    assert keys.index("widget") == keys.index("pinned_pageable") + 1 < keys.index("distribution")
+    assert all(i.order > 35 for i in items[keys.index("widget") + 1:keys.index("distribution")])
+    assert next(i for i in items if i.key == "widget").summary == "1 widget record(s)"
     plots = [p.key for p in render_all(data)]
-    assert plots.index("example") == plots.index("hostlink") + 1
+    assert plots.index("widget") == plots.index("hostlink") + 1
 
 
 # ----------------------------------------------------------------------------------------------
