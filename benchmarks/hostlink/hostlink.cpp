@@ -52,25 +52,17 @@ void fill_host(void* p, size_t bytes) {
 }
 
 std::string check_words(const void* host_or_null, const void* dev_or_null, size_t bytes) {
-  const auto pos = sample_positions(int64_t(bytes / 4), 1, 64, 0x1234ull);
-  size_t bad = 0;
-  std::ostringstream first;
-  for (const auto& [i, j] : pos) {
-    (void)j;
-    uint32_t v = 0;
-    if (dev_or_null)
-      NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(dev_or_null) + i, 4, cudaMemcpyDeviceToHost));
-    else
-      v = static_cast<const uint32_t*>(host_or_null)[i];
-    if (v != host_word(size_t(i))) {
-      if (!bad) first << "word " << i << " = " << v << ", expected " << host_word(size_t(i));
-      ++bad;
-    }
-  }
-  if (!bad) return "";
-  std::ostringstream os;
-  os << bad << " of " << pos.size() << " sampled words wrong; first: " << first.str();
-  return os.str();
+  return compare_sampled_words(
+      int64_t(bytes / 4), 0x1234ull, [](int64_t i) { return host_word(size_t(i)); },
+      [&](int64_t i) {
+        uint32_t v = 0;
+        if (dev_or_null)
+          NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(dev_or_null) + i, 4, cudaMemcpyDeviceToHost));
+        else
+          v = static_cast<const uint32_t*>(host_or_null)[i];
+        return v;
+      },
+      "wrong");
 }
 
 void run_one_way(CaseContext& ctx, const std::string& dir, const std::string& memory, const std::string& engine,
@@ -146,13 +138,10 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
     t_d2h.push_back(end_d2h.seconds_since(start));
     pair_s = std::max(t_h2d.back(), t_d2h.back());
   };
-  for (int i = 0; i < 3; ++i) once(false);
-  Measurement m = sample_until_stop(ctx.config(), [&] {
-    once(true);
+  ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) {
+    once(keep);
     return pair_s;
-  });
-  m.warmup_runs = 3;
-  ctx.set_measurement(m);
+  }));
   const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
   const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
   ctx.metrics()["h2d_gbps"] = h2d_gbps;
@@ -209,13 +198,10 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
     if (!keep) return;
     for (auto& p : per) p.times.push_back(p.e1->seconds_since(*p.e0));
   };
-  for (int i = 0; i < 3; ++i) once(false);
-  Measurement m = sample_until_stop(ctx.config(), [&] {
-    once(true);
+  ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) {
+    once(keep);
     return wall;
-  });
-  m.warmup_runs = 3;
-  ctx.set_measurement(m);
+  }));
   ctx.set_throughput("gbps", double(bytes) * double(per.size()) / 1e9, "");
   json shares = json::object();
   for (auto& p : per) {

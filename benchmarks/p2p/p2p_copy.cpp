@@ -95,23 +95,14 @@ class Sides {
 
 // 64 sampled 32-bit words of src and dst (any GPUs: unified addressing) compared; "" when equal.
 std::string compare_words(const void* src, const void* dst, size_t bytes) {
-  const auto pos = sample_positions(int64_t(bytes / 4), 1, 64, 0x5eedull);
-  size_t bad = 0;
-  std::ostringstream first;
-  for (const auto& [i, j] : pos) {
-    (void)j;
-    uint32_t a = 0, b = 0;
-    NB_CUDA(cudaMemcpy(&a, static_cast<const uint32_t*>(src) + i, 4, cudaMemcpyDefault));
-    NB_CUDA(cudaMemcpy(&b, static_cast<const uint32_t*>(dst) + i, 4, cudaMemcpyDefault));
-    if (a != b) {
-      if (!bad) first << "word " << i << " = " << b << ", expected " << a;
-      ++bad;
-    }
-  }
-  if (!bad) return "";
-  std::ostringstream os;
-  os << bad << " of " << pos.size() << " sampled words differ from the source; first: " << first.str();
-  return os.str();
+  auto word = [](const void* buf) {
+    return [buf](int64_t i) {
+      uint32_t v = 0;
+      NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(buf) + i, 4, cudaMemcpyDefault));
+      return v;
+    };
+  };
+  return compare_sampled_words(int64_t(bytes / 4), 0x5eedull, word(src), word(dst), "differ from the source");
 }
 
 // One copy of `bytes` from a's source to b's destination, enqueued on `st`.
