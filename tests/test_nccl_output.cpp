@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "bench/settings.hpp"
@@ -112,3 +113,38 @@ TEST(NcclSingleRank, TheSweepsReferenceIsTheSmallestCountAboveOne) {
 }
 
 #endif  // NB_HAVE_NCCL
+// What a failed step of a collective says: each failure's own kind, gathered (one process here).
+TEST(NcclLockstep, TheRecordsKindIsTheFailuresOwn) {
+  auto reason_of = [](const std::function<void()>& f) {
+    Lockstep ls;
+    EXPECT_FALSE(ls.step(f));
+    EXPECT_TRUE(ls.failed());
+    return ls.collect();
+  };
+  Lockstep::Reason r = reason_of([] { throw SkipCase("no bfloat16 here", ReasonKind::unsupported); });
+  EXPECT_TRUE(r.skip);
+  EXPECT_FALSE(r.timeout);
+  EXPECT_EQ(r.kind, ReasonKind::unsupported);
+  EXPECT_EQ(r.text, "no bfloat16 here");
+  r = reason_of([] { throw CudaError(cudaErrorMemoryAllocation, "cudaMalloc failed"); });
+  EXPECT_TRUE(r.skip);
+  EXPECT_EQ(r.kind, ReasonKind::oom);
+  EXPECT_EQ(r.text, "out of memory: cudaMalloc failed");
+  r = reason_of([] { throw Hang("all_reduce did not finish"); });
+  EXPECT_FALSE(r.skip);
+  EXPECT_TRUE(r.timeout);
+  EXPECT_EQ(r.kind, ReasonKind::timeout);
+  r = reason_of([] { throw Error("ncclInternalError"); });
+  EXPECT_FALSE(r.skip);
+  EXPECT_EQ(r.kind, ReasonKind::error);
+  // raise() hands a skip's kind to the record (SkipCase), a failure as an error.
+  Lockstep ls;
+  ls.step([] { throw SkipCase("ranks share a GPU", ReasonKind::shared_gpu); });
+  try {
+    ls.raise();
+  } catch (const SkipCase& s) {
+    EXPECT_EQ(s.kind, ReasonKind::shared_gpu);
+    EXPECT_EQ(s.reason, "ranks share a GPU");
+  }
+}
+

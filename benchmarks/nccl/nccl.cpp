@@ -85,7 +85,7 @@ bool ranks_share_gpus(const std::vector<RankDesc>& world, std::string& why) {
 void check_mpi_layout(CaseContext& ctx, Teams& teams) {
   const auto& world = teams.world_ranks(ctx.gpu());
   std::string why;
-  if (teams.absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
+  if (teams.absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why, ReasonKind::shared_gpu);
 }
 
 void run_collective(CaseContext& ctx, const Spec& spec) {
@@ -112,7 +112,8 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     if (spec.graph && devices.size() > 1 && !ctx.settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
       ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
                "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
-               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
+               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it",
+               ReasonKind::unsupported);
     ls.step([&] { team = &teams.local_team(devices); });
   }
   if (ls.failed()) ls.raise();
@@ -154,7 +155,7 @@ std::vector<std::vector<int>> sweep_distances(CaseContext& ctx, Teams& teams) {
 void fail_part(CasePart& part, const Lockstep& ls) {
   const auto reason = ls.collect();
   part.status = reason.skip ? Status::skipped : Status::failed;
-  if (reason.timeout) part.reason_kind = ReasonKind::timeout;
+  part.reason_kind = reason.kind;
   part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
   if (mpi::rank() != 0) {
     part.status = Status::skipped;

@@ -161,6 +161,7 @@ CasePart pair_part(int a, int b) {
 }
 void skip_no_peer(CasePart& part, int a, int b) {
   part.status = Status::skipped;
+  part.reason_kind = ReasonKind::unsupported;
   part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
                 " (cudaDeviceCanAccessPeer)";
 }
