@@ -35,8 +35,8 @@ void add_link(CaseContext& ctx, double gbps) {
   if (!l.gen_current) l = g.pcie;
   if (l.gen_current && l.width_current) {
     if (auto theo = pcie_gbps(*l.gen_current, *l.width_current)) {
-      ctx.metrics()["link_gbps"] = *theo;
-      ctx.metrics()["link_pct"] = 100.0 * gbps / *theo;
+      ctx.metric("link", Unit::gbps, *theo);
+      ctx.metric("link", Unit::pct, 100.0 * gbps / *theo, Better::higher);
     }
     ctx.details()["link"] = {{"gen", *l.gen_current}, {"width", *l.width_current},
                              {"gen_max", l.gen_max ? json(*l.gen_max) : json(nullptr)},
@@ -144,9 +144,9 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
   }));
   const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
   const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
-  ctx.metrics()["h2d_gbps"] = h2d_gbps;
-  ctx.metrics()["d2h_gbps"] = d2h_gbps;
-  ctx.metrics()["sum_gbps"] = h2d_gbps + d2h_gbps;  // as tools that report each direction add them
+  ctx.metric("h2d", Unit::gbps, h2d_gbps, Better::higher);
+  ctx.metric("d2h", Unit::gbps, d2h_gbps, Better::higher);
+  ctx.metric("sum", Unit::gbps, h2d_gbps + d2h_gbps, Better::higher);  // as tools that report each direction add them
   ctx.set_throughput("gbps", 2.0 * double(bytes) / 1e9, "");
   add_link(ctx, std::max(h2d_gbps, d2h_gbps));
   ctx.details()["note"] = "h2d_gbps and d2h_gbps: each direction while both run (its own events); sum_gbps their sum; "
@@ -206,7 +206,7 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
   json shares = json::object();
   for (auto& p : per) {
     const double gbps = double(bytes) / 1e9 / compute_stats(p.times).median;
-    ctx.metrics()["gpu" + std::to_string(p.index) + "_gbps"] = gbps;
+    ctx.metric("gpu" + std::to_string(p.index), Unit::gbps, gbps, Better::higher);
   }
   ctx.details()["timer"] = "aggregate: host clock over all GPUs; per GPU: that GPU's events";
   std::string err;

@@ -124,7 +124,7 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
   }
   ctx.set_measurement(r.m);
   ctx.extra_params()["ngpus"] = nranks;
-  fill_output(ctx.metrics(), ctx.details(), ctx.output().flags, r, spec, nranks, teams);
+  fill_output(ctx.output(), r, spec, nranks, teams);
   ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
   ctx.details()["members"] = team->members;
   if (r.wrong > 0 && mpi::rank() == 0)
@@ -202,14 +202,15 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
     } else {
       part.out.measurement = r.m;
       part.out.config = ctx.config();
-      fill_output(part.out.metrics, part.out.details, part.out.flags, r, spec, step.count, teams);
+      fill_output(part.out, r, spec, step.count, teams);
       part.out.details["members"] = team ? team->members : json::array();
       if (r.wrong > 0 && mpi::rank() == 0) {
         part.out.wrong = true;
         part.out.wrong_reason = std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong;
       }
       point.update(scaling_point(r, step.count, reference, reference_count));
-      if (point["efficiency_pct"].is_number()) part.out.metrics["scaling_efficiency_pct"] = point["efficiency_pct"];
+      if (point["efficiency_pct"].is_number())
+        part.out.metric("scaling_efficiency", Unit::pct, point["efficiency_pct"].get<double>(), Better::higher);
     }
     part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
     ctx.add_part(std::move(part));

@@ -274,8 +274,8 @@ void one_way_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& sb, 
   part.out.measurement = owner.measurer->measure(owner.stream->get(), launch, cfg);
   const Stats st = compute_stats(part.out.measurement->samples_s);
   if (spec.test == Test::latency) {
-    part.out.metrics["latency_us"] = st.median * 1e6;
-    part.out.metrics["p90_latency_us"] = st.p90 * 1e6;
+    part.out.metric("latency", Unit::us, st.median * 1e6, Better::lower);
+    part.out.metric("p90_latency", Unit::us, st.p90 * 1e6, Better::lower);
     cell = st.median * 1e6;
   } else {
     part.out.throughput_metric = "gbps";
@@ -307,10 +307,10 @@ double both_ways_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& 
   part.out.work_per_launch = 2.0 * double(bytes) / 1e9;
   const double fwd = double(bytes) / 1e9 / compute_stats(bw.t_ab).median;
   const double rev = double(bytes) / 1e9 / compute_stats(bw.t_ba).median;
-  part.out.metrics["fwd_gbps"] = fwd;
-  part.out.metrics["rev_gbps"] = rev;
-  part.out.metrics["sum_gbps"] = fwd + rev;
-  part.out.metrics["wall_gbps"] = 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median;
+  part.out.metric("fwd", Unit::gbps, fwd, Better::higher);
+  part.out.metric("rev", Unit::gbps, rev, Better::higher);
+  part.out.metric("sum", Unit::gbps, fwd + rev, Better::higher);
+  part.out.metric("wall", Unit::gbps, 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median, Better::higher);
   part.out.details = {{"peer_access", spec.peer},
                       {"loopback", sa.id == sb.id},
                       {"timer", "fwd (src->dst) and rev (dst->src): each direction's CUDA events; a sample is "

@@ -276,6 +276,10 @@ struct CaseOutput {
   std::vector<CasePart> parts;
   nlohmann::json extra_params = nlohmann::json::object();
   nlohmann::json analysis = nlohmann::json::object();
+  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix (bench/metric).
+  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
+    typed_metrics.push_back(make_metric(stem, unit, value, better));
+  }
 };
 
 // One further record of a case: id "<family>/<case>/<name>", params the case's and these.
@@ -376,7 +380,7 @@ class CaseContext {
   nlohmann::json& metrics() { return out_.metrics; }
   // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix.
   void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
-    out_.typed_metrics.push_back(make_metric(stem, unit, value, better));
+    out_.metric(stem, unit, value, better);
   }
   nlohmann::json& details() { return out_.details; }
   // Skips the case: its record is skipped with `reason` and `kind` (oom, unsupported, not_built...).
