@@ -48,15 +48,18 @@ function(nb_kernel_lib name)
 endfunction()
 
 # nb_family(NAME SOURCES ... [KERNELS k ...] [SHARED s ...] [LIBS ...] [INCLUDES dir ...]
-#           [DEFINITIONS ...] [THRESHOLDS file]): the family in benchmarks/<NAME>/ (called from its
-# family.cmake). THRESHOLDS: its validate threshold keys (a thresholds.json fragment), built in
-# through a generated registrar (cmake/family_thresholds.cpp.in) and merged over the core file.
+#           [DEFINITIONS ...] [THRESHOLDS file] [TEST_ONLY]): the family in the folder of the
+# family.cmake that calls it (benchmarks/<NAME>/; the paths are relative to that folder).
+# THRESHOLDS: its validate threshold keys (a thresholds.json fragment), built in through a
+# generated registrar (cmake/family_thresholds.cpp.in) and merged over the core file.
 # Its files register the family from static initialisers, so it is an object library whose
-# objects are linked whole into nodebench and the unit tests. It sees the library up to the
+# objects are linked whole into nodebench and the unit tests (nb_link_families); a TEST_ONLY
+# family (the example in tests/example_family/) is linked only where it is named, e.g. into its
+# own test binary by nb_family_tests (tests/CMakeLists.txt). It sees the library up to the
 # bench layer, its own kernels (kernels/<k>/), the shared code it names (benchmarks/shared/<s>/)
 # and its own folder; nothing of run/, output/, check/ or app/.
 function(nb_family name)
-  cmake_parse_arguments(F "" "THRESHOLDS" "SOURCES;KERNELS;SHARED;LIBS;INCLUDES;DEFINITIONS" ${ARGN})
+  cmake_parse_arguments(F "TEST_ONLY" "THRESHOLDS" "SOURCES;KERNELS;SHARED;LIBS;INCLUDES;DEFINITIONS" ${ARGN})
   set(_srcs)
   foreach(_s ${F_SOURCES})
     list(APPEND _srcs "${CMAKE_CURRENT_LIST_DIR}/${_s}")
@@ -88,7 +91,10 @@ function(nb_family name)
   endif()
   target_compile_options(nb_family_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
   set_target_properties(nb_family_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  set_property(GLOBAL APPEND PROPERTY NB_FAMILIES nb_family_${name})
+  set_target_properties(nb_family_${name} PROPERTIES NB_FAMILY_DIR "${CMAKE_CURRENT_LIST_DIR}")
+  if(NOT F_TEST_ONLY)
+    set_property(GLOBAL APPEND PROPERTY NB_FAMILIES nb_family_${name})
+  endif()
 endfunction()
 
 # A family that cannot be built here (a missing optional library): said once at configure time.

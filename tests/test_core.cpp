@@ -39,7 +39,7 @@ TEST(Status, OutOfMemoryIsASkipAndOtherErrorsFail) {
   EXPECT_EQ(bad.status, Status::failed);
   EXPECT_EQ(bad.kind, ReasonKind::error);
   EXPECT_EQ(outcome_of(std::runtime_error("x")).status, Status::failed);
-  // Text written before reason_kind existed still reads as memory.
+  // The text reading left for the callers not yet given a kind (the one-argument ctx.skip).
   EXPECT_EQ(infer_reason_kind("out of memory: does not fit", ReasonKind::unsupported), ReasonKind::oom);
   EXPECT_EQ(infer_reason_kind("tf32 needs 8.0", ReasonKind::unsupported), ReasonKind::unsupported);
 }
@@ -54,9 +54,17 @@ TEST(Record, ReasonKindAndPrimaryMetricAreWritten) {
   skip.gpus = {0};
   skip.gpu = &g;
   skip.status = Status::skipped;
-  skip.reason = "out of memory: does not fit";
+  skip.reason = "does not fit";
+  skip.reason_kind = ReasonKind::oom;
   json r = make_record(skip);
   EXPECT_EQ(r["reason_kind"], "oom");
+  // The record reads no meaning from the reason's text: without a kind, the status's.
+  skip.reason = "out of memory: does not fit";
+  skip.reason_kind = ReasonKind::none;
+  EXPECT_EQ(make_record(skip)["reason_kind"], "unsupported");
+  skip.status = Status::failed;
+  EXPECT_EQ(make_record(skip)["reason_kind"], "error");
+  skip.status = Status::skipped;
   skip.reason = "needs two GPUs";
   skip.reason_kind = ReasonKind::needs_gpus;
   EXPECT_EQ(make_record(skip)["reason_kind"], "needs_gpus");

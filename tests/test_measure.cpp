@@ -78,6 +78,20 @@ TEST(SampleLoop, StopsWhenConvergedOrFixed) {
   EXPECT_EQ(m.stop, StopReason::fixed);
 }
 
+TEST(SampleLoop, WarmsUpUntimedThenSamples) {
+  MeasureConfig c;
+  c.fixed_samples = 4;
+  std::vector<bool> calls;
+  const Measurement m = warm_then_sample(c, 3, [&](bool keep) {
+    calls.push_back(keep);
+    return 1e-3 * double(calls.size());  // each call its own time: the warm-ups' must not be samples
+  });
+  EXPECT_EQ(calls, (std::vector<bool>{false, false, false, true, true, true, true}));
+  EXPECT_EQ(m.samples_s, (std::vector<double>{1e-3 * 4, 1e-3 * 5, 1e-3 * 6, 1e-3 * 7}));
+  EXPECT_EQ(m.warmup_runs, 3u);
+  EXPECT_EQ(m.stop, StopReason::fixed);
+}
+
 TEST(Measure, LatencyConfigTimesOneOperationPerSample) {
   MeasureConfig base;  // hot, batches short operations to 50 us per sample
   EXPECT_GT(choose_batch(base, 4.5e-6), 1u);  // a 4.5 us peer copy would be batched ~11x

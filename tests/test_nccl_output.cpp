@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "bench/settings.hpp"
@@ -55,6 +56,13 @@ TEST(NcclSingleRank, TheFamilysFlagIsWrittenIntoTheRecord) {
 
 namespace {
 
+// The record's metrics as the record writes them: each typed metric by its name.
+json metrics_of(const CaseOutput& out) {
+  json m = json::object();
+  for (const Metric& x : out.typed_metrics) m[x.name] = x.value;
+  return m;
+}
+
 TeamResult measured(double bytes, double median_s, double factor) {
   TeamResult r;
   r.k.bytes = size_t(bytes);
@@ -73,23 +81,28 @@ TEST(NcclSingleRank, OneRankHasNoBandwidthAndTheFlag) {
   spec.coll = coll::Collective::all_reduce;
   spec.bytes = 64u << 20;
   spec.in_place = true;
-  json metrics = json::object(), details = json::object();
-  std::vector<std::string> flags;
+  CaseOutput out;
   // 64 MiB in 0.30 us "is" 223,696 GB/s: a figure of nothing.
   const Teams teams(Settings::from_map({}));
-  fill_output(metrics, details, flags, measured(67108864.0, 0.30e-6, 0.0), spec, 1, teams);
+  fill_output(out, measured(67108864.0, 0.30e-6, 0.0), spec, 1, teams);
+  const json metrics = metrics_of(out);
   for (const char* k : {"algbw_gbps", "busbw_gbps", "bus_factor_x"}) EXPECT_FALSE(metrics.contains(k)) << k;
   EXPECT_EQ(metrics["gpu_count"], 1);
   EXPECT_DOUBLE_EQ(metrics["data_bytes"].get<double>(), 67108864.0);
-  EXPECT_EQ(flags, std::vector<std::string>{"single_rank"});
-  EXPECT_EQ(details["note"], single_rank_note(spec.coll, true));
+  EXPECT_EQ(metrics["wrong_count"], 0);
+  EXPECT_EQ(out.flags, std::vector<std::string>{"single_rank"});
+  EXPECT_EQ(out.details["note"], single_rank_note(spec.coll, true));
   // Two ranks: the bandwidths, no flag, no note. 64 MiB in 400 us: algbw 167.77 GB/s, busbw x 2(2-1)/2.
-  json m2 = json::object(), d2 = json::object();
-  std::vector<std::string> f2;
-  fill_output(m2, d2, f2, measured(67108864.0, 400e-6, 1.0), spec, 2, teams);
+  CaseOutput out2;
+  fill_output(out2, measured(67108864.0, 400e-6, 1.0), spec, 2, teams);
+  const json m2 = metrics_of(out2);
+  const json& d2 = out2.details;
   EXPECT_NEAR(m2["algbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
   EXPECT_NEAR(m2["busbw_gbps"].get<double>(), 67108864.0 / 400e-6 / 1e9, 1e-9);
-  EXPECT_TRUE(f2.empty());
+  EXPECT_DOUBLE_EQ(m2["bus_factor_x"].get<double>(), 1.0);
+  EXPECT_EQ(m2.size(), 6u) << m2.dump();  // the three above, data_bytes, gpu_count, wrong_count
+  EXPECT_TRUE(out2.flags.empty());
+  EXPECT_TRUE(out2.metrics.empty());  // every metric typed
   EXPECT_FALSE(d2.contains("note"));
 }
 
@@ -109,6 +122,41 @@ TEST(NcclSingleRank, TheSweepsReferenceIsTheSmallestCountAboveOne) {
   EXPECT_NEAR(p2["efficiency_pct"].get<double>(), 100.0, 1e-9);
   EXPECT_NEAR(p4["efficiency_pct"].get<double>(), 100.0 * 270 / 300, 1e-9);
   EXPECT_FALSE(p4.contains("single_rank"));
+}
+
+// What a failed step of a collective says: each failure's own kind, gathered (one process here).
+TEST(NcclLockstep, TheRecordsKindIsTheFailuresOwn) {
+  auto reason_of = [](const std::function<void()>& f) {
+    Lockstep ls;
+    EXPECT_FALSE(ls.step(f));
+    EXPECT_TRUE(ls.failed());
+    return ls.collect();
+  };
+  Lockstep::Reason r = reason_of([] { throw SkipCase("no bfloat16 here", ReasonKind::unsupported); });
+  EXPECT_TRUE(r.skip);
+  EXPECT_FALSE(r.timeout);
+  EXPECT_EQ(r.kind, ReasonKind::unsupported);
+  EXPECT_EQ(r.text, "no bfloat16 here");
+  r = reason_of([] { throw CudaError(cudaErrorMemoryAllocation, "cudaMalloc failed"); });
+  EXPECT_TRUE(r.skip);
+  EXPECT_EQ(r.kind, ReasonKind::oom);
+  EXPECT_EQ(r.text, "out of memory: cudaMalloc failed");
+  r = reason_of([] { throw Hang("all_reduce did not finish"); });
+  EXPECT_FALSE(r.skip);
+  EXPECT_TRUE(r.timeout);
+  EXPECT_EQ(r.kind, ReasonKind::timeout);
+  r = reason_of([] { throw Error("ncclInternalError"); });
+  EXPECT_FALSE(r.skip);
+  EXPECT_EQ(r.kind, ReasonKind::error);
+  // raise() hands a skip's kind to the record (SkipCase), a failure as an error.
+  Lockstep ls;
+  ls.step([] { throw SkipCase("ranks share a GPU", ReasonKind::shared_gpu); });
+  try {
+    ls.raise();
+  } catch (const SkipCase& s) {
+    EXPECT_EQ(s.kind, ReasonKind::shared_gpu);
+    EXPECT_EQ(s.reason, "ranks share a GPU");
+  }
 }
 
 #endif  // NB_HAVE_NCCL

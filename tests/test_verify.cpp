@@ -85,3 +85,22 @@ TEST(SamplePositions, CornersDistinctAndInRange) {
   }
   EXPECT_EQ(sample_positions(1, 2, 30, 1).size(), 2u);  // never more than the matrix holds
 }
+
+TEST(Verify, SampledWordsCompareEachPositionOnce) {
+  const int64_t words = 1 << 20;
+  auto same = [](int64_t i) { return uint32_t(i * 2654435761u); };
+  EXPECT_EQ(compare_sampled_words(words, 0x1234ull, same, same, "wrong"), "");
+  // Word 0 (a corner, always sampled) differs: one bad word, named with both values.
+  auto one_off = [&](int64_t i) { return i == 0 ? 7u : same(i); };
+  EXPECT_EQ(compare_sampled_words(words, 0x1234ull, same, one_off, "wrong"),
+            "1 of 64 sampled words wrong; first: word 0 = 7, expected 0");
+  // Every word differs: each of the 64 distinct positions counted once.
+  std::set<int64_t> seen;
+  auto all_off = [&](int64_t i) {
+    seen.insert(i);
+    return same(i) + 1;
+  };
+  const std::string all = compare_sampled_words(words, 0x5eedull, same, all_off, "differ from the source");
+  EXPECT_EQ(all.rfind("64 of 64 sampled words differ from the source; first: word ", 0), 0u) << all;
+  EXPECT_EQ(seen.size(), 64u);
+}

@@ -202,7 +202,7 @@ void make_operands(CaseContext& ctx, const Precision& p, const Shape& s, Operand
   if (double(need) > 0.9 * double(free_b)) {
     std::ostringstream os;
     os << "out of memory: does not fit: needs " << need << " bytes for A, B and C, " << free_b << " bytes free";
-    ctx.skip(os.str());
+    ctx.skip(os.str(), ReasonKind::oom);
   }
   o.A = DeviceBuffer(a_bytes);
   o.B = DeviceBuffer(b_bytes);
@@ -267,7 +267,8 @@ LtMatmul::LtMatmul(CaseContext& ctx, Handles& h, const Precision& p, const Shape
   const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(h.lt, d_.op, d_.a, d_.b, d_.c, d_.c, d_.pref, 8, res_, &returned_);
   if (hs != CUBLAS_STATUS_SUCCESS || returned_ == 0)
     ctx.skip(std::string("cuBLASLt offers no algorithm for ") + p.name + " " + std::to_string(m) + "x" +
-             std::to_string(n) + "x" + std::to_string(k) + " on this GPU (" + cublasGetStatusName(hs) + ")");
+             std::to_string(n) + "x" + std::to_string(k) + " on this GPU (" + cublasGetStatusName(hs) + ")",
+             ReasonKind::unsupported);
 }
 
 // Times the heuristic's first four that it says run (nb::choose_by_timing: interleaved rounds, so

@@ -36,8 +36,8 @@ void add_link(CaseContext& ctx, double gbps) {
   if (!l.gen_current) l = g.pcie;
   if (l.gen_current && l.width_current) {
     if (auto theo = pcie_gbps(*l.gen_current, *l.width_current)) {
-      ctx.metrics()["link_gbps"] = *theo;
-      ctx.metrics()["link_pct"] = 100.0 * gbps / *theo;
+      ctx.metric("link", Unit::gbps, *theo);
+      ctx.metric("link", Unit::pct, 100.0 * gbps / *theo, Better::higher);
     }
     ctx.details()["link"] = {{"gen", *l.gen_current}, {"width", *l.width_current},
                              {"gen_max", l.gen_max ? json(*l.gen_max) : json(nullptr)},
@@ -53,25 +53,17 @@ void fill_host(void* p, size_t bytes) {
 }
 
 std::string check_words(const void* host_or_null, const void* dev_or_null, size_t bytes) {
-  const auto pos = sample_positions(int64_t(bytes / 4), 1, 64, 0x1234ull);
-  size_t bad = 0;
-  std::ostringstream first;
-  for (const auto& [i, j] : pos) {
-    (void)j;
-    uint32_t v = 0;
-    if (dev_or_null)
-      NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(dev_or_null) + i, 4, cudaMemcpyDeviceToHost));
-    else
-      v = static_cast<const uint32_t*>(host_or_null)[i];
-    if (v != host_word(size_t(i))) {
-      if (!bad) first << "word " << i << " = " << v << ", expected " << host_word(size_t(i));
-      ++bad;
-    }
-  }
-  if (!bad) return "";
-  std::ostringstream os;
-  os << bad << " of " << pos.size() << " sampled words wrong; first: " << first.str();
-  return os.str();
+  return compare_sampled_words(
+      int64_t(bytes / 4), 0x1234ull, [](int64_t i) { return host_word(size_t(i)); },
+      [&](int64_t i) {
+        uint32_t v = 0;
+        if (dev_or_null)
+          NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(dev_or_null) + i, 4, cudaMemcpyDeviceToHost));
+        else
+          v = static_cast<const uint32_t*>(host_or_null)[i];
+        return v;
+      },
+      "wrong");
 }
 
 void run_one_way(CaseContext& ctx, const std::string& dir, const std::string& memory, const std::string& engine,
@@ -147,18 +139,15 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
     t_d2h.push_back(end_d2h.seconds_since(start));
     pair_s = std::max(t_h2d.back(), t_d2h.back());
   };
-  for (int i = 0; i < 3; ++i) once(false);
-  Measurement m = sample_until_stop(ctx.config(), [&] {
-    once(true);
+  ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) {
+    once(keep);
     return pair_s;
-  });
-  m.warmup_runs = 3;
-  ctx.set_measurement(m);
+  }));
   const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
   const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
-  ctx.metrics()["h2d_gbps"] = h2d_gbps;
-  ctx.metrics()["d2h_gbps"] = d2h_gbps;
-  ctx.metrics()["sum_gbps"] = h2d_gbps + d2h_gbps;  // as tools that report each direction add them
+  ctx.metric("h2d", Unit::gbps, h2d_gbps, Better::higher);
+  ctx.metric("d2h", Unit::gbps, d2h_gbps, Better::higher);
+  ctx.metric("sum", Unit::gbps, h2d_gbps + d2h_gbps, Better::higher);  // as tools that report each direction add them
   ctx.set_throughput("gbps", 2.0 * double(bytes) / 1e9, "");
   add_link(ctx, std::max(h2d_gbps, d2h_gbps));
   ctx.details()["note"] = "h2d_gbps and d2h_gbps: each direction while both run (its own events); sum_gbps their sum; "
@@ -210,18 +199,15 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
     if (!keep) return;
     for (auto& p : per) p.times.push_back(p.e1->seconds_since(*p.e0));
   };
-  for (int i = 0; i < 3; ++i) once(false);
-  Measurement m = sample_until_stop(ctx.config(), [&] {
-    once(true);
+  ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) {
+    once(keep);
     return wall;
-  });
-  m.warmup_runs = 3;
-  ctx.set_measurement(m);
+  }));
   ctx.set_throughput("gbps", double(bytes) * double(per.size()) / 1e9, "");
   json shares = json::object();
   for (auto& p : per) {
     const double gbps = double(bytes) / 1e9 / compute_stats(p.times).median;
-    ctx.metrics()["gpu" + std::to_string(p.index) + "_gbps"] = gbps;
+    ctx.metric("gpu" + std::to_string(p.index), Unit::gbps, gbps, Better::higher);
   }
   ctx.details()["timer"] = "aggregate: host clock over all GPUs; per GPU: that GPU's events";
   std::string err;

@@ -263,17 +263,15 @@ void run_gpu_decode(CaseContext& ctx, const std::string& backend, Layout layout,
     d = std::make_unique<Decoder>(backend_of(backend), batch);
   } catch (const NvjpegError& e) {
     if (backend == "hardware" && e.status != NVJPEG_STATUS_ALLOCATOR_FAILURE)
-      ctx.skip("no hardware JPEG decoder for nvJPEG on this GPU (" + std::string(e.what()) + ")");
+      ctx.skip("no hardware JPEG decoder for nvJPEG on this GPU (" + std::string(e.what()) + ")", ReasonKind::unsupported);
     throw;
   }
   if (backend == "hardware")
     if (const size_t bad = unsupported_by_hardware(*d, set))
-      ctx.skip(std::to_string(bad) + " of " + std::to_string(set.files.size()) + " images not decodable by the hardware backend");
+      ctx.skip(std::to_string(bad) + " of " + std::to_string(set.files.size()) + " images not decodable by the hardware backend",
+               ReasonKind::unsupported);
   BatchRunner run(set, *d, layout, dtype, batch, ctx.stream());
-  for (int i = 0; i < 3; ++i) run.once(false);
-  Measurement m = sample_until_stop(ctx.config(), [&] { return run.once(true); });
-  m.warmup_runs = 3;
-  ctx.set_measurement(m);
+  ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) { return run.once(keep); }));
   ctx.set_throughput("images_per_s", double(batch), "");
   ctx.set_primary_metric("images_per_s", true);
   ctx.metric("gpu_time_per_image", Unit::ms, 1e3 * compute_stats(run.gpu_s).median / batch, Better::lower);

@@ -82,23 +82,23 @@ std::vector<int> choose_cpus(CaseContext& ctx, const std::vector<Cpu>& cpus, con
   if (placement == "spread") {
     std::vector<int> order = pin_order(cpus);
     if (int(order.size()) < cores)
-      ctx.skip("needs " + std::to_string(cores) + " CPUs; this process may run on " + std::to_string(order.size()));
+      ctx.skip("needs " + std::to_string(cores) + " CPUs; this process may run on " + std::to_string(order.size()), ReasonKind::unsupported);
     order.resize(size_t(cores));
     return order;
   }
   const std::vector<int> nodes = nodes_of(cpus);
   if (nodes.size() < 2)
     ctx.skip("one NUMA node (node " + std::to_string(nodes.empty() ? 0 : nodes[0]) +
-             "): no other socket to compare the GPU's with");
-  if (ctx.gpus().empty()) ctx.skip("no GPU: the GPU's NUMA node is unknown");
+             "): no other socket to compare the GPU's with", ReasonKind::unsupported);
+  if (ctx.gpus().empty()) ctx.skip("no GPU: the GPU's NUMA node is unknown", ReasonKind::unsupported);
   const GpuInfo& g = *ctx.gpus().front();
   const auto gpu_node = gpu_numa_node(g.pci_bus_id);
-  if (!gpu_node) ctx.skip("the NUMA node of GPU " + std::to_string(g.index) + " is unknown (sysfs numa_node)");
+  if (!gpu_node) ctx.skip("the NUMA node of GPU " + std::to_string(g.index) + " is unknown (sysfs numa_node)", ReasonKind::unsupported);
   int node = *gpu_node;
   if (placement == "other_node")
     node = *std::find_if(nodes.begin(), nodes.end(), [&](int n) { return n != *gpu_node; });
   std::vector<int> order = pin_order(cpus, node);
-  if (order.empty()) ctx.skip("this process may run on no CPU of node " + std::to_string(node));
+  if (order.empty()) ctx.skip("this process may run on no CPU of node " + std::to_string(node), ReasonKind::unsupported);
   memory_node = *gpu_node;
   ctx.details()["gpu"] = g.index;
   ctx.details()["gpu_numa_node"] = *gpu_node;

@@ -13,8 +13,8 @@ namespace {
 
 void finish_latency(CaseContext& ctx) {
   const Stats s = compute_stats(ctx.output().measurement->samples_s);
-  ctx.metrics()["latency_us"] = s.median * 1e6;
-  ctx.metrics()["p90_latency_us"] = s.p90 * 1e6;
+  ctx.metric("latency", Unit::us, s.median * 1e6, Better::lower);
+  ctx.metric("p90_latency", Unit::us, s.p90 * 1e6, Better::lower);
 }
 
 void run_latency(CaseContext& ctx, const std::string& what) {

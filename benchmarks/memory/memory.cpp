@@ -119,7 +119,7 @@ void run_stream(CaseContext& ctx, const OpInfo& op, std::optional<size_t> size) 
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
   if (double(bytes) * op.arrays > 0.9 * double(free_b))
     ctx.skip("out of memory: does not fit: needs " + std::to_string(bytes * op.arrays) + " bytes, " +
-             std::to_string(free_b) + " free");
+             std::to_string(free_b) + " free", ReasonKind::oom);
   DeviceBuffer a(bytes), b(op.arrays >= 2 ? bytes : 0), c(op.arrays >= 3 ? bytes : 0);
   int max_threads = 0;
   NB_CUDA(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerMultiProcessor, g.index));
@@ -157,7 +157,7 @@ void run_memcpy(CaseContext& ctx, std::optional<size_t> size) {
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
   if (double(bytes) * 2 > 0.9 * double(free_b))
-    ctx.skip("out of memory: does not fit: needs " + std::to_string(2 * bytes) + " bytes");
+    ctx.skip("out of memory: does not fit: needs " + std::to_string(2 * bytes) + " bytes", ReasonKind::oom);
   DeviceBuffer a(bytes), b(bytes);
   cudaStream_t s = ctx.stream();
   const size_t n = bytes / sizeof(float);

@@ -86,7 +86,7 @@ bool ranks_share_gpus(const std::vector<RankDesc>& world, std::string& why) {
 void check_mpi_layout(CaseContext& ctx, Teams& teams) {
   const auto& world = teams.world_ranks(ctx.gpu());
   std::string why;
-  if (teams.absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why);
+  if (teams.absent_rank() < 0 && ranks_share_gpus(world, why)) ctx.skip(why, ReasonKind::shared_gpu);
 }
 
 void run_collective(CaseContext& ctx, const Spec& spec) {
@@ -113,7 +113,8 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
     if (spec.graph && devices.size() > 1 && !ctx.settings().flag("NODEBENCH_NCCL_GRAPH_MULTI"))
       ctx.skip("CUDA-graph launch of a collective over several GPUs of one process hung on 2 H200s; run it "
                "under MPI, one GPU per process (mpirun -np N nodebench run --family nccl), or set "
-               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it");
+               "NODEBENCH_NCCL_GRAPH_MULTI=1 to try it",
+               ReasonKind::unsupported);
     ls.step([&] { team = &teams.local_team(devices); });
   }
   if (ls.failed()) ls.raise();
@@ -124,7 +125,7 @@ void run_collective(CaseContext& ctx, const Spec& spec) {
   }
   ctx.set_measurement(r.m);
   ctx.extra_params()["ngpus"] = nranks;
-  fill_output(ctx.metrics(), ctx.details(), ctx.output().flags, r, spec, nranks, teams);
+  fill_output(ctx.output(), r, spec, nranks, teams);
   ctx.details()["mode"] = mpi::active() ? "mpi" : "single_process";
   ctx.details()["members"] = team->members;
   if (r.wrong > 0 && mpi::rank() == 0)
@@ -155,7 +156,7 @@ std::vector<std::vector<int>> sweep_distances(CaseContext& ctx, Teams& teams) {
 void fail_part(CasePart& part, const Lockstep& ls) {
   const auto reason = ls.collect();
   part.status = reason.skip ? Status::skipped : Status::failed;
-  if (reason.timeout) part.reason_kind = ReasonKind::timeout;
+  part.reason_kind = reason.kind;
   part.reason = mpi::rank() == 0 ? reason.text : "reported by rank 0";
   if (mpi::rank() != 0) {
     part.status = Status::skipped;
@@ -202,14 +203,15 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
     } else {
       part.out.measurement = r.m;
       part.out.config = ctx.config();
-      fill_output(part.out.metrics, part.out.details, part.out.flags, r, spec, step.count, teams);
+      fill_output(part.out, r, spec, step.count, teams);
       part.out.details["members"] = team ? team->members : json::array();
       if (r.wrong > 0 && mpi::rank() == 0) {
         part.out.wrong = true;
         part.out.wrong_reason = std::to_string(r.wrong) + " wrong output elements; " + r.first_wrong;
       }
       point.update(scaling_point(r, step.count, reference, reference_count));
-      if (point["efficiency_pct"].is_number()) part.out.metrics["scaling_efficiency_pct"] = point["efficiency_pct"];
+      if (point["efficiency_pct"].is_number())
+        part.out.metric("scaling_efficiency", Unit::pct, point["efficiency_pct"].get<double>(), Better::higher);
     }
     part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
     ctx.add_part(std::move(part));

@@ -23,7 +23,7 @@ ncclDataType_t nccl_type(DType t) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
       return ncclBfloat16;
 #else
-      throw SkipCase{"this NCCL has no bfloat16 (2.10 or newer needed)"};
+      throw SkipCase{"this NCCL has no bfloat16 (2.10 or newer needed)", ReasonKind::unsupported};
 #endif
   }
   return ncclFloat32;

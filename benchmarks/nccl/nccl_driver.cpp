@@ -387,18 +387,18 @@ TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int 
   return run.go();
 }
 
-void fill_output(json& metrics, json& details, std::vector<std::string>& flags, const TeamResult& r, const Spec& spec,
-                 int nranks, const Teams& teams) {
+void fill_output(CaseOutput& out, const TeamResult& r, const Spec& spec, int nranks, const Teams& teams) {
+  json& details = out.details;
   if (nranks > 1) {  // one rank moves nothing between GPUs: no link figure at all (single_rank_note)
-    metrics["algbw_gbps"] = r.algbw;
-    metrics["busbw_gbps"] = r.busbw;
-    metrics["bus_factor_x"] = r.factor;
+    out.metric("algbw", Unit::gbps, r.algbw, Better::higher);
+    out.metric("busbw", Unit::gbps, r.busbw, Better::higher);
+    out.metric("bus_factor", Unit::x, r.factor);
   } else {
-    flags.push_back(kSingleRankFlag);
+    out.flags.push_back(kSingleRankFlag);
   }
-  metrics["data_bytes"] = double(r.k.bytes);
-  metrics["gpu_count"] = nranks;
-  metrics["wrong_count"] = double(r.wrong);
+  out.metric("data", Unit::bytes, double(r.k.bytes));
+  out.metric("gpu", Unit::count, nranks);
+  out.metric("wrong", Unit::count, double(r.wrong), Better::lower);
   details["nccl_version"] = nccl_version();
   details["nccl_env"] = nccl_env();
   details["timer"] = "CUDA events around each sample on every rank; a sample is the slowest rank's, per collective";

@@ -57,8 +57,7 @@ TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int 
                         const MeasureConfig& cfg, Lockstep& ls);
 // The record's metrics, details and flags of a measured collective; over one rank, no bandwidth
 // metric and the flag single_rank.
-void fill_output(nlohmann::json& metrics, nlohmann::json& details, std::vector<std::string>& flags,
-                 const TeamResult& r, const Spec& spec, int nranks, const Teams& teams);
+void fill_output(CaseOutput& out, const TeamResult& r, const Spec& spec, int nranks, const Teams& teams);
 
 // One GPU count of the sweep: its point of analysis.nccl_scaling (status, time, bandwidths,
 // efficiency_pct against `reference`, the bus bandwidth at the smallest count above one, set here

@@ -95,23 +95,14 @@ class Sides {
 
 // 64 sampled 32-bit words of src and dst (any GPUs: unified addressing) compared; "" when equal.
 std::string compare_words(const void* src, const void* dst, size_t bytes) {
-  const auto pos = sample_positions(int64_t(bytes / 4), 1, 64, 0x5eedull);
-  size_t bad = 0;
-  std::ostringstream first;
-  for (const auto& [i, j] : pos) {
-    (void)j;
-    uint32_t a = 0, b = 0;
-    NB_CUDA(cudaMemcpy(&a, static_cast<const uint32_t*>(src) + i, 4, cudaMemcpyDefault));
-    NB_CUDA(cudaMemcpy(&b, static_cast<const uint32_t*>(dst) + i, 4, cudaMemcpyDefault));
-    if (a != b) {
-      if (!bad) first << "word " << i << " = " << b << ", expected " << a;
-      ++bad;
-    }
-  }
-  if (!bad) return "";
-  std::ostringstream os;
-  os << bad << " of " << pos.size() << " sampled words differ from the source; first: " << first.str();
-  return os.str();
+  auto word = [](const void* buf) {
+    return [buf](int64_t i) {
+      uint32_t v = 0;
+      NB_CUDA(cudaMemcpy(&v, static_cast<const uint32_t*>(buf) + i, 4, cudaMemcpyDefault));
+      return v;
+    };
+  };
+  return compare_sampled_words(int64_t(bytes / 4), 0x5eedull, word(src), word(dst), "differ from the source");
 }
 
 // One copy of `bytes` from a's source to b's destination, enqueued on `st`.
@@ -170,6 +161,7 @@ CasePart pair_part(int a, int b) {
 }
 void skip_no_peer(CasePart& part, int a, int b) {
   part.status = Status::skipped;
+  part.reason_kind = ReasonKind::unsupported;
   part.reason = "no peer access between GPU " + std::to_string(a) + " and GPU " + std::to_string(b) +
                 " (cudaDeviceCanAccessPeer)";
 }
@@ -282,8 +274,8 @@ void one_way_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& sb, 
   part.out.measurement = owner.measurer->measure(owner.stream->get(), launch, cfg);
   const Stats st = compute_stats(part.out.measurement->samples_s);
   if (spec.test == Test::latency) {
-    part.out.metrics["latency_us"] = st.median * 1e6;
-    part.out.metrics["p90_latency_us"] = st.p90 * 1e6;
+    part.out.metric("latency", Unit::us, st.median * 1e6, Better::lower);
+    part.out.metric("p90_latency", Unit::us, st.p90 * 1e6, Better::lower);
     cell = st.median * 1e6;
   } else {
     part.out.throughput_metric = "gbps";
@@ -315,10 +307,10 @@ double both_ways_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& 
   part.out.work_per_launch = 2.0 * double(bytes) / 1e9;
   const double fwd = double(bytes) / 1e9 / compute_stats(bw.t_ab).median;
   const double rev = double(bytes) / 1e9 / compute_stats(bw.t_ba).median;
-  part.out.metrics["fwd_gbps"] = fwd;
-  part.out.metrics["rev_gbps"] = rev;
-  part.out.metrics["sum_gbps"] = fwd + rev;
-  part.out.metrics["wall_gbps"] = 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median;
+  part.out.metric("fwd", Unit::gbps, fwd, Better::higher);
+  part.out.metric("rev", Unit::gbps, rev, Better::higher);
+  part.out.metric("sum", Unit::gbps, fwd + rev, Better::higher);
+  part.out.metric("wall", Unit::gbps, 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median, Better::higher);
   part.out.details = {{"peer_access", spec.peer},
                       {"loopback", sa.id == sb.id},
                       {"timer", "fwd (src->dst) and rev (dst->src): each direction's CUDA events; a sample is "

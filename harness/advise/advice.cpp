@@ -185,14 +185,25 @@ std::vector<int> parse_counts(const std::string& text) {
   return out;
 }
 
-json build_advice(const Inputs& in, const AdviseOptions& o) {
-  if (!o.link.empty() && o.profile.empty()) throw Error("--link is for the what-if: give --profile too");
-  if (o.nodes > 1 && !o.inter_node_gbps)
-    throw Error("--nodes " + std::to_string(o.nodes) + ": more than one node needs --inter-node-gbps");
-  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(o);
-  s.comm.nodes = o.nodes;
-  s.comm.inter_gbps = o.inter_node_gbps;
+namespace {
 
+// The gradient and input sizes the rows are predicted with.
+struct Sizes {
+  double params = 0, grad_bytes = 0, bucket = 0, image_bytes = 0;
+};
+
+Sizes sizes_of(const AdviseOptions& o) {
+  Sizes z;
+  z.params = o.params.value_or(kResnet50Params);
+  z.grad_bytes = z.params * (o.grad_dtype == "fp16" ? 2.0 : 4.0);
+  z.bucket = o.bucket_mib * 1048576.0;
+  z.image_bytes = o.image_dtype == "fp32" ? kImageBytesF32 : kImageBytesU8;
+  return z;
+}
+
+// The GPU counts per node: --gpus, else 1, every measured all-reduce count and every train_dp count.
+// Throws when more than one GPU (or node) needs an all-reduce that nothing predicts.
+std::vector<int> gpu_counts(const Inputs& in, const AdviseOptions& o, const Setup& s) {
   std::vector<int> counts;
   if (!o.gpus.empty()) {
     counts = parse_counts(o.gpus);
@@ -208,17 +219,16 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
   if (need_comm && !s.comm.fixed_busbw_gbps && s.comm.curves.empty() && !(o.nodes > 1 && std::all_of(counts.begin(), counts.end(), [](int n) { return n == 1; })))
     throw Error("no usable all-reduce records (nccl family, all_reduce over 2 or more GPUs, status ok) in the result "
                 "files: nothing to predict the gradient all-reduce from");
+  return counts;
+}
 
-  const double params = o.params.value_or(kResnet50Params);
-  const double grad_bytes = params * (o.grad_dtype == "fp16" ? 2.0 : 4.0);
-  const double bucket = o.bucket_mib * 1048576.0;
-  const double image_bytes = o.image_dtype == "fp32" ? kImageBytesF32 : kImageBytesU8;
-  s.assumptions.push_back("gradient: " + fmt(params, 0) + " parameters" + (o.params ? "" : " (ResNet-50)") + " x " +
+void add_model_assumptions(Setup& s, const Inputs& in, const AdviseOptions& o, const Sizes& z) {
+  s.assumptions.push_back("gradient: " + fmt(z.params, 0) + " parameters" + (o.params ? "" : " (ResNet-50)") + " x " +
                           (o.grad_dtype == "fp16" ? "2 bytes (FP16 gradients)" : "4 bytes (FP32 gradients, as AMP keeps)") +
-                          " = " + fmt(grad_bytes / 1048576.0) + " MiB, in " + fmt(o.bucket_mib) + " MiB buckets");
+                          " = " + fmt(z.grad_bytes / 1048576.0) + " MiB, in " + fmt(o.bucket_mib) + " MiB buckets");
   s.assumptions.push_back("backward pass = 2/3 of the one-GPU step; every bucket but the last overlaps it, the last is "
                           "exposed; with accumulation k only the last micro-step's backward overlaps");
-  s.assumptions.push_back("input: " + fmt(image_bytes, 0) + " bytes per image (" + o.image_dtype +
+  s.assumptions.push_back("input: " + fmt(z.image_bytes, 0) + " bytes per image (" + o.image_dtype +
                           " 224x224x3), copied per GPU over its own host link, overlapped with compute");
   std::string left_out;
   for (const auto& c : left_out_costs()) left_out += (left_out.empty() ? "" : "; ") + c;
@@ -229,50 +239,74 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                               ? "; JPEG decoding and augmentation on the CPU are judged apart by the input line, from the "
                                 "input family's records (one worker per core, the step's rate to feed)"
                               : " (run the input family to judge decoding on the CPU)";
+}
 
+// One row: the step `st` over `n` GPUs per node with accumulation `k`, and the train_dp record of
+// the same shape where one was measured.
+json advice_row(const Inputs& in, const AdviseOptions& o, const Setup& s, const Sizes& z, const StepSource& st, int n,
+                int k) {
+  const int total = n * o.nodes;
+  auto bucket_time = [&](double bytes) { return allreduce_time(s.comm, bytes, n).seconds; };
+  const Overlap ov = overlap(z.grad_bytes, z.bucket, kBackwardShare * st.step_s, bucket_time);
+  const CommEstimate whole = allreduce_time(s.comm, z.grad_bytes, n);
+  StepInputs si;
+  si.compute_s = st.step_s;
+  si.batch = st.batch;
+  si.accumulation = k;
+  si.gpus = total;
+  si.exposed_comm_s = total > 1 ? ov.exposed_s : 0.0;
+  si.image_bytes = z.image_bytes;
+  si.host_pinned_gbps = s.pinned;
+  si.host_pageable_gbps = s.pageable;
+  const StepPrediction p = predict_step(si);
+  json row = {{"precision", st.precision}, {"layout", st.layout}, {"batch", st.batch}, {"accumulation", k},
+              {"gpus", total}, {"gpus_per_node", n}, {"nodes", o.nodes}, {"compute_ms", st.step_s * 1e3},
+              {"step_ms", p.step_s * 1e3}, {"images_per_s", p.images_per_s}, {"efficiency", p.efficiency},
+              {"allreduce_ms", whole.seconds * 1e3}, {"exposed_comm_ms", si.exposed_comm_s * 1e3},
+              {"buckets", ov.buckets}, {"input_pinned_ms", p.input_pinned_s * 1e3},
+              {"input_pageable_ms", p.input_pageable_s * 1e3}, {"bottleneck", p.bottleneck}, {"why", p.why},
+              {"comm_method", whole.method}, {"step_source", st.source},
+              {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.from_conv ? "conv" : "train"},
+              {"label", s.label},
+              {"measured", nullptr}};
+  for (const auto& d : in.dp)
+    if (d.precision == st.precision && d.layout == st.layout && d.batch == st.batch && d.gpus == total &&
+        d.accumulation == k) {
+      row["measured"] = {{"id", d.id}, {"images_per_s", d.images_per_s},
+                         {"efficiency", d.efficiency ? json(*d.efficiency) : json(nullptr)},
+                         {"error_pct", 100.0 * (p.images_per_s - d.images_per_s) / d.images_per_s}};
+    }
+  return row;
+}
+
+// Every step at every count, with the accumulation the global batch asks for and each one measured.
+json advice_rows(const Inputs& in, const AdviseOptions& o, const Setup& s, const Sizes& z, const std::vector<int>& counts) {
   json rows = json::array();
-  for (const auto& st : s.steps) {
+  for (const auto& st : s.steps)
     for (int n : counts) {
       const int total = n * o.nodes;
       std::set<int> ks{o.global_batch ? accumulation_steps(*o.global_batch, total, st.batch) : 1};
       for (const auto& d : in.dp)
         if (d.precision == st.precision && d.layout == st.layout && d.batch == st.batch && d.gpus == total)
           ks.insert(d.accumulation);
-      for (int k : ks) {
-        auto bucket_time = [&](double bytes) { return allreduce_time(s.comm, bytes, n).seconds; };
-        const Overlap ov = overlap(grad_bytes, bucket, kBackwardShare * st.step_s, bucket_time);
-        const CommEstimate whole = allreduce_time(s.comm, grad_bytes, n);
-        StepInputs si;
-        si.compute_s = st.step_s;
-        si.batch = st.batch;
-        si.accumulation = k;
-        si.gpus = total;
-        si.exposed_comm_s = total > 1 ? ov.exposed_s : 0.0;
-        si.image_bytes = image_bytes;
-        si.host_pinned_gbps = s.pinned;
-        si.host_pageable_gbps = s.pageable;
-        const StepPrediction p = predict_step(si);
-        json row = {{"precision", st.precision}, {"layout", st.layout}, {"batch", st.batch}, {"accumulation", k},
-                    {"gpus", total}, {"gpus_per_node", n}, {"nodes", o.nodes}, {"compute_ms", st.step_s * 1e3},
-                    {"step_ms", p.step_s * 1e3}, {"images_per_s", p.images_per_s}, {"efficiency", p.efficiency},
-                    {"allreduce_ms", whole.seconds * 1e3}, {"exposed_comm_ms", si.exposed_comm_s * 1e3},
-                    {"buckets", ov.buckets}, {"input_pinned_ms", p.input_pinned_s * 1e3},
-                    {"input_pageable_ms", p.input_pageable_s * 1e3}, {"bottleneck", p.bottleneck}, {"why", p.why},
-                    {"comm_method", whole.method}, {"step_source", st.source},
-                    {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.from_conv ? "conv" : "train"},
-                    {"label", s.label},
-                    {"measured", nullptr}};
-        for (const auto& d : in.dp)
-          if (d.precision == st.precision && d.layout == st.layout && d.batch == st.batch && d.gpus == total &&
-              d.accumulation == k) {
-            row["measured"] = {{"id", d.id}, {"images_per_s", d.images_per_s},
-                               {"efficiency", d.efficiency ? json(*d.efficiency) : json(nullptr)},
-                               {"error_pct", 100.0 * (p.images_per_s - d.images_per_s) / d.images_per_s}};
-          }
-        rows.push_back(row);
-      }
+      for (int k : ks) rows.push_back(advice_row(in, o, s, z, st, n, k));
     }
-  }
+  return rows;
+}
+
+}  // namespace
+
+json build_advice(const Inputs& in, const AdviseOptions& o) {
+  if (!o.link.empty() && o.profile.empty()) throw Error("--link is for the what-if: give --profile too");
+  if (o.nodes > 1 && !o.inter_node_gbps)
+    throw Error("--nodes " + std::to_string(o.nodes) + ": more than one node needs --inter-node-gbps");
+  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(o);
+  s.comm.nodes = o.nodes;
+  s.comm.inter_gbps = o.inter_node_gbps;
+  const std::vector<int> counts = gpu_counts(in, o, s);
+  const Sizes z = sizes_of(o);
+  add_model_assumptions(s, in, o, z);
+  json rows = advice_rows(in, o, s, z, counts);
   if (const int n = apply_measured_overhead(rows, in.dp))
     s.assumptions.push_back("measured step overhead: " + std::to_string(n) + " row(s) of more than one GPU also show "
                             "the bound with the overhead a train_dp record measured added to the step "
@@ -280,11 +314,11 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
   json advice = {{"schema", "nodebench.advise"}, {"schema_version", 1}, {"label", s.label},
                  {"files", o.files},             {"rows", rows},      {"assumptions", s.assumptions}};
   advice["efficiency_definition"] = efficiency_definition();
-  advice["inputs"] = {{"grad_bytes", grad_bytes},
-                      {"params", params},
+  advice["inputs"] = {{"grad_bytes", z.grad_bytes},
+                      {"params", z.params},
                       {"grad_dtype", o.grad_dtype},
                       {"bucket_mib", o.bucket_mib},
-                      {"image_bytes", image_bytes},
+                      {"image_bytes", z.image_bytes},
                       {"nodes", o.nodes},
                       {"inter_node_gbps", o.inter_node_gbps ? json(*o.inter_node_gbps) : json(nullptr)},
                       {"host_pinned_gbps", s.pinned ? json(*s.pinned) : json(nullptr)},

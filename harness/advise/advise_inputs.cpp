@@ -29,130 +29,167 @@ bool has_flag(const json& r, const char* flag) {
   return it != r.end() && it->is_array() && std::find(it->begin(), it->end(), json(flag)) != it->end();
 }
 
-}  // namespace
+// What the result files hold for the advisor, gathered record by record, then summarised into
+// Inputs (finish).
+class Gatherer {
+ public:
+  explicit Gatherer(Inputs& in) : in_(in) {}
 
-Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
-  Inputs in;
-  const std::string want_dtype = grad_dtype == "fp16" ? "half" : "float";
-  // all-reduce points: dtype -> count -> bytes -> (sum busbw, sum time, n)
-  std::map<std::string, std::map<int, std::map<double, std::tuple<double, double, int>>>> ar;
+  void add_fp16_verdicts(const json& an) {
+    if (!an.is_object() || !an.contains("fp16_vs_fp32") || !an["fp16_vs_fp32"].is_array()) return;
+    for (const json& v : an["fp16_vs_fp32"]) {
+      const std::string verdict = str(v, "verdict");
+      if (verdict.empty() || verdict == "not_measured") continue;  // a file without gemm/peak says nothing
+      std::string gpu = v.contains("gpu") && v["gpu"].is_number() ? "GPU " + std::to_string(v["gpu"].get<int>()) : "";
+      in_.fp16_verdicts.push_back(verdict + ": " + str(v, "reason") + (gpu.empty() ? "" : " (" + gpu + ")"));
+    }
+  }
+
+  void add_record(const json& r) {
+    if (!r.is_object() || str(r, "status") != "ok") return;
+    const std::string id = str(r, "id");
+    const json& p = r.contains("params") ? r["params"] : json();
+    const json& m = r.contains("metrics") ? r["metrics"] : json();
+    const int gpu = r.contains("gpus") && r["gpus"].is_array() && !r["gpus"].empty() && r["gpus"][0].is_number()
+                        ? r["gpus"][0].get<int>()
+                        : 0;
+    if (starts_with(id, "nccl/") && str(p, "collective") == "all_reduce") {
+      add_allreduce(r, p, m);
+    } else if (starts_with(id, "hostlink/h2d/") && str(p, "direction") == "h2d" &&
+               (str(p, "engine").empty() || str(p, "engine") == "ce")) {
+      add_host_copy(p, m, gpu);
+    } else if (starts_with(id, "train/resnet50/")) {
+      const auto ms = num(m, "step_time_ms");
+      add_step(train_, id, p, ms ? std::optional<double>(*ms * 1e-3) : std::nullopt, false);
+    } else if (starts_with(id, "conv/resnet50/") && str(p, "pass") == "train") {
+      const auto us = num(m, "time_us");
+      add_step(conv_, id, p, us ? std::optional<double>(*us * 1e-6) : std::nullopt, true);
+    } else if (starts_with(id, "train_dp/")) {
+      add_dp(id, p, m);
+    }
+  }
+
+  void finish(const std::string& grad_dtype) {
+    add_curves(grad_dtype == "fp16" ? "half" : "float");
+    // Host link: the slowest GPU (a synchronous step waits for it).
+    for (const auto& [key, h] : host_) {
+      auto& slot = key.first == "pinned" ? in_.pinned_gbps : in_.pageable_gbps;
+      if (!slot || h.gbps < *slot) slot = h.gbps;
+    }
+    if (in_.pinned_gbps || in_.pageable_gbps)
+      in_.host_source = "hostlink h2d (copy engine, largest transfer, slowest GPU)";
+    for (const auto& [k, s] : train_) in_.steps.push_back(s);
+    for (const auto& [k, s] : conv_)
+      if (!train_.count(k)) in_.steps.push_back(s);
+    std::sort(in_.steps.begin(), in_.steps.end(), [](const StepSource& a, const StepSource& b) {
+      return std::tie(a.precision, a.layout, a.batch) < std::tie(b.precision, b.layout, b.batch);
+    });
+  }
+
+ private:
   struct Host {
     double bytes = 0, gbps = 0;
   };
-  std::map<std::pair<std::string, int>, Host> host;  // (memory, gpu) -> largest transfer
   using Key = std::tuple<std::string, std::string, int>;
-  std::map<Key, StepSource> train, conv;
-  for (const json& doc : docs) {
-    ++in.files;
-    if (!doc.is_object()) continue;
-    const json& an = doc.contains("analysis") ? doc["analysis"] : json();
-    if (an.is_object() && an.contains("fp16_vs_fp32") && an["fp16_vs_fp32"].is_array())
-      for (const json& v : an["fp16_vs_fp32"]) {
-        const std::string verdict = str(v, "verdict");
-        if (verdict.empty() || verdict == "not_measured") continue;  // a file without gemm/peak says nothing
-        std::string gpu = v.contains("gpu") && v["gpu"].is_number() ? "GPU " + std::to_string(v["gpu"].get<int>()) : "";
-        in.fp16_verdicts.push_back(verdict + ": " + str(v, "reason") + (gpu.empty() ? "" : " (" + gpu + ")"));
-      }
-    if (!doc.contains("records") || !doc["records"].is_array()) continue;
-    for (const json& r : doc["records"]) {
-      if (!r.is_object() || str(r, "status") != "ok") continue;
-      const std::string id = str(r, "id");
-      const json& p = r.contains("params") ? r["params"] : json();
-      const json& m = r.contains("metrics") ? r["metrics"] : json();
-      const int gpu = r.contains("gpus") && r["gpus"].is_array() && !r["gpus"].empty() && r["gpus"][0].is_number()
-                          ? r["gpus"][0].get<int>()
-                          : 0;
-      if (starts_with(id, "nccl/") && str(p, "collective") == "all_reduce") {
-        const auto bw = num(m, "busbw_gbps");
-        const auto bytes = num(m, "data_bytes") ? num(m, "data_bytes") : num(p, "bytes");
-        auto n = num(m, "gpu_count");
-        if (!n) n = num(p, "ngpus");
-        // One rank crosses no link (flag single_rank; files before the flag: one GPU): not a curve point.
-        if (!bw || !bytes || !n || *n < 2 || !(*bw > 0) || has_flag(r, "single_rank")) continue;
-        std::string settings;
-        const json& d = r.contains("details") ? r["details"] : json();
-        if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())
-          for (const auto& [k, v] : d["nccl_env"].items())
-            if (k != "NCCL_VERSION" && !starts_with(k, "NCCL_DEBUG") && v.is_string())
-              settings += (settings.empty() ? "" : " ") + k + "=" + v.get<std::string>();
-        in.nccl_settings.insert(settings.empty() ? "defaults" : settings);
-        auto& cell = ar[str(p, "dtype")][int(*n)][*bytes];
-        std::get<0>(cell) += *bw;
-        std::get<1>(cell) += num(m, "time_us").value_or(0) * 1e-6;
-        std::get<2>(cell) += 1;
-      } else if (starts_with(id, "hostlink/h2d/") && str(p, "direction") == "h2d" &&
-                 (str(p, "engine").empty() || str(p, "engine") == "ce")) {
-        const std::string mem = str(p, "memory");
-        const auto gbps = num(m, "gbps");
-        const auto bytes = num(p, "bytes");
-        if ((mem != "pinned" && mem != "pageable") || !gbps || !bytes) continue;
-        Host& h = host[{mem, gpu}];
-        if (*bytes > h.bytes || (*bytes == h.bytes && *gbps > h.gbps)) h = {*bytes, *gbps};
-      } else if (starts_with(id, "train/resnet50/")) {
-        const auto ms = num(m, "step_time_ms");
-        const auto b = num(p, "batch");
-        if (!ms || !b || !(*ms > 0)) continue;
-        Key k{str(p, "precision"), str(p, "layout"), int(*b)};
-        StepSource& s = train[k];
-        if (*ms * 1e-3 > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *ms * 1e-3, id, false};
-      } else if (starts_with(id, "conv/resnet50/") && str(p, "pass") == "train") {
-        const auto us = num(m, "time_us");
-        const auto b = num(p, "batch");
-        if (!us || !b || !(*us > 0)) continue;
-        Key k{str(p, "precision"), str(p, "layout"), int(*b)};
-        StepSource& s = conv[k];
-        if (*us * 1e-6 > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *us * 1e-6, id, true};
-      } else if (starts_with(id, "train_dp/")) {
-        MeasuredDp d;
-        d.id = id;
-        d.precision = str(p, "precision");
-        d.layout = str(p, "layout");
-        d.batch = int(num(p, "batch").value_or(0));
-        d.gpus = int(num(p, "gpus").value_or(0));
-        d.accumulation = int(num(p, "accumulation").value_or(1));
-        d.images_per_s = num(m, "images_per_s").value_or(0);
-        d.efficiency = num(m, "scaling_efficiency_ratio");
-        d.step_ms = num(m, "step_time_ms");
-        d.exposed_comm_ms = num(m, "exposed_comm_ms");
-        if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in.dp.push_back(d);
-      }
-    }
+
+  void add_allreduce(const json& r, const json& p, const json& m) {
+    const auto bw = num(m, "busbw_gbps");
+    const auto bytes = num(m, "data_bytes") ? num(m, "data_bytes") : num(p, "bytes");
+    auto n = num(m, "gpu_count");
+    if (!n) n = num(p, "ngpus");
+    // One rank crosses no link (flag single_rank; files before the flag: one GPU): not a curve point.
+    if (!bw || !bytes || !n || *n < 2 || !(*bw > 0) || has_flag(r, "single_rank")) return;
+    std::string settings;
+    const json& d = r.contains("details") ? r["details"] : json();
+    if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())
+      for (const auto& [k, v] : d["nccl_env"].items())
+        if (k != "NCCL_VERSION" && !starts_with(k, "NCCL_DEBUG") && v.is_string())
+          settings += (settings.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+    in_.nccl_settings.insert(settings.empty() ? "defaults" : settings);
+    auto& cell = ar_[str(p, "dtype")][int(*n)][*bytes];
+    std::get<0>(cell) += *bw;
+    std::get<1>(cell) += num(m, "time_us").value_or(0) * 1e-6;
+    std::get<2>(cell) += 1;
   }
+
+  void add_host_copy(const json& p, const json& m, int gpu) {
+    const std::string mem = str(p, "memory");
+    const auto gbps = num(m, "gbps");
+    const auto bytes = num(p, "bytes");
+    if ((mem != "pinned" && mem != "pageable") || !gbps || !bytes) return;
+    Host& h = host_[{mem, gpu}];
+    if (*bytes > h.bytes || (*bytes == h.bytes && *gbps > h.gbps)) h = {*bytes, *gbps};
+  }
+
+  // A one-GPU step of `step_s` seconds: the slowest per (precision, layout, batch).
+  static void add_step(std::map<Key, StepSource>& into, const std::string& id, const json& p,
+                       std::optional<double> step_s, bool from_conv) {
+    const auto b = num(p, "batch");
+    if (!step_s || !b || !(*step_s > 0)) return;
+    Key k{str(p, "precision"), str(p, "layout"), int(*b)};
+    StepSource& s = into[k];
+    if (*step_s > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *step_s, id, from_conv};
+  }
+
+  void add_dp(const std::string& id, const json& p, const json& m) {
+    MeasuredDp d;
+    d.id = id;
+    d.precision = str(p, "precision");
+    d.layout = str(p, "layout");
+    d.batch = int(num(p, "batch").value_or(0));
+    d.gpus = int(num(p, "gpus").value_or(0));
+    d.accumulation = int(num(p, "accumulation").value_or(1));
+    d.images_per_s = num(m, "images_per_s").value_or(0);
+    d.efficiency = num(m, "scaling_efficiency_ratio");
+    d.step_ms = num(m, "step_time_ms");
+    d.exposed_comm_ms = num(m, "exposed_comm_ms");
+    if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in_.dp.push_back(d);
+  }
+
   // Curves: the gradient's dtype where it was measured, else whichever dtype has the most points.
-  std::string dtype = want_dtype;
-  if (!ar.count(dtype)) {
-    size_t most = 0;
-    for (const auto& [dt, counts] : ar) {
-      size_t n = 0;
-      for (const auto& c : counts) n += c.second.size();
-      if (n > most) most = n, dtype = dt;
+  void add_curves(const std::string& want_dtype) {
+    std::string dtype = want_dtype;
+    if (!ar_.count(dtype)) {
+      size_t most = 0;
+      for (const auto& [dt, counts] : ar_) {
+        size_t n = 0;
+        for (const auto& c : counts) n += c.second.size();
+        if (n > most) most = n, dtype = dt;
+      }
     }
-  }
-  if (ar.count(dtype)) {
-    in.curve_dtype = dtype;
-    for (const auto& [n, sizes] : ar[dtype]) {
+    if (!ar_.count(dtype)) return;
+    in_.curve_dtype = dtype;
+    for (const auto& [n, sizes] : ar_[dtype]) {
       CommModel::Curve c;
       c.ngpus = n;
       for (const auto& [bytes, cell] : sizes) {
         const double k = std::get<2>(cell);
         c.points.push_back({bytes, std::get<0>(cell) / k, std::get<1>(cell) / k});
       }
-      in.curves.push_back(c);
+      in_.curves.push_back(c);
     }
   }
-  // Host link: the slowest GPU (a synchronous step waits for it).
-  for (const auto& [key, h] : host) {
-    auto& slot = key.first == "pinned" ? in.pinned_gbps : in.pageable_gbps;
-    if (!slot || h.gbps < *slot) slot = h.gbps;
+
+  Inputs& in_;
+  // all-reduce points: dtype -> count -> bytes -> (sum busbw, sum time, n)
+  std::map<std::string, std::map<int, std::map<double, std::tuple<double, double, int>>>> ar_;
+  std::map<std::pair<std::string, int>, Host> host_;  // (memory, gpu) -> largest transfer
+  std::map<Key, StepSource> train_, conv_;
+};
+
+}  // namespace
+
+Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
+  Inputs in;
+  Gatherer g(in);
+  for (const json& doc : docs) {
+    ++in.files;
+    if (!doc.is_object()) continue;
+    g.add_fp16_verdicts(doc.contains("analysis") ? doc["analysis"] : json());
+    if (!doc.contains("records") || !doc["records"].is_array()) continue;
+    for (const json& r : doc["records"]) g.add_record(r);
   }
-  if (in.pinned_gbps || in.pageable_gbps)
-    in.host_source = "hostlink h2d (copy engine, largest transfer, slowest GPU)";
-  for (const auto& [k, s] : train) in.steps.push_back(s);
-  for (const auto& [k, s] : conv)
-    if (!train.count(k)) in.steps.push_back(s);
-  std::sort(in.steps.begin(), in.steps.end(), [](const StepSource& a, const StepSource& b) {
-    return std::tie(a.precision, a.layout, a.batch) < std::tie(b.precision, b.layout, b.batch);
-  });
+  g.finish(grad_dtype);
   return in;
 }
 

@@ -77,43 +77,43 @@ std::optional<json> input_statement(const json& advice, const json& c, int top, 
   return st;
 }
 
-}  // namespace
-
-json recommend(const json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-               std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline) {
-  json out = json::array();
-  const json& rows = advice["rows"];
-  if (rows.empty()) return out;
-  const std::string label = advice["label"].get<std::string>();
-  const std::string tag = " [" + label + "]";
-  // The largest GPU count, at the base accumulation (the smallest k of that count).
+// The row the advice rests on: at the largest GPU count and its base accumulation (the smallest k
+// of that count), the fastest (`best`), and the smallest batch of its precision and layout within 5%
+// of it (`chosen`). Rows whose step is a real training step are preferred over the conv fallback
+// (convolutions only).
+struct Choice {
   int top = 0;
-  for (const auto& r : rows) top = std::max(top, r["gpus"].get<int>());
+  const json* best = nullptr;
+  const json* chosen = nullptr;
+};
+
+Choice choose_row(const json& rows) {
+  Choice ch;
+  for (const auto& r : rows) ch.top = std::max(ch.top, r["gpus"].get<int>());
   int kmin = 1 << 30;
   for (const auto& r : rows)
-    if (r["gpus"] == top) kmin = std::min(kmin, r["accumulation"].get<int>());
-  // Rows whose step is a real training step are preferred over the conv fallback (convolutions only).
+    if (r["gpus"] == ch.top) kmin = std::min(kmin, r["accumulation"].get<int>());
   bool any_train = false;
   for (const auto& r : rows) any_train = any_train || r["step_kind"] != "conv";
   std::vector<const json*> at_top;
   for (const auto& r : rows)
-    if (r["gpus"] == top && r["accumulation"] == kmin && (!any_train || r["step_kind"] != "conv")) at_top.push_back(&r);
-  const json* best = *std::max_element(at_top.begin(), at_top.end(), [](const json* a, const json* b) {
+    if (r["gpus"] == ch.top && r["accumulation"] == kmin && (!any_train || r["step_kind"] != "conv")) at_top.push_back(&r);
+  ch.best = *std::max_element(at_top.begin(), at_top.end(), [](const json* a, const json* b) {
     return (*a)["images_per_s"].get<double>() < (*b)["images_per_s"].get<double>();
   });
-  // Per-GPU batch: the smallest batch of the best precision and layout within 5% of the best.
-  const json* chosen = best;
+  ch.chosen = ch.best;
   for (const json* r : at_top)
-    if ((*r)["precision"] == (*best)["precision"] && (*r)["layout"] == (*best)["layout"] &&
-        (*r)["images_per_s"].get<double>() >= 0.95 * (*best)["images_per_s"].get<double>() &&
-        (*r)["batch"].get<int>() < (*chosen)["batch"].get<int>())
-      chosen = r;
-  const json& c = *chosen;
+    if ((*r)["precision"] == (*ch.best)["precision"] && (*r)["layout"] == (*ch.best)["layout"] &&
+        (*r)["images_per_s"].get<double>() >= 0.95 * (*ch.best)["images_per_s"].get<double>() &&
+        (*r)["batch"].get<int>() < (*ch.chosen)["batch"].get<int>())
+      ch.chosen = r;
+  return ch;
+}
+
+std::string strategy_text(const json& c, int top) {
   const int nodes = c["nodes"].get<int>();
   // The bound, or where a train_dp record measured the rest of the step, the bound with it.
   const double eff = c.value("efficiency_with_overhead", c["efficiency"].get<double>());
-
-  // Strategy.
   std::string strat;
   if (top == 1) {
     strat = "One GPU: no distribution strategy needed; at batch " + std::to_string(c["batch"].get<int>()) + ": " +
@@ -130,76 +130,84 @@ json recommend(const json& advice, const CommModel& comm, const std::vector<std:
              c["bottleneck"].get<std::string>() + ", " + c["why"].get<std::string>() +
              "): raise the per-GPU batch or accumulate gradients (--global-batch) so the all-reduce is amortised.";
   }
-  out.push_back(statement("strategy", strat + tag));
+  return strat;
+}
 
-  // Per-GPU batch.
+std::string batch_text(const Choice& ch) {
+  const json& c = *ch.chosen;
   std::string bt = "Per-GPU batch " + std::to_string(c["batch"].get<int>()) + " (" + c["precision"].get<std::string>() +
                    ", " + c["layout"].get<std::string>() + "): " + fmt(c["images_per_s"].get<double>(), 0) +
-                   " images/s at " + std::to_string(top) + " GPUs";
-  if (chosen != best)
-    bt += ", within 5% of the best (" + fmt((*best)["images_per_s"].get<double>(), 0) + " images/s at batch " +
-          std::to_string((*best)["batch"].get<int>()) + ") with less memory";
-  bt += " (step source: " + c["step_source"].get<std::string>() + ").";
-  out.push_back(statement("batch", bt + tag));
+                   " images/s at " + std::to_string(ch.top) + " GPUs";
+  if (ch.chosen != ch.best)
+    bt += ", within 5% of the best (" + fmt((*ch.best)["images_per_s"].get<double>(), 0) + " images/s at batch " +
+          std::to_string((*ch.best)["batch"].get<int>()) + ") with less memory";
+  return bt + " (step source: " + c["step_source"].get<std::string>() + ").";
+}
 
-  // Accumulation for a global batch.
-  if (o.global_batch) {
-    for (const auto& r : rows)
-      if (r["precision"] == c["precision"] && r["layout"] == c["layout"] && r["batch"] == c["batch"] &&
-          r["gpus"] == top) {
-        const int k = r["accumulation"].get<int>();
-        const int g = top * c["batch"].get<int>() * k;
-        if (k != accumulation_steps(*o.global_batch, top, c["batch"].get<int>())) continue;
-        out.push_back(statement(
-            "accumulation", "Global batch " + std::to_string(*o.global_batch) + ": " + std::to_string(k) +
-                                " accumulation step(s) of " + std::to_string(top) + " GPUs x batch " +
-                                std::to_string(c["batch"].get<int>()) + " (= " + std::to_string(g) +
-                                " images per update): " + row_figures(r) + "." + tag));
-      }
-  }
-
-  // Parameter server.
-  if (top > 1) {
-    const double g = advice["inputs"]["grad_bytes"].get<double>();
-    const double ar = c["allreduce_ms"].get<double>() * 1e-3;
-    double bw;
-    std::string bw_src;
-    if (nodes > 1) {
-      bw = *comm.inter_gbps;
-      bw_src = "the network between nodes";
-    } else {
-      bw = 2.0 * (top - 1) / top * g / std::max(ar, 1e-12) / 1e9;  // the all-reduce's effective bus bandwidth
-      bw_src = "the GPUs' own links (the all-reduce's bus bandwidth)";
+// The accumulation of the chosen row's precision, layout and batch that reaches the global batch.
+void add_accumulation(json& out, const json& rows, const json& c, int top, int global_batch, const std::string& tag) {
+  for (const auto& r : rows)
+    if (r["precision"] == c["precision"] && r["layout"] == c["layout"] && r["batch"] == c["batch"] && r["gpus"] == top) {
+      const int k = r["accumulation"].get<int>();
+      const int g = top * c["batch"].get<int>() * k;
+      if (k != accumulation_steps(global_batch, top, c["batch"].get<int>())) continue;
+      out.push_back(statement("accumulation", "Global batch " + std::to_string(global_batch) + ": " + std::to_string(k) +
+                                                  " accumulation step(s) of " + std::to_string(top) + " GPUs x batch " +
+                                                  std::to_string(c["batch"].get<int>()) + " (= " + std::to_string(g) +
+                                                  " images per update): " + row_figures(r) + "." + tag));
     }
-    const int workers = nodes > 1 ? nodes : top;
-    const double ps = parameter_server_s(g, workers, workers, bw, comm.inter_latency_s);
-    const bool pays = ps < ar;
-    out.push_back(statement(
-        "parameter_server",
-        std::string(pays ? "A parameter-server strategy would pay" : "A parameter-server strategy would not pay") +
-            ": with as many servers as workers each worker still sends and receives the whole gradient (2 x " +
-            fmt(g / 1048576.0) + " MiB = " + fmt(ps * 1e3, 2) + " ms at " + fmt(bw) + " GB/s over " + bw_src +
-            ") against ring all-reduce's 2(N-1)/N of it (" + fmt(ar * 1e3, 2) +
-            " ms). It pays only when the all-reduce's latency term (2(N-1) hops) outweighs its bandwidth term (small "
-            "models over many nodes), when servers sit on a network faster than the workers' all-reduce path, or "
-            "for asynchronous updates that ride out stragglers." + tag));
-  }
+}
 
-  // FP16.
-  {
-    std::string t;
-    if (fp16.empty()) {
-      t = "FP16: not measured in these files (run the gemm and peak families for the fp16_vs_fp32 verdict, or the "
-          "train family in both precisions).";
-    } else {
-      t = std::string(fp16_pays.value_or(false) ? "FP16 (mixed precision) pays on this GPU" : "FP16 does not pay on this GPU") + ": ";
-      for (size_t i = 0; i < fp16.size(); ++i) t += (i ? "; " : "") + fp16[i];
-      t += ".";
-    }
-    out.push_back(statement("fp16", t + tag));
+std::string parameter_server_text(const json& advice, const json& c, int top, const CommModel& comm) {
+  const int nodes = c["nodes"].get<int>();
+  const double g = advice["inputs"]["grad_bytes"].get<double>();
+  const double ar = c["allreduce_ms"].get<double>() * 1e-3;
+  double bw;
+  std::string bw_src;
+  if (nodes > 1) {
+    bw = *comm.inter_gbps;
+    bw_src = "the network between nodes";
+  } else {
+    bw = 2.0 * (top - 1) / top * g / std::max(ar, 1e-12) / 1e9;  // the all-reduce's effective bus bandwidth
+    bw_src = "the GPUs' own links (the all-reduce's bus bandwidth)";
   }
+  const int workers = nodes > 1 ? nodes : top;
+  const double ps = parameter_server_s(g, workers, workers, bw, comm.inter_latency_s);
+  const bool pays = ps < ar;
+  return std::string(pays ? "A parameter-server strategy would pay" : "A parameter-server strategy would not pay") +
+         ": with as many servers as workers each worker still sends and receives the whole gradient (2 x " +
+         fmt(g / 1048576.0) + " MiB = " + fmt(ps * 1e3, 2) + " ms at " + fmt(bw) + " GB/s over " + bw_src +
+         ") against ring all-reduce's 2(N-1)/N of it (" + fmt(ar * 1e3, 2) +
+         " ms). It pays only when the all-reduce's latency term (2(N-1) hops) outweighs its bandwidth term (small "
+         "models over many nodes), when servers sit on a network faster than the workers' all-reduce path, or "
+         "for asynchronous updates that ride out stragglers.";
+}
 
-  if (auto st = input_statement(advice, c, top, input_pipeline, tag)) out.push_back(*st);
+std::string fp16_text(const std::vector<std::string>& fp16, std::optional<bool> fp16_pays) {
+  if (fp16.empty())
+    return "FP16: not measured in these files (run the gemm and peak families for the fp16_vs_fp32 verdict, or the "
+           "train family in both precisions).";
+  std::string t = std::string(fp16_pays.value_or(false) ? "FP16 (mixed precision) pays on this GPU" : "FP16 does not pay on this GPU") + ": ";
+  for (size_t i = 0; i < fp16.size(); ++i) t += (i ? "; " : "") + fp16[i];
+  return t + ".";
+}
+
+}  // namespace
+
+json recommend(const json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
+               std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline) {
+  json out = json::array();
+  const json& rows = advice["rows"];
+  if (rows.empty()) return out;
+  const std::string tag = " [" + advice["label"].get<std::string>() + "]";
+  const Choice ch = choose_row(rows);
+  const json& c = *ch.chosen;
+  out.push_back(statement("strategy", strategy_text(c, ch.top) + tag));
+  out.push_back(statement("batch", batch_text(ch) + tag));
+  if (o.global_batch) add_accumulation(out, rows, c, ch.top, *o.global_batch, tag);
+  if (ch.top > 1) out.push_back(statement("parameter_server", parameter_server_text(advice, c, ch.top, comm) + tag));
+  out.push_back(statement("fp16", fp16_text(fp16, fp16_pays) + tag));
+  if (auto st = input_statement(advice, c, ch.top, input_pipeline, tag)) out.push_back(*st);
   return out;
 }
 

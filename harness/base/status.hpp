@@ -33,8 +33,10 @@ const char* to_string(ReasonKind k);
 std::optional<Status> parse_status(const std::string& s);
 std::optional<ReasonKind> parse_reason_kind(const std::string& s);
 
-// The kind a reason written before reason_kind existed implies (families that report
-// "out of memory: ..." as text): oom for that prefix, else `fallback`.
+// The kind a reason's text implies: oom for "out of memory..." , else `fallback`. Only for callers
+// not yet given a kind (the one-argument CaseContext::skip, kept for benchmarks/conv and
+// benchmarks/train_dp; run/run_plan's reading of an Availability's reason): every other skip and
+// failure names its kind, and records never read meaning from text.
 ReasonKind infer_reason_kind(const std::string& reason, ReasonKind fallback);
 
 // What an exception out of a case means for its record: out of device memory is a skipped case

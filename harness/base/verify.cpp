@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "base/error.hpp"
 
@@ -93,6 +94,26 @@ std::vector<std::pair<int64_t, int64_t>> sample_positions(int64_t m, int64_t n, 
   std::mt19937_64 g(seed);
   while (s.size() < want) s.insert({int64_t(g() % uint64_t(m)), int64_t(g() % uint64_t(n))});
   return {s.begin(), s.end()};
+}
+
+std::string compare_sampled_words(int64_t words, uint64_t seed, const std::function<uint32_t(int64_t)>& expected,
+                                  const std::function<uint32_t(int64_t)>& actual, const std::string& wrong_what) {
+  const auto pos = sample_positions(words, 1, 64, seed);
+  size_t bad = 0;
+  std::ostringstream first;
+  for (const auto& [i, j] : pos) {
+    (void)j;
+    const uint32_t want = expected(i);
+    const uint32_t got = actual(i);
+    if (got != want) {
+      if (!bad) first << "word " << i << " = " << got << ", expected " << want;
+      ++bad;
+    }
+  }
+  if (!bad) return "";
+  std::ostringstream os;
+  os << bad << " of " << pos.size() << " sampled words " << wrong_what << "; first: " << first.str();
+  return os.str();
 }
 
 }  // namespace nb

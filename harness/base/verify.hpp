@@ -2,6 +2,7 @@
 // output entry must meet against a float64 reference.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,5 +36,11 @@ DotCheck check_dot(const std::vector<double>& a, const std::vector<double>& b, d
 // `count` distinct (row, col) positions in an m x n output, always including the corners,
 // drawn from a fixed seed.
 std::vector<std::pair<int64_t, int64_t>> sample_positions(int64_t m, int64_t n, size_t count, uint64_t seed);
+
+// 64 sampled 32-bit words of a buffer of `words` (sample_positions, `seed`): `actual(i)` against
+// `expected(i)`. "" when all are equal, else "<bad> of 64 sampled words <wrong_what>; first: word i =
+// <actual>, expected <expected>".
+std::string compare_sampled_words(int64_t words, uint64_t seed, const std::function<uint32_t(int64_t)>& expected,
+                                  const std::function<uint32_t(int64_t)>& actual, const std::string& wrong_what);
 
 }  // namespace nb

@@ -4,7 +4,7 @@
 // can run on a GPU (and why not), and runs: setup, then ctx.measure() around the timed work,
 // then ctx.set_throughput() to declare the work one launch does, then verification.
 // The harness turns the work into metrics and percent of peak, captures clocks, and writes the
-// record. A case that cannot run calls ctx.skip(reason); a wrong result calls ctx.wrong(why).
+// record. A case that cannot run calls ctx.skip(reason, kind); a wrong result calls ctx.wrong(why).
 #pragma once
 #include <functional>
 #include <map>
@@ -39,8 +39,9 @@ struct Availability {
 
 // Thrown by ctx.skip(); the harness records the case as skipped with the reason and its kind.
 struct SkipCase {
+  SkipCase(std::string why, ReasonKind k) : reason(std::move(why)), kind(k) {}
   std::string reason;
-  ReasonKind kind = ReasonKind::unsupported;
+  ReasonKind kind;
 };
 
 class CaseContext;
@@ -292,6 +293,10 @@ struct CaseOutput {
   std::vector<CasePart> parts;
   nlohmann::json extra_params = nlohmann::json::object();
   nlohmann::json analysis = nlohmann::json::object();
+  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix (bench/metric).
+  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
+    typed_metrics.push_back(make_metric(stem, unit, value, better));
+  }
 };
 
 // One further record of a case: id "<family>/<case>/<name>", params the case's and these.
@@ -301,7 +306,7 @@ struct CasePart {
   std::vector<int> gpus;        // the GPUs the record is about
   Status status = Status::ok;   // ok, skipped, failed; wrong comes from out.wrong
   std::string reason;
-  ReasonKind reason_kind = ReasonKind::none;  // none: inferred from the status and reason
+  ReasonKind reason_kind = ReasonKind::none;  // set with a status other than ok (none: by the status alone)
   double duration_s = -1;       // < 0: the case's
   CaseOutput out;
 };
@@ -392,11 +397,15 @@ class CaseContext {
   nlohmann::json& metrics() { return out_.metrics; }
   // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix.
   void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
-    out_.typed_metrics.push_back(make_metric(stem, unit, value, better));
+    out_.metric(stem, unit, value, better);
   }
   nlohmann::json& details() { return out_.details; }
-  [[noreturn]] void skip(const std::string& reason, ReasonKind kind = ReasonKind::unsupported) {
-    throw SkipCase{reason, infer_reason_kind(reason, kind)};
+  // Skips the case: its record is skipped with `reason` and `kind` (oom, unsupported, not_built...).
+  [[noreturn]] void skip(const std::string& reason, ReasonKind kind) { throw SkipCase{reason, kind}; }
+  // The same without a kind, for the callers not yet given one (benchmarks/conv, benchmarks/train_dp):
+  // the kind is read from the text ("out of memory..." is oom, else unsupported).
+  [[deprecated("give the ReasonKind: ctx.skip(reason, kind)")]] [[noreturn]] void skip(const std::string& reason) {
+    throw SkipCase{reason, infer_reason_kind(reason, ReasonKind::unsupported)};
   }
   void wrong(const std::string& reason) {
     out_.wrong = true;

@@ -68,6 +68,13 @@ Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<doub
   }
 }
 
+Measurement warm_then_sample(const MeasureConfig& cfg, int warmup, const std::function<double(bool keep)>& run) {
+  for (int i = 0; i < warmup; ++i) run(false);
+  Measurement m = sample_until_stop(cfg, [&] { return run(true); });
+  m.warmup_runs = warmup;
+  return m;
+}
+
 StreamHold::StreamHold() : flag_(2 * sizeof(int32_t), cudaHostAllocMapped | cudaHostAllocPortable) {
   NB_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag_), flag_.get(), 0));
 }

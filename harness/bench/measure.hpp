@@ -68,6 +68,9 @@ struct Measurement {
 // For cases that time themselves (several streams or GPUs at once): calls `sample()`, which
 // runs the work once and returns its seconds, until should_stop() says so.
 Measurement sample_until_stop(const MeasureConfig& cfg, const std::function<double()>& sample);
+// The same after `warmup` untimed runs: `run(false)` warms up, `run(true)` is a sample and returns
+// its seconds; the Measurement records the warm-up runs.
+Measurement warm_then_sample(const MeasureConfig& cfg, int warmup, const std::function<double(bool keep)>& run);
 
 // Holds a stream behind a blocking kernel while the host queues work, then releases it, so that
 // the host's enqueue cost stays out of CUDA-event timings of short work: the Measurer's method,

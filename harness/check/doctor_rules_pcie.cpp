@@ -71,97 +71,105 @@ std::vector<Check> rule_pcie(const DoctorInput& in) {
 }
 
 
-std::vector<Check> rule_p2p(const DoctorInput& in) {
-  const auto gpus = gpus_of(in.environment);
-  const size_t n = gpus.size();
-  if (n < 2)
-    return {make_check("p2p.access", std::nullopt, Severity::ok, "fewer than two GPUs: no peer pairs"),
-            make_check("p2p.topology", std::nullopt, Severity::ok, "fewer than two GPUs: no peer pairs")};
-  std::vector<Check> out;
-  const auto& P = in.live.p2p;
-  const auto& T = in.live.topology;
-  auto level = [&](size_t i, size_t j) -> std::optional<int> {
+namespace {
+
+// The GPUs of a node and the NVML topology level between two of them (by position), either way round.
+struct PairLevels {
+  const std::vector<GpuView>& gpus;
+  const std::vector<std::vector<std::optional<int>>>& topology;
+  std::optional<int> level(size_t i, size_t j) const {
+    const auto& T = topology;
     if (i < T.size() && j < T[i].size() && T[i][j]) return T[i][j];
     if (j < T.size() && i < T[j].size() && T[j][i]) return T[j][i];
     return std::nullopt;
-  };
-  // p2p.access
-  if (P.size() < n) {
-    out.push_back(make_check("p2p.access", std::nullopt, Severity::info, "peer access not recorded"));
-  } else {
-    std::vector<std::pair<int, int>> near_blocked, far_blocked;
-    int known = 0;
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < n; ++j) {
-        if (i == j || j >= P[i].size() || !P[i][j]) continue;
-        ++known;
-        if (*P[i][j]) continue;
-        const auto lv = level(i, j);
-        (lv && *lv >= 40 ? far_blocked : near_blocked).push_back({gpus[i].index, gpus[j].index});
-      }
-    std::string ev = "cudaDeviceCanAccessPeer over " + std::to_string(known) + " ordered pairs";
-    auto describe = [&](const std::vector<std::pair<int, int>>& v) {
-      std::vector<std::string> s;
-      for (const auto& [a, b] : v) {
-        size_t ia = 0, ib = 0;
-        for (size_t k = 0; k < n; ++k) {
-          if (gpus[k].index == a) ia = k;
-          if (gpus[k].index == b) ib = k;
-        }
-        const auto lv = level(ia, ib);
-        s.push_back(std::to_string(a) + "->" + std::to_string(b) + (lv ? " (" + topology_name(*lv) + ")" : ""));
-      }
-      return join(s, ", ");
-    };
-    const std::string fix =
-        "Without peer access, copies between these GPUs go through host memory (and NCCL uses shared memory): "
-        "keep multi-GPU jobs on GPUs that reach each other (nvidia-smi topo -m, nvidia-smi topo -p2p r). Pairs under "
-        "one PCIe switch or host bridge should reach each other: if not, ACS or the IOMMU redirects their traffic "
-        "(p2p.iommu), or the GPUs are virtualised without P2P. Pairs across CPU sockets usually cannot.";
-    if (known == 0)
-      out.push_back(make_check("p2p.access", std::nullopt, Severity::info, "peer access not available", ev));
-    else if (!near_blocked.empty())
-      out.push_back(make_check("p2p.access", std::nullopt, Severity::warn,
-                               std::to_string(near_blocked.size() + far_blocked.size()) + " GPU pair(s) cannot access each other",
-                               ev + ": blocked " + describe(near_blocked) +
-                                   (far_blocked.empty() ? std::string() : ", " + describe(far_blocked)),
-                               fix));
-    else if (!far_blocked.empty())
-      out.push_back(make_check("p2p.access", std::nullopt, Severity::info,
-                               std::to_string(far_blocked.size()) + " pair(s) across host bridges or sockets cannot access each other",
-                               ev + ": blocked " + describe(far_blocked), fix));
-    else
-      out.push_back(make_check("p2p.access", std::nullopt, Severity::ok, "every GPU pair can access its peer", ev));
   }
-  // p2p.topology
+  // "0->1 (SYS), 2->3" for pairs of GPU indices.
+  std::string describe(const std::vector<std::pair<int, int>>& v) const {
+    std::vector<std::string> s;
+    for (const auto& [a, b] : v) {
+      size_t ia = 0, ib = 0;
+      for (size_t k = 0; k < gpus.size(); ++k) {
+        if (gpus[k].index == a) ia = k;
+        if (gpus[k].index == b) ib = k;
+      }
+      const auto lv = level(ia, ib);
+      s.push_back(std::to_string(a) + "->" + std::to_string(b) + (lv ? " (" + topology_name(*lv) + ")" : ""));
+    }
+    return join(s, ", ");
+  }
+};
+
+Check p2p_access(const std::vector<std::vector<std::optional<bool>>>& P, const PairLevels& pl) {
+  const size_t n = pl.gpus.size();
+  if (P.size() < n) return make_check("p2p.access", std::nullopt, Severity::info, "peer access not recorded");
+  std::vector<std::pair<int, int>> near_blocked, far_blocked;
+  int known = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      if (i == j || j >= P[i].size() || !P[i][j]) continue;
+      ++known;
+      if (*P[i][j]) continue;
+      const auto lv = pl.level(i, j);
+      (lv && *lv >= 40 ? far_blocked : near_blocked).push_back({pl.gpus[i].index, pl.gpus[j].index});
+    }
+  std::string ev = "cudaDeviceCanAccessPeer over " + std::to_string(known) + " ordered pairs";
+  const std::string fix =
+      "Without peer access, copies between these GPUs go through host memory (and NCCL uses shared memory): "
+      "keep multi-GPU jobs on GPUs that reach each other (nvidia-smi topo -m, nvidia-smi topo -p2p r). Pairs under "
+      "one PCIe switch or host bridge should reach each other: if not, ACS or the IOMMU redirects their traffic "
+      "(p2p.iommu), or the GPUs are virtualised without P2P. Pairs across CPU sockets usually cannot.";
+  if (known == 0) return make_check("p2p.access", std::nullopt, Severity::info, "peer access not available", ev);
+  if (!near_blocked.empty())
+    return make_check("p2p.access", std::nullopt, Severity::warn,
+                      std::to_string(near_blocked.size() + far_blocked.size()) + " GPU pair(s) cannot access each other",
+                      ev + ": blocked " + pl.describe(near_blocked) +
+                          (far_blocked.empty() ? std::string() : ", " + pl.describe(far_blocked)),
+                      fix);
+  if (!far_blocked.empty())
+    return make_check("p2p.access", std::nullopt, Severity::info,
+                      std::to_string(far_blocked.size()) + " pair(s) across host bridges or sockets cannot access each other",
+                      ev + ": blocked " + pl.describe(far_blocked), fix);
+  return make_check("p2p.access", std::nullopt, Severity::ok, "every GPU pair can access its peer", ev);
+}
+
+Check p2p_topology(const PairLevels& pl) {
+  const size_t n = pl.gpus.size();
   std::vector<std::pair<int, int>> sys, node;
   int known = 0;
   for (size_t i = 0; i < n; ++i)
     for (size_t j = i + 1; j < n; ++j) {
-      const auto lv = level(i, j);
+      const auto lv = pl.level(i, j);
       if (!lv) continue;
       ++known;
-      if (*lv >= 50) sys.push_back({gpus[i].index, gpus[j].index});
-      else if (*lv >= 40) node.push_back({gpus[i].index, gpus[j].index});
+      if (*lv >= 50) sys.push_back({pl.gpus[i].index, pl.gpus[j].index});
+      else if (*lv >= 40) node.push_back({pl.gpus[i].index, pl.gpus[j].index});
     }
   const std::string tev = "NVML topology over " + std::to_string(known) + " pair(s)" +
                           (sys.empty() ? std::string() : "; SYS (across sockets): " + level_names(sys)) +
                           (node.empty() ? std::string() : "; NODE: " + level_names(node));
-  if (known == 0)
-    out.push_back(make_check("p2p.topology", std::nullopt, Severity::info, "GPU topology not available (no NVML)", tev));
-  else if (!sys.empty())
-    out.push_back(make_check("p2p.topology", std::nullopt, Severity::warn,
-                             std::to_string(sys.size()) + " GPU pair(s) cross CPU sockets", tev,
-                             "Traffic between these GPUs crosses the inter-socket link (UPI/Infinity Fabric): peer copies "
-                             "and all-reduce run far below PCIe speed or go through host memory. Place multi-GPU jobs on GPUs "
-                             "of one socket (nvidia-smi topo -m), bind each process to its GPU's NUMA node "
-                             "(numactl --cpunodebind), and expect cross-socket all-reduce to be slower."));
-  else if (!node.empty())
-    out.push_back(make_check("p2p.topology", std::nullopt, Severity::info,
-                             std::to_string(node.size()) + " GPU pair(s) meet only at the host bridges of one NUMA node", tev));
-  else
-    out.push_back(make_check("p2p.topology", std::nullopt, Severity::ok, "every GPU pair is under one PCIe switch or board", tev));
-  return out;
+  if (known == 0) return make_check("p2p.topology", std::nullopt, Severity::info, "GPU topology not available (no NVML)", tev);
+  if (!sys.empty())
+    return make_check("p2p.topology", std::nullopt, Severity::warn, std::to_string(sys.size()) + " GPU pair(s) cross CPU sockets",
+                      tev,
+                      "Traffic between these GPUs crosses the inter-socket link (UPI/Infinity Fabric): peer copies "
+                      "and all-reduce run far below PCIe speed or go through host memory. Place multi-GPU jobs on GPUs "
+                      "of one socket (nvidia-smi topo -m), bind each process to its GPU's NUMA node "
+                      "(numactl --cpunodebind), and expect cross-socket all-reduce to be slower.");
+  if (!node.empty())
+    return make_check("p2p.topology", std::nullopt, Severity::info,
+                      std::to_string(node.size()) + " GPU pair(s) meet only at the host bridges of one NUMA node", tev);
+  return make_check("p2p.topology", std::nullopt, Severity::ok, "every GPU pair is under one PCIe switch or board", tev);
+}
+
+}  // namespace
+
+std::vector<Check> rule_p2p(const DoctorInput& in) {
+  const auto gpus = gpus_of(in.environment);
+  if (gpus.size() < 2)
+    return {make_check("p2p.access", std::nullopt, Severity::ok, "fewer than two GPUs: no peer pairs"),
+            make_check("p2p.topology", std::nullopt, Severity::ok, "fewer than two GPUs: no peer pairs")};
+  const PairLevels pl{gpus, in.live.topology};
+  return {p2p_access(in.live.p2p, pl), p2p_topology(pl)};
 }
 
 std::vector<Check> rule_iommu(const DoctorInput& in) {

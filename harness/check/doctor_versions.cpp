@@ -48,73 +48,90 @@ std::optional<int> parse_cc(const std::string& text) {
 
 std::string cc_string(int cc) { return std::to_string(cc / 10) + "." + std::to_string(cc % 10); }
 
+namespace {
+
+// One architecture a token names: its compute capability, whether it brings SASS and PTX, and
+// whether it is arch-specific (90a).
+struct ArchToken {
+  int cc = 0;
+  bool sass = false, ptx = false, specific = false;
+};
+
+int read_digits(const std::string& s, size_t& i) {
+  int v = -1;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    v = (v < 0 ? 0 : v) * 10 + (s[i] - '0');
+    ++i;
+  }
+  return v;
+}
+
+// nvcc: "sm_90", "sm_90a", "compute_120f".
+std::optional<ArchToken> nvcc_token(const std::string& t) {
+  const bool ptx = t[0] == 'c';
+  size_t i = ptx ? 8 : 3;
+  const int cc = read_digits(t, i);
+  const bool specific = i < t.size() && t[i] == 'a';
+  if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) ++i;
+  if (cc < 0 || i != t.size()) return std::nullopt;
+  return ArchToken{cc, !ptx, ptx, specific};
+}
+
+// PyTorch: "6.0", "9.0+ptx", "9.0a".
+std::optional<ArchToken> torch_token(const std::string& t) {
+  size_t i = 0;
+  const int major = read_digits(t, i);
+  if (major < 0 || i >= t.size() || t[i] != '.') return std::nullopt;
+  ++i;
+  const int minor = read_digits(t, i);
+  bool specific = false;
+  if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) specific = t[i++] == 'a';
+  const bool ptx = t.compare(i, std::string::npos, "+ptx") == 0;
+  if (minor < 0 || minor > 9 || (!ptx && i != t.size())) return std::nullopt;
+  return ArchToken{major * 10 + minor, true, ptx, specific};
+}
+
+// CMake: "75", "75-real", "90a-real", "120-virtual".
+std::optional<ArchToken> cmake_token(const std::string& t) {
+  size_t i = 0;
+  const int cc = read_digits(t, i);
+  if (cc < 0) return std::nullopt;
+  bool specific = false;
+  if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) specific = t[i++] == 'a';
+  const std::string rest = t.substr(i);
+  if (rest.empty()) return ArchToken{cc, true, true, specific};
+  if (rest == "-real") return ArchToken{cc, true, false, specific};
+  if (rest == "-virtual") return ArchToken{cc, false, true, specific};
+  return std::nullopt;
+}
+
+// A non-empty token in any of the three forms (case-insensitive); nullopt when it is none.
+std::optional<ArchToken> arch_token(std::string t) {
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t.rfind("sm_", 0) == 0 || t.rfind("compute_", 0) == 0) return nvcc_token(t);
+  if (t.find('.') != std::string::npos) return torch_token(t);
+  return cmake_token(t);
+}
+
+}  // namespace
+
 std::vector<ArchEntry> parse_arch_list(const std::string& text, bool* unknown) {
   std::map<std::pair<int, bool>, ArchEntry> merged;  // by (cc, specific)
   bool unk = false;
-  std::string token;
-  auto add = [&](int cc, bool sass, bool ptx, bool specific) {
-    ArchEntry& e = merged[{cc, specific}];
-    e.cc = cc;
-    e.specific = specific;
-    e.sass = e.sass || sass;
-    e.ptx = e.ptx || (ptx && !specific);
-  };
-  auto digits = [](const std::string& s, size_t& i) {
-    int v = -1;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-      v = (v < 0 ? 0 : v) * 10 + (s[i] - '0');
-      ++i;
-    }
-    return v;
-  };
-  auto handle = [&](std::string t) {
-    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (t.empty()) return;
-    size_t i = 0;
-    if (t.rfind("sm_", 0) == 0 || t.rfind("compute_", 0) == 0) {
-      const bool ptx = t[0] == 'c';
-      i = ptx ? 8 : 3;
-      const int cc = digits(t, i);
-      const bool specific = i < t.size() && t[i] == 'a';
-      if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) ++i;
-      if (cc < 0 || i != t.size()) {
-        unk = true;
-        return;
-      }
-      add(cc, !ptx, ptx, specific);
-      return;
-    }
-    if (t.find('.') != std::string::npos) {  // PyTorch: "6.0", "9.0+ptx", "9.0a"
-      const int major = digits(t, i);
-      if (major < 0 || i >= t.size() || t[i] != '.') {
-        unk = true;
-        return;
-      }
-      ++i;
-      const int minor = digits(t, i);
-      bool specific = false;
-      if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) specific = t[i++] == 'a';
-      const bool ptx = t.compare(i, std::string::npos, "+ptx") == 0;
-      if (minor < 0 || minor > 9 || (!ptx && i != t.size())) {
-        unk = true;
-        return;
-      }
-      add(major * 10 + minor, true, ptx, specific);
-      return;
-    }
-    const int cc = digits(t, i);  // CMake: "75", "75-real", "90a-real", "120-virtual"
-    if (cc < 0) {
+  auto handle = [&](const std::string& token) {
+    if (token.empty()) return;
+    const std::optional<ArchToken> a = arch_token(token);
+    if (!a) {
       unk = true;
       return;
     }
-    bool specific = false;
-    if (i < t.size() && (t[i] == 'a' || t[i] == 'f')) specific = t[i++] == 'a';
-    const std::string rest = t.substr(i);
-    if (rest.empty()) add(cc, true, true, specific);
-    else if (rest == "-real") add(cc, true, false, specific);
-    else if (rest == "-virtual") add(cc, false, true, specific);
-    else unk = true;
+    ArchEntry& e = merged[{a->cc, a->specific}];
+    e.cc = a->cc;
+    e.specific = a->specific;
+    e.sass = e.sass || a->sass;
+    e.ptx = e.ptx || (a->ptx && !a->specific);
   };
+  std::string token;
   for (char ch : text) {
     if (ch == ';' || ch == ',' || std::isspace(static_cast<unsigned char>(ch))) {
       handle(token);

@@ -347,68 +347,85 @@ Check judge_value(const std::string& id, std::optional<int> gpu, double value, c
   return c;
 }
 
-std::vector<Check> judge_results(const json& doc, const ProfileChoice& profile, int level,
-                                 const std::vector<std::string>& built, const std::vector<int>& gpus) {
-  std::vector<Check> out;
-  if (level < 2) return out;
-  const json records = doc.contains("records") && doc["records"].is_array() ? doc["records"] : json::array();
-  const json env = doc.contains("environment") ? doc["environment"] : json::object();
-  auto is_built = [&](const std::string& f) { return std::find(built.begin(), built.end(), f) != built.end(); };
-  auto model_of = [&](int g) {
+namespace {
+
+// What judging a document's records needs: the records, the thresholds, the level, the families
+// built and the GPUs validated.
+struct Judging {
+  Judging(const json& d, const ProfileChoice& p, int l, const std::vector<std::string>& b, const std::vector<int>& g)
+      : doc(d), profile(p), level(l), built(b), gpus(g),
+        records(d.contains("records") && d["records"].is_array() ? d["records"] : json::array()),
+        env(d.contains("environment") ? d["environment"] : json::object()) {}
+  const json& doc;
+  const ProfileChoice& profile;
+  int level;
+  const std::vector<std::string>& built;
+  const std::vector<int>& gpus;
+  const json records;
+  const json env;
+
+  bool is_built(const std::string& f) const { return std::find(built.begin(), built.end(), f) != built.end(); }
+  std::string model_of(int g) const {
     auto it = profile.model.find(g);
     return it == profile.model.end() ? std::string() : it->second;
-  };
-  auto applies = [&](const ValidationCheck& vc, const std::string& family) {
+  }
+  bool applies(const ValidationCheck& vc, const std::string& family) const {
     return vc.min_level <= level && (is_built(family) || (vc.required_level && vc.required_level <= level));
-  };
+  }
 
   // Checks of each GPU, family by family, in the order the families registered.
-  for (int g : gpus)
-    for (const auto& f : family_registry())
-      for (const ValidationCheck& vc : f->validation_checks()) {
-        if (vc.node || !applies(vc, f->name())) continue;
-        if (!is_built(f->name())) {
-          out.push_back(skipped_check(vc.id, g, "family not built"));
-          continue;
+  void gpu_checks(std::vector<Check>& out) const {
+    for (int g : gpus)
+      for (const auto& f : family_registry())
+        for (const ValidationCheck& vc : f->validation_checks()) {
+          if (vc.node || !applies(vc, f->name())) continue;
+          if (!is_built(f->name())) {
+            out.push_back(skipped_check(vc.id, g, "family not built"));
+            continue;
+          }
+          const json* rec = largest_record(records, [&](const json& r) {
+            return str_or(r, "family") == f->name() && record_on(r, GpuBrief{g, "", 0, 0, "", -1}) && (!vc.judges || vc.judges(r));
+          });
+          const auto t = profile.db.get(vc.id, model_of(g));
+          const CheckInput in{env, g, t ? t->unit : std::string()};
+          out.push_back(judge_record(vc.id, g, rec, model_of(g), profile.db, vc.what, vc.fix,
+                                     [&](const json& r, std::string& how) { return vc.value(r, in, how); }));
         }
-        const json* rec = largest_record(records, [&](const json& r) {
-          return str_or(r, "family") == f->name() && record_on(r, GpuBrief{g, "", 0, 0, "", -1}) && (!vc.judges || vc.judges(r));
-        });
-        const auto t = profile.db.get(vc.id, model_of(g));
-        const CheckInput in{env, g, t ? t->unit : std::string()};
-        out.push_back(judge_record(vc.id, g, rec, model_of(g), profile.db, vc.what, vc.fix,
-                                   [&](const json& r, std::string& how) { return vc.value(r, in, how); }));
-      }
+  }
 
   // Checks of the node (peer pairs, collectives).
-  const NodeCheckInput node_in{doc, gpus, [&](const std::string& id, int g) {
-                                 const auto t = profile.db.get(id, model_of(g));
-                                 return t ? t->unit : std::string();
-                               }};
-  for (const auto& f : family_registry())
-    for (const ValidationCheck& vc : f->validation_checks()) {
-      if (!vc.node || !applies(vc, f->name())) continue;
-      if (!is_built(f->name())) {
-        out.push_back(skipped_check(vc.id, std::nullopt, "family not built"));
-        continue;
-      }
-      if (int(gpus.size()) < vc.min_gpus) {
-        out.push_back(skipped_check(vc.id, std::nullopt,
-                                    "needs " + (vc.min_gpus == 2 ? std::string("two") : std::to_string(vc.min_gpus)) + " GPUs"));
-        continue;
-      }
-      for (const Judgement& j : vc.node(node_in)) {
-        if (!j.skip.empty()) {
-          out.push_back(skipped_check(j.id, j.gpu, j.skip));
+  void node_checks(std::vector<Check>& out) const {
+    const NodeCheckInput node_in{doc, gpus, [&](const std::string& id, int g) {
+                                   const auto t = profile.db.get(id, model_of(g));
+                                   return t ? t->unit : std::string();
+                                 }};
+    for (const auto& f : family_registry())
+      for (const ValidationCheck& vc : f->validation_checks()) {
+        if (!vc.node || !applies(vc, f->name())) continue;
+        if (!is_built(f->name())) {
+          out.push_back(skipped_check(vc.id, std::nullopt, "family not built"));
           continue;
         }
-        Check c = judge_record(j.id, j.gpu, j.record, model_of(j.model_gpu), profile.db, j.what, vc.fix, j.value);
-        if (j.peer) c.peer = j.peer;
-        out.push_back(c);
+        if (int(gpus.size()) < vc.min_gpus) {
+          out.push_back(skipped_check(vc.id, std::nullopt,
+                                      "needs " + (vc.min_gpus == 2 ? std::string("two") : std::to_string(vc.min_gpus)) + " GPUs"));
+          continue;
+        }
+        for (const Judgement& j : vc.node(node_in)) {
+          if (!j.skip.empty()) {
+            out.push_back(skipped_check(j.id, j.gpu, j.skip));
+            continue;
+          }
+          Check c = judge_record(j.id, j.gpu, j.record, model_of(j.model_gpu), profile.db, j.what, vc.fix, j.value);
+          if (j.peer) c.peer = j.peer;
+          out.push_back(c);
+        }
       }
-    }
+  }
+};
 
-  // Every case that ran: failed or wrong ones fail the node.
+// Every case that ran: failed or wrong ones fail the node.
+Check run_cases_check(const json& records) {
   std::vector<std::string> bad;
   int ok = 0, skipped = 0;
   for (const auto& r : records) {
@@ -431,7 +448,19 @@ std::vector<Check> judge_results(const json& doc, const ProfileChoice& profile, 
     c.severity = Severity::ok;
     c.summary = std::to_string(ok) + " case(s) ok, " + std::to_string(skipped) + " skipped";
   }
-  out.push_back(c);
+  return c;
+}
+
+}  // namespace
+
+std::vector<Check> judge_results(const json& doc, const ProfileChoice& profile, int level,
+                                 const std::vector<std::string>& built, const std::vector<int>& gpus) {
+  std::vector<Check> out;
+  if (level < 2) return out;
+  const Judging j(doc, profile, level, built, gpus);
+  j.gpu_checks(out);
+  j.node_checks(out);
+  out.push_back(run_cases_check(j.records));
   return out;
 }
 

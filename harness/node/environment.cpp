@@ -156,8 +156,9 @@ std::string no_gpu_diagnosis(const std::string& cuda_error) {
   return os.str();
 }
 
-Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
-  Environment env;
+namespace {
+
+json host_json() {
   json host;
   char hn[256] = {};
   gethostname(hn, sizeof hn - 1);
@@ -170,7 +171,10 @@ Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
   host["cpu_count"] = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   host["numa_nodes"] = numa_nodes();
   host["memory_bytes"] = opt(memory_bytes());
+  return host;
+}
 
+json software_json(const Nvml& nvml) {
   json sw;
   sw["driver_version"] = opt(nvml.driver_version());
   int drv = 0, rt = 0;
@@ -182,7 +186,101 @@ Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
   sw["cublas_version"] = opt(cublas_version_string());
   sw["cudnn_version"] = opt(cudnn_version_string());
   sw["nccl_version"] = opt(nccl_version_string());
+  return sw;
+}
 
+// What CUDA's attributes say of a device's clocks and memory bus (0: not known).
+struct DeviceAttrs {
+  int clock_khz = 0, mem_khz = 0, bus_bits = 0;
+};
+
+DeviceAttrs device_attrs(int i) {
+  DeviceAttrs a;
+  (void)cudaDeviceGetAttribute(&a.clock_khz, cudaDevAttrClockRate, i);
+  (void)cudaDeviceGetAttribute(&a.mem_khz, cudaDevAttrMemoryClockRate, i);
+  (void)cudaDeviceGetAttribute(&a.bus_bits, cudaDevAttrGlobalMemoryBusWidth, i);
+  (void)cudaGetLastError();
+  return a;
+}
+
+// The GPU as the families see it: its properties, NVML index, PCIe link and expected peaks
+// (`profile_note`: how the peaks were found).
+GpuInfo gpu_info(int i, const cudaDeviceProp& p, const DeviceAttrs& a, const Nvml& nvml, const ProfileDb& profiles,
+                 std::string& profile_note) {
+  GpuInfo g;
+  g.index = i;
+  g.name = p.name;
+  g.cc_major = p.major;
+  g.cc_minor = p.minor;
+  g.sm_count = p.multiProcessorCount;
+  g.memory_bytes = p.totalGlobalMem;
+  g.l2_bytes = size_t(p.l2CacheSize);
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) g.pci_bus_id = bus;
+  if (!g.pci_bus_id.empty()) g.nvml_index = nvml.find_by_pci(g.pci_bus_id);
+  const int h = g.nvml_index.value_or(-1);
+  PeakInputs pin;
+  pin.name = g.name;
+  pin.cc_major = g.cc_major;
+  pin.cc_minor = g.cc_minor;
+  pin.sm_count = g.sm_count;
+  pin.max_sm_clock_mhz = nvml.max_sm_clock_mhz(h);
+  if (!pin.max_sm_clock_mhz && a.clock_khz > 0) pin.max_sm_clock_mhz = a.clock_khz / 1000.0;
+  if (a.mem_khz > 0) pin.mem_clock_mhz = a.mem_khz / 1000.0;
+  if (a.bus_bits > 0) pin.mem_bus_width_bits = a.bus_bits;
+  const DeviceProfile* prof = nullptr;
+  g.peaks = expected_peaks(profiles, pin, &prof, &profile_note);
+  if (prof) g.profile = prof->name;
+  g.pcie = nvml.pcie(h);
+  return g;
+}
+
+// The GPU's entry of the environment (docs/SCHEMA.md, environment.gpus).
+json gpu_json(const GpuInfo& g, const DeviceAttrs& a, const Nvml& nvml, const std::string& profile_note) {
+  const int h = g.nvml_index.value_or(-1);
+  json gj;
+  gj["index"] = g.index;
+  gj["name"] = g.name;
+  gj["uuid"] = opt(nvml.uuid(h));
+  gj["pci_bus_id"] = g.pci_bus_id.empty() ? json(nullptr) : json(g.pci_bus_id);
+  gj["compute_capability"] = g.cc_string();
+  gj["sm_count"] = g.sm_count;
+  gj["memory_bytes"] = g.memory_bytes;
+  gj["l2_bytes"] = g.l2_bytes;
+  gj["ecc_enabled"] = opt(nvml.ecc_enabled(h));
+  gj["persistence_mode"] = opt(nvml.persistence_mode(h));
+  gj["mig_mode"] = opt(nvml.mig_mode(h));
+  std::optional<double> theo;
+  if (g.pcie.gen_current && g.pcie.width_current) theo = pcie_gbps(*g.pcie.gen_current, *g.pcie.width_current);
+  gj["pcie"] = {{"gen_current", opt(g.pcie.gen_current)}, {"gen_max", opt(g.pcie.gen_max)},
+                {"width_current", opt(g.pcie.width_current)}, {"width_max", opt(g.pcie.width_max)},
+                {"theoretical_gbps", opt(theo)}};
+  const ClockSnapshot snap = nvml.snapshot(h);
+  gj["clock_sm_mhz"] = opt(snap.sm_mhz);
+  gj["clock_mem_mhz"] = opt(snap.mem_mhz);
+  gj["clock_sm_max_mhz"] = opt(nvml.max_sm_clock_mhz(h));
+  gj["clock_mem_max_mhz"] = opt(nvml.max_mem_clock_mhz(h));
+  gj["clock_sm_attribute_mhz"] = a.clock_khz > 0 ? json(a.clock_khz / 1000.0) : json(nullptr);
+  gj["power_limit_w"] = opt(nvml.power_limit_w(h));
+  gj["temperature_c"] = opt(snap.temperature_c);
+  gj["throttle_reasons"] = snap.throttle_mask ? json(throttle_reason_names(*snap.throttle_mask)) : json(nullptr);
+  gj["profile"] = g.profile.empty() ? json(nullptr) : json(g.profile);
+  gj["profile_note"] = profile_note.empty() ? json(nullptr) : json(profile_note);
+  json pk = json::object();
+  for (const auto& [k, v] : g.peaks) {
+    pk[k] = {{"value", v.value}, {"source", v.source}};
+    if (v.clock_mhz) pk[k]["clock_mhz"] = *v.clock_mhz;
+  }
+  gj["peaks"] = pk;
+  return gj;
+}
+
+}  // namespace
+
+Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
+  Environment env;
+  const json host = host_json();
+  const json sw = software_json(nvml);
   json nv = {{"available", nvml.available()},
              {"error", nvml.available() ? json(nullptr) : json(nvml.error())}};
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -203,74 +301,10 @@ Environment capture_environment(const Nvml& nvml, const ProfileDb& profiles) {
       (void)cudaGetLastError();
       continue;
     }
-    GpuInfo g;
-    g.index = i;
-    g.name = p.name;
-    g.cc_major = p.major;
-    g.cc_minor = p.minor;
-    g.sm_count = p.multiProcessorCount;
-    g.memory_bytes = p.totalGlobalMem;
-    g.l2_bytes = size_t(p.l2CacheSize);
-    char bus[32] = {};
-    if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) g.pci_bus_id = bus;
-    if (!g.pci_bus_id.empty()) g.nvml_index = nvml.find_by_pci(g.pci_bus_id);
-    int clock_khz = 0, mem_khz = 0, bus_bits = 0;
-    (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, i);
-    (void)cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, i);
-    (void)cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, i);
-    (void)cudaGetLastError();
-    const int h = g.nvml_index.value_or(-1);
-
-    PeakInputs pin;
-    pin.name = g.name;
-    pin.cc_major = g.cc_major;
-    pin.cc_minor = g.cc_minor;
-    pin.sm_count = g.sm_count;
-    pin.max_sm_clock_mhz = nvml.max_sm_clock_mhz(h);
-    if (!pin.max_sm_clock_mhz && clock_khz > 0) pin.max_sm_clock_mhz = clock_khz / 1000.0;
-    if (mem_khz > 0) pin.mem_clock_mhz = mem_khz / 1000.0;
-    if (bus_bits > 0) pin.mem_bus_width_bits = bus_bits;
-    const DeviceProfile* prof = nullptr;
+    const DeviceAttrs a = device_attrs(i);
     std::string profile_note;
-    g.peaks = expected_peaks(profiles, pin, &prof, &profile_note);
-    if (prof) g.profile = prof->name;
-    g.pcie = nvml.pcie(h);
-
-    json gj;
-    gj["index"] = i;
-    gj["name"] = g.name;
-    gj["uuid"] = opt(nvml.uuid(h));
-    gj["pci_bus_id"] = g.pci_bus_id.empty() ? json(nullptr) : json(g.pci_bus_id);
-    gj["compute_capability"] = g.cc_string();
-    gj["sm_count"] = g.sm_count;
-    gj["memory_bytes"] = g.memory_bytes;
-    gj["l2_bytes"] = g.l2_bytes;
-    gj["ecc_enabled"] = opt(nvml.ecc_enabled(h));
-    gj["persistence_mode"] = opt(nvml.persistence_mode(h));
-    gj["mig_mode"] = opt(nvml.mig_mode(h));
-    std::optional<double> theo;
-    if (g.pcie.gen_current && g.pcie.width_current) theo = pcie_gbps(*g.pcie.gen_current, *g.pcie.width_current);
-    gj["pcie"] = {{"gen_current", opt(g.pcie.gen_current)}, {"gen_max", opt(g.pcie.gen_max)},
-                  {"width_current", opt(g.pcie.width_current)}, {"width_max", opt(g.pcie.width_max)},
-                  {"theoretical_gbps", opt(theo)}};
-    const ClockSnapshot snap = nvml.snapshot(h);
-    gj["clock_sm_mhz"] = opt(snap.sm_mhz);
-    gj["clock_mem_mhz"] = opt(snap.mem_mhz);
-    gj["clock_sm_max_mhz"] = opt(nvml.max_sm_clock_mhz(h));
-    gj["clock_mem_max_mhz"] = opt(nvml.max_mem_clock_mhz(h));
-    gj["clock_sm_attribute_mhz"] = clock_khz > 0 ? json(clock_khz / 1000.0) : json(nullptr);
-    gj["power_limit_w"] = opt(nvml.power_limit_w(h));
-    gj["temperature_c"] = opt(snap.temperature_c);
-    gj["throttle_reasons"] = snap.throttle_mask ? json(throttle_reason_names(*snap.throttle_mask)) : json(nullptr);
-    gj["profile"] = g.profile.empty() ? json(nullptr) : json(g.profile);
-    gj["profile_note"] = profile_note.empty() ? json(nullptr) : json(profile_note);
-    json pk = json::object();
-    for (const auto& [k, v] : g.peaks) {
-      pk[k] = {{"value", v.value}, {"source", v.source}};
-      if (v.clock_mhz) pk[k]["clock_mhz"] = *v.clock_mhz;
-    }
-    gj["peaks"] = pk;
-    gpus.push_back(gj);
+    GpuInfo g = gpu_info(i, p, a, nvml, profiles, profile_note);
+    gpus.push_back(gpu_json(g, a, nvml, profile_note));
     env.gpus.push_back(std::move(g));
   }
 

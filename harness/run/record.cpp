@@ -185,10 +185,11 @@ void settle_status(Record& r, const RecordInput& in) {
     return;
   }
   if (r.reason.empty()) r.reason = "no reason given";
+  // Every skip and failure of ours names its kind; a caller that named none gets its status's.
   if (r.reason_kind == ReasonKind::none)
-    r.reason_kind = infer_reason_kind(r.reason, r.status == Status::skipped ? ReasonKind::unsupported
-                                                : r.status == Status::wrong ? ReasonKind::wrong_result
-                                                                            : ReasonKind::error);
+    r.reason_kind = r.status == Status::skipped ? ReasonKind::unsupported
+                    : r.status == Status::wrong ? ReasonKind::wrong_result
+                                                : ReasonKind::error;
 }
 
 }  // namespace

@@ -147,11 +147,11 @@ def test_items_and_plots_follow_their_order():
     assert [p.key for p in plots] == PLOT_KEYS
 
 
-EXAMPLE = '''
+WIDGET = '''
 from nodebench_reports import plots
 from nodebench_reports.checklist import PASS, Item, placed
 
-FAMILY = "example"
+FAMILY = "widget"
 PRIMARY = ("widgets_per_s",)
 
 
@@ -160,47 +160,48 @@ def group_key(rec):
 
 
 def figures(data):
-    plot = plots.Plot("example", "Widgets", "widgets against size", order=45)
+    plot = plots.Plot("widget", "Widgets", "widgets against size", order=45)
     plot.missing = plots._absent(data, FAMILY, "this plot")
     return [plot]
 
 
 def checklist_items(data):
     n = len(data.family(FAMILY))
-    return [placed(Item("example", "Widgets made", PASS, f"{n} widget record(s)"), 35)]
+    return [placed(Item("widget", "Widgets made", PASS, f"{n} widget record(s)"), 35)]
 '''
 
 
 @pytest.fixture
-def example_family(tmp_path, monkeypatch):
-    """A family added as one module in a folder on the families package's path, nothing else touched."""
+def widget_family(tmp_path, monkeypatch):
+    """A family added as one module in a folder on the families package's path, nothing else touched (named
+    widget, a name no real family module has)."""
     folder = tmp_path / "more_families"
     folder.mkdir()
-    (folder / "example.py").write_text(EXAMPLE, encoding="utf-8")
+    (folder / "widget.py").write_text(WIDGET, encoding="utf-8")
     monkeypatch.setattr(families, "__path__", [*families.__path__, str(folder)])
     monkeypatch.setattr(families, "_modules", None)
     yield
-    sys.modules.pop("nodebench_reports.families.example", None)
+    sys.modules.pop("nodebench_reports.families.widget", None)
 
 
-def test_a_family_is_added_as_one_module(example_family):
+def test_a_family_is_added_as_one_module(widget_family):
     doc = nbgen.make_result(families=("hostlink",), n_gpus=1)
     rec = copy.deepcopy(doc["records"][0])
-    rec.update(id="example/w1", family="example", case="w1", params={"size": 1}, metrics={"widgets_per_s": 7.0})
+    rec.update(id="widget/w1", family="widget", case="w1", params={"size": 1}, metrics={"widgets_per_s": 7.0})
     doc["records"].append(rec)
     doc["summary"].update(ok=doc["summary"]["ok"] + 1, total=doc["summary"]["total"] + 1)
     data = data_of(doc)
-    assert families.module("example").FAMILY == "example"
+    assert families.module("widget").FAMILY == "widget"
     assert primary_metric(rec) == "widgets_per_s" and families.group_key(rec) == (1,)
     items = build_checklist(data)
     keys = [i.key for i in items]
     # placed by its order (35): right after pinned_pageable (31), before distribution (50); what lies between
     # (another family's item, e.g. input's at 40) has a larger order
-    assert keys.index("example") == keys.index("pinned_pageable") + 1 < keys.index("distribution")
-    assert all(i.order > 35 for i in items[keys.index("example") + 1:keys.index("distribution")])
-    assert next(i for i in items if i.key == "example").summary == "1 widget record(s)"
+    assert keys.index("widget") == keys.index("pinned_pageable") + 1 < keys.index("distribution")
+    assert all(i.order > 35 for i in items[keys.index("widget") + 1:keys.index("distribution")])
+    assert next(i for i in items if i.key == "widget").summary == "1 widget record(s)"
     plots = [p.key for p in render_all(data)]
-    assert plots.index("example") == plots.index("hostlink") + 1
+    assert plots.index("widget") == plots.index("hostlink") + 1
 
 
 # ----------------------------------------------------------------------------------------------
@@ -244,3 +245,69 @@ def test_a_record_of_no_known_family_has_no_group():
 
 def test_item_type_defaults_place_an_unplaced_item_before_the_run_item():
     assert Item("k", "t", PASS, "s").order < 1000
+
+
+# ----------------------------------------------------------------------------------------------
+# the example family's module (families/example.py; tests/example_family/README.md)
+
+EXAMPLE_FILLS = {0: [(1 << 20, 20.0), (64 << 20, 200.0), (1 << 30, 180.0)], 1: [(1 << 20, 10.0)]}
+
+
+def _example_doc(analysis=True):
+    """A result file with hostlink records and the example's: the fills above, one failed fill on GPU 1."""
+    doc = nbgen.make_result(families=("hostlink",), n_gpus=2)
+    base = doc["records"][0]
+    added = []
+    for gpu, pts in EXAMPLE_FILLS.items():
+        for size, gbps in pts:
+            rec = copy.deepcopy(base)
+            name = f"fill/{size >> 20}MiB"
+            rec.update(id=f"example/{name}", family="example", case=name, gpus=[gpu], primary_metric="gbps",
+                       params={"kernel": "fill", "bytes": size}, metrics={"gbps": gbps})
+            added.append(rec)
+    failed = copy.deepcopy(added[-1])
+    failed.update(id="example/fill/64MiB", case="fill/64MiB", params={"kernel": "fill", "bytes": 64 << 20},
+                  status="failed", reason="boom", reason_kind="error", metrics={"gbps": 999.0}, stats=None)
+    added.append(failed)
+    doc["records"] += added
+    doc["summary"].update(ok=doc["summary"]["ok"] + len(added) - 1, failed=doc["summary"].get("failed", 0) + 1,
+                          total=doc["summary"]["total"] + len(added))
+    if analysis:
+        doc.setdefault("analysis", {})["example_fill"] = [
+            {"gpu": 0, "best_gbps": 200.0, "best_id": "example/fill/64MiB", "smallest_id": "example/fill/1MiB",
+             "smallest_share": 0.1},
+            {"gpu": 1, "best_gbps": 10.0, "best_id": "example/fill/1MiB", "smallest_id": "example/fill/1MiB",
+             "smallest_share": 1.0}]
+    return doc
+
+
+def test_example_figure_draws_each_gpus_fills(monkeypatch):
+    figs = _figures(monkeypatch)
+    data = data_of(_example_doc())
+    (plot,) = families.module("example").figures(data)
+    assert plot.key == "example" and plot.png == b"png" and plot.missing is None
+    (ax,) = [a for a in figs[0].axes if a.get_visible()]
+    drawn = {ln.get_label(): list(zip(ln.get_xdata(), ln.get_ydata())) for ln in ax.get_lines()}
+    # the failed fill is not drawn; each GPU's points by size
+    assert drawn == {f"GPU {g} fill": sorted((float(b), v) for b, v in pts) for g, pts in EXAMPLE_FILLS.items()}
+    keys = [p.key for p in render_all(data)]
+    assert keys[-1] == "example" and keys[:-1] == [k for k in keys if k != "example"]
+
+
+def test_example_item_is_the_files_analysis():
+    doc = _example_doc()
+    doc["analysis"]["example_fill"][1]["best_gbps"] = 321.0  # not what the records say: the file's word stands
+    item = {i.key: i for i in build_checklist(data_of(doc))}["example_fill"]
+    assert item.status == PASS and item.summary == "fastest fill 321.0 GB/s on GPU 1"
+    assert item.evidence[0] == ("GPU 0: 200.0 GB/s at best (example/fill/64MiB); its smallest fill "
+                                "(example/fill/1MiB) reaches 10% of that")
+    old = {i.key: i for i in build_checklist(data_of(_example_doc(analysis=False)))}["example_fill"]
+    assert old.status == NOT_MEASURED and old.summary.startswith("not in this file: analysis.example_fill")
+    assert families.feeders("example_fill") == ["example"]
+
+
+def test_reports_without_example_records_show_nothing_of_it():
+    data = data_of(nbgen.make_result(n_gpus=2))
+    assert families.module("example").figures(data) == [] and families.module("example").checklist_items(data) == []
+    assert "example" not in [p.key for p in render_all(data)]
+    assert "example_fill" not in [i.key for i in build_checklist(data)]

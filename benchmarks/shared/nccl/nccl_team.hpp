@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ inline void skip_without_nccl(Case& c) {
   c.available = [](const GpuInfo&) {
     return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
   };
-  c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL"); };
+  c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL", ReasonKind::not_built); };
 }
 }  // namespace nb::nccl
 
@@ -76,16 +77,18 @@ class Lockstep {
         f();
       } catch (const SkipCase& s) {
         err_ = s.reason;
-        kind_ = 's';
+        kind_ = s.kind;
+        skip_ = true;
       } catch (const Hang& e) {
         err_ = e.what();
-        kind_ = 't';
+        kind_ = ReasonKind::timeout;
       } catch (const CudaError& e) {
         err_ = e.what();
-        kind_ = e.out_of_memory() ? 'm' : 'f';
+        kind_ = e.out_of_memory() ? ReasonKind::oom : ReasonKind::error;
+        skip_ = e.out_of_memory();
       } catch (const std::exception& e) {
         err_ = e.what();
-        kind_ = 'f';
+        kind_ = ReasonKind::error;
       }
     }
     failed_ = mpi::any(!err_.empty());
@@ -98,39 +101,49 @@ class Lockstep {
     std::string text;
     bool skip = false;  // every failed process skipped or ran out of memory: not a failure
     bool timeout = false;  // a process's watchdog aborted a hung communicator
+    // The record's kind: timeout or error where a process failed so, else the first skip's kind
+    // (peer_rank when no process said why).
+    ReasonKind kind = ReasonKind::error;
   };
   Reason collect() const {
-    const std::string mine = err_.empty() ? "" : std::string(1, kind_) + err_;
+    // Each process's "<s|f><reason kind>|<reason>" ("" when it did not fail), gathered at rank 0.
+    const std::string mine = err_.empty() ? "" : std::string(skip_ ? "s" : "f") + to_string(kind_) + "|" + err_;
     std::vector<std::string> all = mpi::gather_strings(mine, 0);
     std::vector<std::string> hosts = mpi::gather_strings(mpi::host(), 0);
     Reason r;
     if (mpi::rank() != 0) return r;
     bool only_skips = true;
+    std::optional<ReasonKind> skip_kind;
     for (size_t i = 0; i < all.size(); ++i) {
       if (all[i].empty()) continue;
-      if (all[i][0] == 'f' || all[i][0] == 't') only_skips = false;
-      if (all[i][0] == 't') r.timeout = true;
+      const size_t bar = all[i].find('|');
+      const ReasonKind k = parse_reason_kind(all[i].substr(1, bar - 1)).value_or(ReasonKind::error);
+      if (all[i][0] == 'f') only_skips = false;
+      if (k == ReasonKind::timeout) r.timeout = true;
+      if (all[i][0] == 's' && !skip_kind) skip_kind = k;
       if (!r.text.empty()) r.text += "; ";
       if (mpi::active() && mpi::size() > 1) r.text += "rank " + std::to_string(i) + " (" + hosts[i] + "): ";
-      if (all[i][0] == 'm') r.text += "out of memory: ";
-      r.text += all[i].substr(1);
+      if (k == ReasonKind::oom) r.text += "out of memory: ";
+      r.text += all[i].substr(bar + 1);
     }
     if (r.text.empty()) r.text = "another process failed";
     r.skip = only_skips;
+    r.kind = r.timeout ? ReasonKind::timeout : r.skip ? skip_kind.value_or(ReasonKind::peer_rank) : ReasonKind::error;
     return r;
   }
   // Throws what the case's record should say: rank 0 the reasons (skipped or failed); the other
   // ranks SkipCase (their record is dropped: rank 0 reports the case).
   [[noreturn]] void raise() const {
     const Reason r = collect();
-    if (mpi::rank() != 0) throw SkipCase{"reported by rank 0"};
-    if (r.skip) throw SkipCase{r.text};
+    if (mpi::rank() != 0) throw SkipCase{"reported by rank 0", ReasonKind::peer_rank};
+    if (r.skip) throw SkipCase{r.text, r.kind};
     throw Error(r.text);
   }
 
  private:
   std::string err_;
-  char kind_ = 'f';  // f failed, m out of memory, s skipped, t timed out (watchdog)
+  ReasonKind kind_ = ReasonKind::error;
+  bool skip_ = false;  // skipped or out of memory: not a failure
   bool failed_ = false;
 };
 
