@@ -1,4 +1,5 @@
 // The ResNet-50 training step (see train_step.hpp).
+#include "train_bn_layer.hpp"
 #include "train_step.hpp"
 #include "train_step_impl.hpp"
 
@@ -54,13 +55,8 @@ TrainStep::TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int de
   elem_ = cfg_.prec->elem;
   impl_->h = libs_.cudnn();
   impl_->cb = libs_.handles->cublas();
-  // NHWC: the persistent mode of the *Ex calls is the one with cuDNN's fast NHWC kernels (as
-  // frameworks choose for channels-last training); the plain calls with an NHWC descriptor run a
-  // generic kernel about 40x slower. NCHW: the spatial mode (the persistent one is for NHWC).
-  impl_->bn_mode = cfg_.nhwc ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
-  // The ReLU of cuDNN's fused batch norm: NaN not propagated, as the step's own ReLU (fmaxf).
-  NB_CUDNN(cudnnCreateActivationDescriptor(&impl_->relu));
-  NB_CUDNN(cudnnSetActivationDescriptor(impl_->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  impl_->bn_mode = bn_mode_for(cfg_.nhwc);  // train_bn_layer.hpp: why each mode
+  impl_->relu = create_bn_relu();
   NB_CUDA(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, device));
 }
 
@@ -360,10 +356,11 @@ void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
     const auto& b = net_.blocks[bi];
     Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
     // conv3's batch norm with the add and ReLU: X the gradient at conv3's output, R the gradient
-    // at the add's other input (the shortcut's): dz in S when fused, P masked in place when not.
+    // at the add's other input (the shortcut's, dz, on every path); P is free after it.
     void* X = Q;
-    void* R = bn_bwd(c3, P, X, S, s);
-    void* F = R == S ? P : S;  // the free one
+    void* R = S;
+    bn_bwd(c3, P, X, R, s);
+    void* F = P;
     conv_bwd(c3, X, F, 0.f, s);
     bn_bwd(c2, F, X, nullptr, s);
     conv_bwd(c2, X, F, 0.f, s);

@@ -23,6 +23,8 @@
 
 namespace nb::train {
 
+struct BnRun;  // train_bn_layer.hpp
+
 // The layer kinds the step's time is split into (metrics time_<kind>_ms). `bn` is batch norm with
 // whatever is fused into it (bn_act: the ReLU and the residual add on the fused paths);
 // `elementwise` is what runs apart (the ReLU, add + ReLU and ReLU-gradient kernels of the unfused
@@ -143,6 +145,12 @@ class TrainStep {
   std::vector<float> gradients(const ParamRef& p);
   float param(const ParamRef& p, size_t i);
   void set_param(const ParamRef& p, size_t i, float v);
+  // For the fused-versus-unfused test, which judges differences by how far rounding-sized changes
+  // move this network: every master weight w becomes f(w, i) (i: its index over the compute
+  // segment, then the FP32 segment; the compute copy follows), and every element v of the images
+  // (as stored: FP32 or FP16 values) becomes g(v, i), stored in the storage type.
+  void map_weights(const std::function<float(float, size_t)>& f);
+  void map_images(const std::function<double(double, size_t)>& g);
 
   // The loss's inputs and output of the last forward, for a host reference: logits (FP32), the FC
   // bias, the labels, the loss and dlogits (unscaled to FP32 from the storage type, still scaled).
@@ -172,15 +180,12 @@ class TrainStep {
   bool profile_host_bound_ = false;
   void mark(Kind k, cudaStream_t s);
   // Batch norm of L with its activation into L.out (residual: the add's other input). Backward
-  // from dy at L.out into dx; returns where the residual branch's gradient is (add_relu: dz when
-  // fused, else dy masked in place).
+  // from dy at L.out into dx; add_relu: dz receives the residual branch's gradient (every path).
   void bn_fwd(Layer& L, const void* residual, cudaStream_t s);
-  void* bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s);
+  void bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s);
+  BnRun bn_run(const Layer& L) const;                   // what train_bn_layer runs L with
   void bn_prepare(Layer& L, size_t& ws_bytes);          // the path, sizes and reserve space (setup)
   void bn_check_cudnn(Layer& L, const void* residual);  // one fused call each way; falls back when not supported
-  // cuDNN's *Ex batch norm with `ops`, its status returned (the setup's check needs it unthrown).
-  cudnnStatus_t bn_cudnn_fwd(Layer& L, cudnnBatchNormOps_t ops, const void* residual, void* out, cudaStream_t s);
-  cudnnStatus_t bn_cudnn_bwd(Layer& L, cudnnBatchNormOps_t ops, const void* dy, void* dx, void* dz, cudaStream_t s);
   void make_update_table();
   void conv_fwd(Layer& L, cudaStream_t s);
   void conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s);
