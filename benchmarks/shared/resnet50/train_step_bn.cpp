@@ -11,7 +11,7 @@ namespace nb::train {
 using nlohmann::json;
 using namespace cudnn;
 
-BnRun TrainStep::bn_run(const Layer& L) const {
+BnRun TrainStep::bn_run(const Layer& L, bool forward) const {
   const Impl& I = *impl_;
   BnRun r;
   r.act = L.act;
@@ -29,47 +29,41 @@ BnRun TrainStep::bn_run(const Layer& L) const {
   r.out = L.out;
   r.gamma = L.gamma, r.beta = L.beta, r.dgamma = L.dgamma, r.dbeta = L.dbeta;
   r.run_mean = L.run_mean, r.run_var = L.run_var, r.save_mean = L.save_mean, r.save_inv = L.save_inv;
-  r.reserve = L.bn_reserve, r.reserve_bytes = L.bn_reserve_bytes;
-  r.ws = I.ws, r.ws_bytes = ws_bytes_;
-  r.scratch = I.g[0];
+  r.reserve = L.bn_reserve, r.reserve_bytes = L.bn_need.reserve;
+  r.ws = forward ? L.ws_bn_fwd : L.ws_bn_bwd;
+  r.ws_bytes = forward ? L.bn_need.fwd_ws : L.bn_need.bwd_ws;
+  r.scratch = L.add_scratch;
   return r;
 }
 
-void TrainStep::bn_prepare(Layer& L, size_t& ws_bytes) {
+void TrainStep::bn_prepare(Layer& L) {
   Impl& I = *impl_;
   const auto& c = *L.spec;
   L.shape = {cfg_.batch, c.k, int64_t(c.out_hw()) * c.out_hw(), cfg_.nhwc, half_};
   L.geo = kernels::bn_geometry(cfg_.nhwc, cfg_.batch, c.k, L.shape.hw, int(elem_), I.sms);
   L.bn_choice = choose_bn_path(cfg_.fusion, half_, cfg_.nhwc, c.k, L.act);
-  const BnNeeds need = bn_needs(bn_run(L));
-  if (need.status != CUDNN_STATUS_SUCCESS && L.bn_choice.path == BnPath::cudnn) {
-    L.bn_choice = fallback_after_not_supported(
-        std::string("the workspace and reserve size queries with ") + ops_name(fused_ops(L.act)), cudnnGetErrorString(need.status));
-  } else {
-    check(need.status, "cudnnGetBatchNormalization{ForwardTrainingEx,BackwardEx}WorkspaceSize / TrainingExReserveSpaceSize",
-          __FILE__, __LINE__);
+  // Its workspaces and reserve space (bn_needs: with the own kernels' workspace, for a fallback
+  // after the memory is laid out) go into the step's memory plan.
+  L.bn_need = bn_needs(bn_run(L, true));
+  if (L.bn_need.status != CUDNN_STATUS_SUCCESS && L.bn_choice.path == BnPath::cudnn) {
+    L.bn_choice = fallback_after_not_supported(std::string("the workspace and reserve size queries with ") +
+                                                   ops_name(fused_ops(L.act)),
+                                               cudnnGetErrorString(L.bn_need.status));
+    return;
   }
-  // The workspace is shared with the convolutions; the reserve space is the layer's, kept from
-  // forward to backward.
-  ws_bytes = std::max({ws_bytes, need.fwd_ws, need.bwd_ws});
-  L.bn_reserve_bytes = need.reserve;
-  if (need.reserve) {
-    L.bn_reserve = arena_.alloc(need.reserve, "the batch-norm reserve space of " + c.name);
-    bn_reserve_bytes_ += (need.reserve + 255) / 256 * 256;
-  }
+  check(L.bn_need.status, "cudnnGetBatchNormalization{ForwardTrainingEx,BackwardEx}WorkspaceSize / TrainingExReserveSpaceSize",
+        __FILE__, __LINE__);
 }
 
 void TrainStep::bn_check_cudnn(Layer& L, const void* residual) {
   if (L.bn_choice.path != BnPath::cudnn || L.act == BnAct::none) return;
-  Impl& I = *impl_;
   const cudnnBatchNormOps_t ops = fused_ops(L.act);
-  const BnRun r = bn_run(L);
-  // Runs on the real buffers before the weights are initialised (their contents do not matter);
-  // the scratch buffers stand for dy, dx and dz.
-  cudnnStatus_t st = bn_cudnn_forward(r, ops, residual, L.out, stream_);
+  // Runs on the real buffers before the weights are initialised (their contents do not matter),
+  // the layer's own gradients standing for dy, dx and dz.
+  cudnnStatus_t st = bn_cudnn_forward(bn_run(L, true), ops, residual, L.out, stream_);
   const char* call = "cudnnBatchNormalizationForwardTrainingEx";
   if (st == CUDNN_STATUS_SUCCESS) {
-    st = bn_cudnn_backward(r, ops, I.g[0], I.g[1], I.g[2], stream_);
+    st = bn_cudnn_backward(bn_run(L, false), ops, L.g_out, L.g_y, L.g_res, stream_);
     call = "cudnnBatchNormalizationBackwardEx";
   }
   // Any failure falls back (the reason names the status; the GPU test allows NOT_SUPPORTED only):
@@ -83,11 +77,11 @@ void TrainStep::bn_check_cudnn(Layer& L, const void* residual) {
 }
 
 void TrainStep::bn_fwd(Layer& L, const void* residual, cudaStream_t s) {
-  bn_forward(bn_run(L), residual, s, [&](bool elementwise) { mark(elementwise ? Kind::elementwise : Kind::bn, s); });
+  bn_forward(bn_run(L, true), residual, s, [&](bool elementwise) { mark(elementwise ? Kind::elementwise : Kind::bn, s); });
 }
 
 void TrainStep::bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s) {
-  bn_backward(bn_run(L), dy, dx, dz, s, [&](bool elementwise) { mark(elementwise ? Kind::elementwise : Kind::bn, s); });
+  bn_backward(bn_run(L, false), dy, dx, dz, s, [&](bool elementwise) { mark(elementwise ? Kind::elementwise : Kind::bn, s); });
 }
 
 json TrainStep::fusion_details() const {
