@@ -28,6 +28,8 @@ StepPlanInput input(int64_t batch, int elem, bool fused) {
     const size_t out = size_t(c.out_elems() * batch * elem);
     in.layers.push_back({out / 3, out / 3, 65536, 65536, fused && elem == 2 ? out / elem / 8 : 0, !fused});
   }
+  in.layers[0].mask_from_x = fused;  // the stem, as the step runs it with its own max pool
+  in.layers[0].reserve = 0;          // on the own kernels
   return in;
 }
 
@@ -81,13 +83,15 @@ TEST(StepMemory, EachTensorLivesFromItsWriterToItsLastReader) {
     EXPECT_EQ(first_op(p, p.layers[size_t(b.conv2)].out), "forward bn " + c2);
   }
   EXPECT_EQ(last_op(p, p.pool_argmax), "backward max pool");
+  // The stem's ReLU'd output: the max pool's input only; its mask is recomputed from the input.
+  EXPECT_EQ(last_op(p, p.layers[0].out), "forward max pool");
   EXPECT_EQ(last_op(p, p.pooled), "backward fc");  // the FC's weight gradient reads its input
 }
 
 // The most needed at once, counted by hand: at the first backward operation that writes a
 // block's gradients (conv3's batch norm of the last block), every kept activation but the images
-// (outside the region) and the pooled features (the FC's backward, before it, read them last),
-// the max pool's argmax, the reserve spaces, the three gradients of
+// (outside the region), the pooled features (the FC's backward, before it, read them last) and
+// the stem's ReLU'd output (its mask recomputed from its input), the max pool's argmax, the reserve spaces, the three gradients of
 // 2048 x 7 x 7 then live (at the last block's output, at conv3's output, at the shortcut) and that
 // operation's workspace.
 TEST(StepMemory, TheRegionIsWhatTheStartOfBackwardNeeds) {
@@ -96,7 +100,7 @@ TEST(StepMemory, TheRegionIsWhatTheStartOfBackwardNeeds) {
     const int64_t N = 64;
     const StepPlanInput in = input(N, elem, true);
     const StepPlan p = plan_step(n, in);
-    const int64_t kept = (kept_activation_elems_per_image(n) - 3 * 224 * 224 - 2048) * N * elem;
+    const int64_t kept = (kept_activation_elems_per_image(n) - 3 * 224 * 224 - 2048 - 64 * 112 * 112) * N * elem;
     size_t reserves = 0;
     for (const auto& l : in.layers) reserves += padded(l.reserve);
     const size_t expect = size_t(kept) + size_t(64 * 56 * 56 * N) + reserves + 3 * size_t(2048 * 49 * N * elem) + 65536;

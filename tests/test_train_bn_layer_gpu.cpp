@@ -8,7 +8,8 @@
 // standard deviation, the running averages, y; dx, dgamma, dbeta and dz (the residual's
 // gradient). Shapes: ResNet-50's 7x7 and 56x56 planes with 64 channels at batch 4, and odd ones
 // (37 channels on 9x9: one element a step everywhere; 36 channels on 10x10 at batch 2: FP16 NHWC
-// vectors of 4, not 8), in both layouts and storage types. Every output is poisoned (NaN) first
+// vectors of 4, not 8), in both layouts and storage types; the own kernels' ReLU layer also with
+// its mask recomputed from x (the stem's, whose output is not kept: y is poisoned before backward). Every output is poisoned (NaN) first
 // and guarded on both sides; the tolerances and the faults they catch are in bn_reference.hpp
 // (tests/test_bn_reference.cpp shows a plausible FP32 implementation passes and each fault fails).
 // Each case prints the worst error / tolerance of each result (<= 1 passes).
@@ -102,10 +103,11 @@ struct Case {
   bool nhwc, half;
   BnAct act;
   BnPath path;
+  bool from_x = false;  // the own kernels' backward recomputes the ReLU's mask from x (the stem's)
   std::string name() const {
     return std::string(half ? "fp16" : "fp32") + (nhwc ? " nhwc" : " nchw") + " n" + std::to_string(n) + " c" +
            std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(h) + " " + train::bn_act_name(act) + " " +
-           train::bn_path_name(path);
+           train::bn_path_name(path) + (from_x ? " mask-from-x" : "");
   }
 };
 
@@ -171,7 +173,7 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   r.y_desc = d.y, r.bn_desc = d.bn, r.elems = s.size();
   r.shape = {k.n, k.c, s.hw, k.nhwc, k.half};
   r.geo = kernels::bn_geometry(k.nhwc, k.n, k.c, s.hw, k.half ? 2 : 4, sms);
-  r.x = b.x.ptr(), r.out = b.y.ptr(), r.scratch = b.scratch.ptr();
+  r.x = b.x.ptr(), r.out = b.y.ptr(), r.scratch = b.scratch.ptr(), r.relu_from_x = k.from_x;
   r.gamma = b.gamma.f(), r.beta = b.beta.f(), r.dgamma = b.dgamma.f(), r.dbeta = b.dbeta.f();
   r.run_mean = b.run_mean.f(), r.run_var = b.run_var.f(), r.save_mean = b.save_mean.f(), r.save_inv = b.save_inv.f();
   const train::BnNeeds need = train::bn_needs(r);
@@ -203,6 +205,7 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   judge(line, "run_var", b.run_var.get(), f.run_var, ft.run_var);
   const auto y = b.y.get();
   judge(line, "y", y, f.y, ft.y);
+  if (k.from_x) b.y.poison();  // the backward must not read it: NaN would mask every element out
   train::bn_backward(r, b.dy.ptr(), b.dx.ptr(), add ? b.dz.ptr() : nullptr, st.get());
   NB_CUDA(cudaStreamSynchronize(st.get()));
   // The mask from the y the backward read (checked above), as the step's backward takes it.
@@ -237,14 +240,17 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
             // cuDNN's fused calls: where the step takes them (FP16 NHWC, C a multiple of 4 for the add).
             if (path == BnPath::cudnn && train::choose_bn_path(train::Fusion::on, half, nhwc, sh.c, act).path != BnPath::cudnn)
               continue;
-            const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path};
-            std::string line;
-            const bool done = run_case(k, h, prop.multiProcessorCount, line);
-            std::printf("  %-40s %s\n", k.name().c_str(), line.c_str());
-            ++(done ? ran : not_run);
-            // The step's own shapes (64 channels) run on every path it can take.
-            if (sh.c == 64) EXPECT_TRUE(done) << k.name() << ": " << line;
-            if (done && path == BnPath::cudnn) ++cudnn_fused;
+            for (bool from_x : {false, true}) {
+              if (from_x && (path != BnPath::kernels || act != BnAct::relu)) continue;
+              const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x};
+              std::string line;
+              const bool done = run_case(k, h, prop.multiProcessorCount, line);
+              std::printf("  %-52s %s\n", k.name().c_str(), line.c_str());
+              ++(done ? ran : not_run);
+              // The step's own shapes (64 channels) run on every path it can take.
+              if (sh.c == 64) EXPECT_TRUE(done) << k.name() << ": " << line;
+              if (done && path == BnPath::cudnn) ++cudnn_fused;
+            }
           }
   std::printf("%d cases run, %d not run by cuDNN (%d on cuDNN's fused calls)\n", ran, not_run, cudnn_fused);
   EXPECT_GT(ran, 0);

@@ -106,6 +106,9 @@ MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool)
   MemoryPlan p;
   StepPlanInput in;
   in.batch = batch, in.elem = elem, in.own_max_pool = own_max_pool;
+  // With its own max pool the step recomputes the stem's ReLU mask from its input (train_fusion.hpp).
+  in.layers.resize(n.convs.size());
+  in.layers[0].mask_from_x = own_max_pool;
   p.region = int64_t(plan_step(n, in).total);
   const int64_t compute = n.conv_weight_count() + int64_t(n.fc_in) * n.classes;  // weights in storage type
   const int64_t fp32 = n.bn_parameter_count() + n.classes;                       // BN and FC bias: FP32

@@ -67,7 +67,8 @@ struct MemoryPlan {
   int64_t region = 0, parameters = 0, other = 0;
   int64_t total() const { return region + parameters + other; }
 };
-// own_max_pool: the step's own max pool keeps one byte an output (the fused paths).
+// own_max_pool: the step's own max pool keeps one byte an output (the fused paths), and the stem's
+// batch norm + ReLU output is then not kept for backward.
 MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool = false);
 
 // The bytes the memory-bound layer kinds of one step must move at least, for `batch` images with

@@ -64,9 +64,11 @@ void bn_fwd(Builder& B, size_t i, int residual = -1) {
   const LayerBufs& L = B.p.layers[i];
   B.op("forward bn " + B.n_.convs[i].name, {L.y, L.out, L.reserve, L.ws_bn_fwd, residual, L.add_scratch});
 }
-// The batch norm's backward reads its output as the ReLU's mask (not after the projection's).
-void bn_bwd(Builder& B, size_t i, bool mask) {
+// The batch norm's backward reads its output as the ReLU's mask (not after the projection's, nor
+// when it recomputes the mask from its input).
+void bn_bwd(Builder& B, size_t i, bool relu) {
   const LayerBufs& L = B.p.layers[i];
+  const bool mask = relu && !B.need(i).mask_from_x;
   B.op("backward bn " + B.n_.convs[i].name, {L.y, mask ? L.out : -1, L.reserve, L.g_out, L.g_y, L.g_res, L.ws_bn_bwd});
 }
 void conv_bwd(Builder& B, size_t i) {

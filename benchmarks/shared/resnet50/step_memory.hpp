@@ -37,10 +37,12 @@ const char* buf_kind_name(BufKind k);  // activations, gradients, workspace, res
 // What one convolution layer's operations need besides its tensors: bytes of the workspace of its
 // convolution forward and backward (the larger of the filter and data passes) and of its batch
 // norm forward and backward, the batch norm's reserve space (cuDNN's, kept from forward to
-// backward), and whether the batch norm runs unfused (its add writes a scratch buffer first).
+// backward), whether the batch norm runs unfused (its add writes a scratch buffer first), and
+// whether its backward recomputes the ReLU's mask from its input (then it does not read its output).
 struct LayerNeeds {
   size_t ws_conv_fwd = 0, ws_conv_bwd = 0, ws_bn_fwd = 0, ws_bn_bwd = 0, reserve = 0;
   bool unfused = false;
+  bool mask_from_x = false;
 };
 
 struct StepPlanInput {

@@ -121,8 +121,11 @@ void bn_backward(const BnRun& r, void* dy, void* dx, void* dz, cudaStream_t s, c
   const bool add = r.act == BnAct::add_relu;
   if (r.path == BnPath::kernels) {
     kernels::BnBackward a;
+    const bool from_x = r.relu_from_x && r.act == BnAct::relu;
     a.x = r.x;
-    a.y = r.act == BnAct::none ? nullptr : r.out;
+    a.y = r.act == BnAct::none || from_x ? nullptr : r.out;
+    a.relu_from_x = from_x;
+    a.beta = r.beta;
     a.dy = dy, a.dx = dx, a.dz = add ? dz : nullptr;
     a.gamma = r.gamma, a.save_mean = r.save_mean, a.save_inv_std = r.save_inv;
     a.dgamma = r.dgamma, a.dbeta = r.dbeta, a.ws = r.ws;

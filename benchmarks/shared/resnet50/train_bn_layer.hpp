@@ -51,6 +51,9 @@ struct BnRun {
   void* ws = nullptr;       // workspace of this call (cuDNN's, or the own kernels' bn_workspace_bytes)
   size_t ws_bytes = 0;
   void* scratch = nullptr;  // unfused batch norm + add: the batch norm's output before the add (elems)
+  // Backward recomputes the ReLU's mask from x (the own kernels, act relu): out is not read, so it
+  // need not be kept from forward to backward.
+  bool relu_from_x = false;
 };
 
 // Called after each part that runs (profiling): false after the batch norm (with whatever is fused

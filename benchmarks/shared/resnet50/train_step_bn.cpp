@@ -33,6 +33,7 @@ BnRun TrainStep::bn_run(const Layer& L, bool forward) const {
   r.ws = forward ? L.ws_bn_fwd : L.ws_bn_bwd;
   r.ws_bytes = forward ? L.bn_need.fwd_ws : L.bn_need.bwd_ws;
   r.scratch = L.add_scratch;
+  r.relu_from_x = L.relu_from_x;
   return r;
 }
 
@@ -41,7 +42,11 @@ void TrainStep::bn_prepare(Layer& L) {
   const auto& c = *L.spec;
   L.shape = {cfg_.batch, c.k, int64_t(c.out_hw()) * c.out_hw(), cfg_.nhwc, half_};
   L.geo = kernels::bn_geometry(cfg_.nhwc, cfg_.batch, c.k, L.shape.hw, int(elem_), I.sms);
-  L.bn_choice = choose_bn_path(cfg_.fusion, half_, cfg_.nhwc, c.k, L.act);
+  // The stem's batch norm + ReLU output is read backward only as its mask when the step's own max
+  // pool keeps its argmax (the fused settings): its kernels then recompute the mask from x.
+  const bool output_kept = L.spec != &net_.convs[0] || cfg_.fusion == Fusion::off;
+  L.bn_choice = choose_bn_path(cfg_.fusion, half_, cfg_.nhwc, c.k, L.act, output_kept);
+  L.relu_from_x = !output_kept && L.act == BnAct::relu && L.bn_choice.path == BnPath::kernels;
   // Its workspaces and reserve space (bn_needs: with the own kernels' workspace, for a fallback
   // after the memory is laid out) go into the step's memory plan.
   L.bn_need = bn_needs(bn_run(L, true));

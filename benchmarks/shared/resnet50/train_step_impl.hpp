@@ -38,6 +38,7 @@ struct TrainStep::Layer {
   float *run_mean = nullptr, *run_var = nullptr, *save_mean = nullptr, *save_inv = nullptr;
   void* bn_reserve = nullptr;  // batch norm's reserve space: written by forward, read by backward
   BnNeeds bn_need;             // its workspaces and reserve space on its path
+  bool relu_from_x = false;    // its backward recomputes the ReLU's mask from its input: out is not kept
   BnAct act = BnAct::relu;     // what follows the batch norm (train_fusion.hpp)
   BnChoice bn_choice;          // the path it runs, and why
   kernels::BnShape shape;      // for the step's own batch-norm kernels

@@ -143,7 +143,8 @@ void TrainStep::plan_memory() {
   in.own_max_pool = cfg_.fusion != Fusion::off;  // the fused paths pool with the step's own kernels
   in.share = cfg_.share_memory;
   for (const auto& L : I.layers)
-    in.layers.push_back({0, 0, L.bn_need.fwd_ws, L.bn_need.bwd_ws, L.bn_need.reserve, L.bn_choice.path == BnPath::unfused});
+    in.layers.push_back({0, 0, L.bn_need.fwd_ws, L.bn_need.bwd_ws, L.bn_need.reserve, L.bn_choice.path == BnPath::unfused,
+                         L.relu_from_x});
   {
     const resnet50::StepPlan first = resnet50::plan_step(net_, in);
     DeviceBuffer region = device_or_oom(first.total, "the step's activations and gradients (to choose the algorithms on)");
