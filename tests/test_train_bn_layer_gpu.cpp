@@ -182,7 +182,8 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
     return false;
   }
   DeviceBuffer ws(std::max(need.fwd_ws, need.bwd_ws) + 256), reserve(need.reserve + 256);
-  r.ws = ws.get(), r.ws_bytes = std::max(need.fwd_ws, need.bwd_ws), r.reserve = reserve.get(), r.reserve_bytes = need.reserve;
+  // Each pass with the workspace the step gives it (bn_needs), the reserve space kept between them.
+  r.ws = ws.get(), r.ws_bytes = need.fwd_ws, r.reserve = reserve.get(), r.reserve_bytes = need.reserve;
   Stream st;
   try {
     train::bn_forward(r, add ? b.r.ptr() : nullptr, st.get());
@@ -206,6 +207,7 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   const auto y = b.y.get();
   judge(line, "y", y, f.y, ft.y);
   if (k.from_x) b.y.poison();  // the backward must not read it: NaN would mask every element out
+  r.ws_bytes = need.bwd_ws;
   train::bn_backward(r, b.dy.ptr(), b.dx.ptr(), add ? b.dz.ptr() : nullptr, st.get());
   NB_CUDA(cudaStreamSynchronize(st.get()));
   // The mask from the y the backward read (checked above), as the step's backward takes it.
