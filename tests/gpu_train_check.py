@@ -63,10 +63,14 @@ def check_record(r):
         bad.append(f"elementwise_share {m['elementwise_share']}")
     if not 0 < m["peak_memory_bytes"] <= m["device_used_bytes"]:
         bad.append(f"peak_memory_bytes {m['peak_memory_bytes']} vs device_used_bytes {m['device_used_bytes']}")
+    # details.memory_plan_bytes: the arena's allocations by kind add up to its peak; the planned
+    # region (step_memory.hpp) needs at least the most live at one operation.
     plan = d.get("memory_plan_bytes", {})
-    planned = sum(plan.values()) if plan else 0
-    if planned and not 0.95 * planned <= m["peak_memory_bytes"] <= 1.10 * planned:
-        bad.append(f"arena peak {m['peak_memory_bytes']} vs plan {planned}: allocations and plan disagree")
+    by_kind, region = plan.get("by_kind") or {}, plan.get("region") or {}
+    if not by_kind or sum(by_kind.values()) != plan.get("total") or plan.get("total") != m["peak_memory_bytes"]:
+        bad.append(f"memory_plan_bytes {plan} does not add up to the arena peak {m['peak_memory_bytes']}")
+    elif not 0 < region.get("live_peak", 0) <= region.get("total", 0) == by_kind.get("region"):
+        bad.append(f"memory_plan_bytes.region {region}: the region is not the planned one")
     # The step is timed as a CUDA graph; issued call by call it cannot be faster than the GPU's
     # time (10% allowed for noise), and the host's issue cost is positive.
     if not (r.get("details", {}).get("cuda_graph") or {}).get("used"):

@@ -44,6 +44,19 @@ TEST(TrainFusionPath, Fp16NhwcTakesCudnnElsewhereTheStepsKernels) {
   EXPECT_EQ(choose_bn_path(Fusion::on, false, false, 2048, BnAct::none).path, BnPath::kernels);
 }
 
+// A ReLU layer whose output nothing else reads backward (the stem with the own max pool) takes
+// the own kernels, which recompute the mask from the input; unfused, cuDNN's max pool reads it.
+TEST(TrainFusionPath, AnOutputNotKeptTakesTheKernels) {
+  for (Fusion f : {Fusion::on, Fusion::kernels})
+    for (bool half : {false, true}) {
+      const BnChoice c = choose_bn_path(f, half, true, 64, BnAct::relu, false);
+      EXPECT_EQ(c.path, BnPath::kernels);
+      EXPECT_TRUE(has(c.reason, "recompute its mask from the input")) << c.reason;
+    }
+  EXPECT_EQ(choose_bn_path(Fusion::off, true, true, 64, BnAct::relu, false).path, BnPath::unfused);
+  EXPECT_EQ(choose_bn_path(Fusion::on, true, true, 64, BnAct::relu, true).path, BnPath::cudnn);
+}
+
 TEST(TrainFusionPath, SettingOffIsUnfusedKernelsIsKernelsEverywhere) {
   for (bool half : {false, true})
     for (bool nhwc : {false, true})
@@ -197,7 +210,7 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   EXPECT_EQ(bn_geometry(true, 100000, 64, 12544, 2, 100000).chunks, kBnMaxChunks);
   EXPECT_EQ(bn_narrow(n, 64).items, 256 * 112 * 112);
   EXPECT_EQ(bn_narrow(n, 64).chunks, n.chunks);  // the same workspace
-  EXPECT_EQ(bn_workspace_bytes(n, 64), size_t(3 * 9 * 64 + 4 * 64) * 4);
+  EXPECT_EQ(bn_workspace_bytes(n, 64), size_t(3 * 9 * 64 + 7 * 64) * 4);
 }
 
 TEST(TrainUpdateTable, ChunksCoverEachElementOnceOnVectorBoundaries) {

@@ -164,17 +164,14 @@ void measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfi
   record_profile(ctx, st, kinds, med);
 }
 
-// What the record says of the step itself: algorithms, loss scale, optimizer, memory plan.
+// What the record says of the step itself: algorithms, loss scale, optimizer, where its memory goes.
 void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::StepConfig& cfg) {
   const Prec& P = *cfg.prec;
   ctx.details()["fusion"] = st.fusion_details();
   ctx.details()["algorithms"] = st.algorithms();
   ctx.details()["loss_scale"] = cfg.loss_scale;
   ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
-  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(P.elem), cfg.fusion != train::Fusion::off);
-  ctx.details()["memory_plan_bytes"] = {{"activations", plan.activations}, {"gradients", plan.gradients},
-                                        {"parameters", plan.parameters}, {"other", plan.other},
-                                        {"workspace", st.workspace_bytes()}};
+  ctx.details()["memory_plan_bytes"] = st.memory_details();
   const std::string note = train::fp16_arithmetic_note(P.data == CUDNN_DATA_HALF, ctx.gpu().cc_major, ctx.gpu().cc_minor);
   if (!note.empty()) ctx.details()["note"] = note;
 }

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include <initializer_list>
+#include <type_traits>
 
 #include "train_bn_kernels.cuh"
 #include "train_vec.cuh"
@@ -18,7 +19,7 @@ __device__ __forceinline__ void chan(F& na, F& ma, F& qa, F nb, F mb, F qb) {
   chan_combine(na, ma, qa, nb, mb, qb);
 }
 
-// The workspace: 3 partial arrays of chunks x c floats, then 4 coefficient arrays of c floats.
+// The workspace: 3 partial arrays of chunks x c floats, then kBnCoefs coefficient arrays of c floats.
 struct Ws {
   float *p0, *p1, *p2, *coef;
   __host__ __device__ Ws(void* ws, int chunks, int64_t c) {
@@ -147,6 +148,18 @@ __global__ void fwd_finalize_k(Ws ws, int chunks, int c, FwdFinal a) {
   for (int k = 0; k < 3; ++k) ws.coef[size_t(k) * c + ch] = coef[k];  // mean, scale, shift after the scale
 }
 
+// The batch norm's output before the add and the ReLU: one fused multiply-add, written out so
+// that the forward and a backward recomputing it (relu_from_x) round it the same way.
+__device__ __forceinline__ float bn_pre(float x, float mean, float scale, float shift) {
+  return __fmaf_rn(x - mean, scale, shift);
+}
+// Whether the ReLU passed this element: its output, rounded to the storage type as the forward
+// stored it, above zero.
+template <bool HALF>
+__device__ __forceinline__ bool relu_passed(float v) {
+  return (HALF ? vec::to_f(vec::from_f<uint16_t>(v)) : v) > 0.f;
+}
+
 // y = act((x - mean) scale + beta [+ r]); lanes of an NHWC vector are consecutive channels.
 template <bool NHWC, bool RELU, int NIN>
 struct ApplyOp {
@@ -158,7 +171,7 @@ struct ApplyOp {
 #pragma unroll
     for (int k = 0; k < L; ++k) {
       const int64_t ch = NHWC ? c0 + k : c0;
-      float v = (in[0][k] - coef[ch]) * coef[c + ch] + coef[2 * c + ch];
+      float v = bn_pre(in[0][k], coef[ch], coef[c + ch], coef[2 * c + ch]);
       if (NIN == 2) v += in[NIN - 1][k];
       out[0][k] = RELU ? fmaxf(v, 0.f) : v;
     }
@@ -166,36 +179,58 @@ struct ApplyOp {
 };
 
 // ---- backward: per block and channel sum(g), sum(g xhat) ---------------------------------------
-template <int W, bool MASK>
-__device__ __forceinline__ void grad_terms(const float (&x)[W], const float (&dy)[W], const float (&y)[W], const float* mean,
-                                           const float* inv, float (&g)[W], float (&gx)[W]) {
+// The ReLU's mask: none (M 0), from the kept output y (M 1), recomputed from x (M 2).
+constexpr int kNoMask = 0, kMaskFromY = 1, kMaskFromX = 2;
+
+// Per channel of a thread's lanes: the saved mean and inverse standard deviation and, for a mask
+// recomputed from x, the forward's scale and shift.
+template <int W>
+struct ChanCoefs {
+  float mean[W], inv[W], scale[W], shift[W];
+  __device__ void load(int j, int64_t ch, bool ok, const float* save_mean, const float* save_inv, const float* gamma,
+                       const float* beta) {
+    mean[j] = ok ? save_mean[ch] : 0.f;
+    inv[j] = ok ? save_inv[ch] : 0.f;
+    scale[j] = ok && gamma ? bn_scale(gamma[ch], save_inv[ch]) : 0.f;
+    shift[j] = ok && beta ? beta[ch] : 0.f;
+  }
+};
+
+template <int W, int M, bool HALF>
+__device__ __forceinline__ void grad_terms(const float (&x)[W], const float (&dy)[W], const float (&y)[W],
+                                           const ChanCoefs<W>& cc, float (&g)[W], float (&gx)[W]) {
 #pragma unroll
   for (int j = 0; j < W; ++j) {
-    g[j] = MASK ? (y[j] > 0.f ? dy[j] : 0.f) : dy[j];
-    gx[j] = g[j] * (x[j] - mean[j]) * inv[j];
+    const bool pass = M == kMaskFromY   ? y[j] > 0.f
+                      : M == kMaskFromX ? relu_passed<HALF>(bn_pre(x[j], cc.mean[j], cc.scale[j], cc.shift[j]))
+                                        : true;
+    g[j] = pass ? dy[j] : 0.f;
+    gx[j] = g[j] * (x[j] - cc.mean[j]) * cc.inv[j];
   }
 }
 
-template <class S, int W, bool MASK>
-__global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, const float* save_mean, const float* save_inv,
-                            int64_t rows, int c, Ws ws) {
+// What the sums kernels read besides the tensors.
+struct SumArgs {
+  const float *save_mean, *save_inv, *gamma, *beta;  // gamma, beta: kMaskFromX only
+};
+
+template <class S, int W, int M>
+__global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, SumArgs a, int64_t rows, int c, Ws ws) {
   __shared__ float sh_g[kVecThreads * W], sh_gx[kVecThreads * W];
   const int cvs = c / W, cv = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
-  float sg[W] = {}, sgx[W] = {}, mean[W], inv[W];
+  float sg[W] = {}, sgx[W] = {};
+  ChanCoefs<W> cc;
 #pragma unroll
-  for (int j = 0; j < W; ++j) {
-    mean[j] = cv < cvs ? save_mean[cv * W + j] : 0.f;
-    inv[j] = cv < cvs ? save_inv[cv * W + j] : 0.f;
-  }
+  for (int j = 0; j < W; ++j) cc.load(j, int64_t(cv) * W + j, cv < cvs, a.save_mean, a.save_inv, a.gamma, a.beta);
   if (cv < cvs) {
     for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
       const uint64_t i = uint64_t(r) * c + uint64_t(cv) * W;
       float xv[W], dv[W], yv[W], g[W], gx[W];
       load<W>(x, i, xv);
       load<W>(dy, i, dv);
-      if (MASK) load<W>(y, i, yv);
-      grad_terms<W, MASK>(xv, dv, yv, mean, inv, g, gx);
+      if (M == kMaskFromY) load<W>(y, i, yv);
+      grad_terms<W, M, sizeof(S) == 2>(xv, dv, yv, cc, g, gx);
 #pragma unroll
       for (int j = 0; j < W; ++j) sg[j] += g[j], sgx[j] += gx[j];
     }
@@ -220,21 +255,21 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, const float* sa
   }
 }
 
-template <class S, int W, bool MASK>
-__global__ void sums_nchw_k(const S* x, const S* y, const S* dy, const float* save_mean, const float* save_inv,
-                            int64_t items, int c, int64_t hw, Ws ws) {
+template <class S, int W, int M>
+__global__ void sums_nchw_k(const S* x, const S* y, const S* dy, SumArgs a, int64_t items, int c, int64_t hw, Ws ws) {
   __shared__ float sh_g[kVecThreads], sh_gx[kVecThreads];
   const int ch = blockIdx.x;
-  float mean[W], inv[W], sg = 0.f, sgx = 0.f;
+  float sg = 0.f, sgx = 0.f;
+  ChanCoefs<W> cc;
 #pragma unroll
-  for (int j = 0; j < W; ++j) mean[j] = save_mean[ch], inv[j] = save_inv[ch];
+  for (int j = 0; j < W; ++j) cc.load(j, ch, true, a.save_mean, a.save_inv, a.gamma, a.beta);
   for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += int64_t(gridDim.y) * blockDim.x) {
     const uint64_t i = nchw_item_offset(uint64_t(j), ch, c, hw, W);
     float xv[W], dv[W], yv[W], g[W], gx[W];
     load<W>(x, i, xv);
     load<W>(dy, i, dv);
-    if (MASK) load<W>(y, i, yv);
-    grad_terms<W, MASK>(xv, dv, yv, mean, inv, g, gx);
+    if (M == kMaskFromY) load<W>(y, i, yv);
+    grad_terms<W, M, sizeof(S) == 2>(xv, dv, yv, cc, g, gx);
 #pragma unroll
     for (int k = 0; k < W; ++k) sg += g[k], sgx += gx[k];
   }
@@ -252,7 +287,7 @@ __global__ void sums_nchw_k(const S* x, const S* y, const S* dy, const float* sa
 
 // dgamma, dbeta and dx's coefficients per channel (bn_backward_coefficients, M = n hw elements).
 struct BwdFinal {
-  const float *gamma, *save_mean, *save_inv;
+  const float *gamma, *beta, *save_mean, *save_inv;  // beta: relu_from_x only (else null)
   float *dgamma, *dbeta;
   double count;
 };
@@ -264,23 +299,32 @@ __global__ void bwd_finalize_k(Ws ws, int chunks, int c, BwdFinal a) {
   for (int off = 16; off > 0; off >>= 1)
     sg += __shfl_down_sync(0xffffffffu, sg, off), sgx += __shfl_down_sync(0xffffffffu, sgx, off);
   if (lane) return;
-  float coef[4];
-  bn_backward_coefficients(sg, sgx, a.count, a.gamma[ch], a.save_mean[ch], a.save_inv[ch], a.dgamma[ch], a.dbeta[ch], coef);
-  for (int k = 0; k < 4; ++k) ws.coef[size_t(k) * c + ch] = coef[k];
+  float dx_coef[4];
+  bn_backward_coefficients(sg, sgx, a.count, a.gamma[ch], a.save_mean[ch], a.save_inv[ch], a.dgamma[ch], a.dbeta[ch],
+                           dx_coef);
+  // Then the forward's mean, scale and shift, for a ReLU mask recomputed from x.
+  const float coef[kBnCoefs] = {dx_coef[0], dx_coef[1], dx_coef[2], dx_coef[3], a.save_mean[ch],
+                                bn_scale(a.gamma[ch], a.save_inv[ch]), a.beta ? a.beta[ch] : 0.f};
+  for (int k = 0; k < kBnCoefs; ++k) ws.coef[size_t(k) * c + ch] = coef[k];
 }
 
-// in: x, dy[, y]; out: dx[, dz].
-template <bool NHWC, bool MASK, bool DZ>
+// in: x, dy[, y when M is kMaskFromY]; out: dx[, dz].
+template <bool NHWC, int M, bool DZ, bool HALF>
 struct BwdApplyOp {
+  static constexpr int kIn = M == kMaskFromY ? 3 : 2;
   const float* coef;
   int64_t c, hw;
   template <int L>
-  __device__ void apply(uint64_t i0, const float (&in)[MASK ? 3 : 2][L], float (&out)[DZ ? 2 : 1][L]) const {
+  __device__ void apply(uint64_t i0, const float (&in)[kIn][L], float (&out)[DZ ? 2 : 1][L]) const {
     const int64_t c0 = channel_of(i0, NHWC, c, hw);
 #pragma unroll
     for (int k = 0; k < L; ++k) {
       const int64_t ch = NHWC ? c0 + k : c0;
-      const float g = MASK ? (in[MASK ? 2 : 0][k] > 0.f ? in[1][k] : 0.f) : in[1][k];
+      const bool pass = M == kMaskFromY ? in[kIn - 1][k] > 0.f
+                        : M == kMaskFromX
+                            ? relu_passed<HALF>(bn_pre(in[0][k], coef[4 * c + ch], coef[5 * c + ch], coef[6 * c + ch]))
+                            : true;
+      const float g = pass ? in[1][k] : 0.f;
       out[0][k] = coef[ch] * g + coef[c + ch] * (in[0][k] - coef[2 * c + ch]) + coef[3 * c + ch];
       if (DZ) out[DZ ? 1 : 0][k] = g;
     }
@@ -318,11 +362,16 @@ void forward_apply(cudaStream_t s, const BnShape& sh, int width, const BnForward
   }
 }
 
-template <bool NHWC>
+template <bool NHWC, bool HALF>
 void backward_apply(cudaStream_t s, const BnShape& sh, int width, const BnBackward& a, const float* coef) {
-  if (a.y && a.dz) launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx, a.dz}, BwdApplyOp<NHWC, true, true>{coef, sh.c, sh.hw});
-  else if (a.y) launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx}, BwdApplyOp<NHWC, true, false>{coef, sh.c, sh.hw});
-  else launch_apply(s, sh, width, {a.x, a.dy}, {a.dx}, BwdApplyOp<NHWC, false, false>{coef, sh.c, sh.hw});
+  if (a.y && a.dz)
+    launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx, a.dz}, BwdApplyOp<NHWC, kMaskFromY, true, HALF>{coef, sh.c, sh.hw});
+  else if (a.y)
+    launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx}, BwdApplyOp<NHWC, kMaskFromY, false, HALF>{coef, sh.c, sh.hw});
+  else if (a.relu_from_x)
+    launch_apply(s, sh, width, {a.x, a.dy}, {a.dx}, BwdApplyOp<NHWC, kMaskFromX, false, HALF>{coef, sh.c, sh.hw});
+  else
+    launch_apply(s, sh, width, {a.x, a.dy}, {a.dx}, BwdApplyOp<NHWC, kNoMask, false, HALF>{coef, sh.c, sh.hw});
 }
 
 unsigned finalize_blocks(int64_t c) { return unsigned((c * 32 + kFinThreads - 1) / kFinThreads); }
@@ -360,19 +409,28 @@ void launch_bn_backward(cudaStream_t s, const BnShape& sh, const BnGeometry& g0,
   const Ws ws(a.ws, g.chunks, sh.c);
   const int c = int(sh.c);
   const dim3 grid(unsigned(g.blocks_x), unsigned(g.chunks)), block(unsigned(g.threads_x), unsigned(g.threads_y));
+  const bool from_x = !a.y && a.relu_from_x;
+  const SumArgs sa{a.save_mean, a.save_inv_std, from_x ? a.gamma : nullptr, from_x ? a.beta : nullptr};
   vec::with_type_and_width(sh.half, g.width, [&](auto tag, auto w) {
     using S = decltype(tag);
     constexpr int W = decltype(w)::value;
     const S *x = static_cast<const S*>(a.x), *y = static_cast<const S*>(a.y), *dy = static_cast<const S*>(a.dy);
-    if (sh.nhwc && a.y) sums_nhwc_k<S, W, true><<<grid, block, 0, s>>>(x, y, dy, a.save_mean, a.save_inv_std, g.rows, c, ws);
-    else if (sh.nhwc) sums_nhwc_k<S, W, false><<<grid, block, 0, s>>>(x, y, dy, a.save_mean, a.save_inv_std, g.rows, c, ws);
-    else if (a.y) sums_nchw_k<S, W, true><<<grid, block, 0, s>>>(x, y, dy, a.save_mean, a.save_inv_std, g.items, c, sh.hw, ws);
-    else sums_nchw_k<S, W, false><<<grid, block, 0, s>>>(x, y, dy, a.save_mean, a.save_inv_std, g.items, c, sh.hw, ws);
+    auto sums = [&](auto mode) {
+      constexpr int M = decltype(mode)::value;
+      if (sh.nhwc) sums_nhwc_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.rows, c, ws);
+      else sums_nchw_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.items, c, sh.hw, ws);
+    };
+    if (a.y) sums(std::integral_constant<int, kMaskFromY>{});
+    else if (from_x) sums(std::integral_constant<int, kMaskFromX>{});
+    else sums(std::integral_constant<int, kNoMask>{});
   });
-  const BwdFinal fin{a.gamma, a.save_mean, a.save_inv_std, a.dgamma, a.dbeta, double(sh.n) * double(sh.hw)};
+  const BwdFinal fin{a.gamma, from_x ? a.beta : nullptr, a.save_mean, a.save_inv_std, a.dgamma, a.dbeta,
+                     double(sh.n) * double(sh.hw)};
   bwd_finalize_k<<<finalize_blocks(sh.c), kFinThreads, 0, s>>>(ws, g.chunks, c, fin);
-  if (sh.nhwc) backward_apply<true>(s, sh, g.width, a, ws.coef);
-  else backward_apply<false>(s, sh, g.width, a, ws.coef);
+  if (sh.nhwc && sh.half) backward_apply<true, true>(s, sh, g.width, a, ws.coef);
+  else if (sh.nhwc) backward_apply<true, false>(s, sh, g.width, a, ws.coef);
+  else if (sh.half) backward_apply<false, true>(s, sh, g.width, a, ws.coef);
+  else backward_apply<false, false>(s, sh, g.width, a, ws.coef);
 }
 
 }  // namespace nb::kernels

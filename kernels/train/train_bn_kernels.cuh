@@ -10,8 +10,9 @@
 // shift), then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the residual
 // add and the ReLU read x once and write y once.
 // Backward, three launches: per-channel sums of g and g * xhat (g = dy masked by the ReLU's
-// output y > 0, xhat the normalised x), a finalize (dgamma, dbeta, the coefficients of dx), and
-// one pass dx = A g + B x + C (and dz = g, the residual branch's gradient, in the same pass).
+// output y > 0, or by that output recomputed from x when it was not kept; xhat the normalised x),
+// a finalize (dgamma, dbeta, the coefficients of dx), and one pass dx = A g + B x + C (and
+// dz = g, the residual branch's gradient, in the same pass).
 // Storage FP32 or FP16, arithmetic FP32 (FP64 in the finalize), so they run on sm_61 as on newer GPUs.
 #pragma once
 #include <cstddef>
@@ -43,6 +44,11 @@ void launch_bn_forward(cudaStream_t s, const BnShape& sh, const BnGeometry& g, c
 struct BnBackward {
   const void* x = nullptr;   // the forward's input
   const void* y = nullptr;   // the forward's output when it ended in a ReLU (the mask), else null
+  // A forward that ended in a ReLU (no add) whose output is not kept: the mask y > 0 recomputed
+  // from x, as the forward computed y (its mean, scale bn_scale(gamma, save_inv) and shift beta,
+  // one fused multiply-add, rounded to the storage type), so it is the mask y would give. y null.
+  bool relu_from_x = false;
+  const float* beta = nullptr;  // relu_from_x only
   const void* dy = nullptr;  // gradient at y
   void* dx = nullptr;        // may not alias the inputs
   void* dz = nullptr;        // gradient at the residual (the masked dy), or null

@@ -120,9 +120,11 @@ inline BnGeometry bn_narrow(BnGeometry g, int64_t c) {
 }
 
 // Bytes of batch norm's own workspace for a layer of c channels: 3 partial floats per chunk and
-// channel, then 4 coefficient floats per channel.
+// channel, then 7 coefficient floats per channel (backward: dx's 4, and the forward's mean, scale
+// and shift for a ReLU mask recomputed from x).
+constexpr int kBnCoefs = 7;
 inline size_t bn_workspace_bytes(const BnGeometry& g, int64_t c) {
-  return (3 * size_t(g.chunks) * size_t(c) + 4 * size_t(c)) * sizeof(float);
+  return (3 * size_t(g.chunks) * size_t(c) + size_t(kBnCoefs) * size_t(c)) * sizeof(float);
 }
 
 // ---- max pooling (window k, stride s, padding p) ----------------------------------------------
@@ -151,6 +153,11 @@ NB_VEC_HD inline void chan_combine(F& na, F& ma, F& qa, F nb, F mb, F qb) {
   na = n;
 }
 
+// The scale gamma inv_std of a channel as the forward applies it: from the saved (FP32) inverse
+// standard deviation, so that a backward that recomputes the forward's output from x (the ReLU's
+// mask without the output kept) gets the same value bit for bit.
+NB_VEC_HD inline float bn_scale(float gamma, float save_inv) { return float(double(gamma) * double(save_inv)); }
+
 // From a channel's (count, mean, M2): cuDNN's saved mean and inverse standard deviation
 // 1 / sqrt(var + eps) with the biased variance M2 / n, the running averages (the variance's
 // unbiased, M2 / (n - 1), as cuDNN and PyTorch keep it), and the apply's coefficients
@@ -164,7 +171,7 @@ NB_VEC_HD inline void bn_forward_finalize(double n, double mean, double m2, floa
   run_mean = float((1 - factor) * run_mean + factor * mean);
   run_var = float((1 - factor) * run_var + factor * (n > 1 ? m2 / (n - 1) : var));
   coef[0] = float(mean);
-  coef[1] = float(gamma * inv);
+  coef[1] = bn_scale(gamma, save_inv);
   coef[2] = beta;
 }
 

@@ -113,12 +113,14 @@ def _nb_records(rows):
 
 
 def _peer_modes(path, mode, rows):
-    """rows: (batch, torch_mode or None, [round medians], memory)"""
+    """rows: (batch, torch_mode or None, [round medians], max_memory_allocated[, max_memory_reserved])"""
     res = []
-    for b, tm, runs, mem in rows:
+    for b, tm, runs, mem, *reserved in rows:
         r = {"batch": b, "step_time_ms": sorted(runs)[len(runs) // 2], "runs": runs, "max_memory_allocated_bytes": mem}
         if tm is not None:
             r["torch_mode"] = tm
+        if reserved:
+            r["max_memory_reserved_bytes"] = reserved[0]
         res.append(r)
     path.write_text(json.dumps({"mode": mode, "results": res}))
     return str(path)
@@ -136,7 +138,7 @@ def test_every_mode_the_fastest_and_the_ratio_to_it(tmp_path):
     nb.write_text(json.dumps({"records": _nb_records([("fp16", "nhwc", 256, 36.0, 10e9, "1"),
                                                       ("fp16", "nhwc", 256, 49.0, 11e9, "0")])}))
     pt = _peer_modes(tmp_path / "pt.json", "fp16/nhwc", [(256, "eager", [44.0], 9e9), (256, "compile", [38.0], 8e9),
-                                                         (256, "reduce-overhead", [40.0], 12e9)])
+                                                         (256, "reduce-overhead", [40.0], 0.5e9, 12e9)])
     rc, doc, out = _run(tmp_path, [str(nb)], [pt])
     t = doc["pairs"][0]
     assert t["nodebench_setting"] == "1" and t["nodebench_step_ms"] == 36.0
@@ -145,7 +147,9 @@ def test_every_mode_the_fastest_and_the_ratio_to_it(tmp_path):
     assert t["ratio_to_fastest"] == pytest.approx(38.0 / 36.0)
     assert t["step_time_ratio"] == pytest.approx(36.0 / 38.0)
     assert t["memory_ratio"] == pytest.approx(10 / 8)  # against the fastest mode's memory
+    # reduce-overhead by its reserved memory (its CUDA graph's pool), not its 0.5 GB allocated.
     assert t["memory_ratio_by_mode"] == pytest.approx({"eager": 10 / 9, "compile": 10 / 8, "reduce-overhead": 10 / 12})
+    assert t["memory_ratio_to_smallest"] == pytest.approx(10 / 8)
     assert set(t["pytorch_modes"]) == {"eager", "compile", "reduce-overhead"}
     assert rc == 0 and "compile" in out and "best of each side" in out.splitlines()[-3]
 
@@ -210,3 +214,43 @@ def test_peer_between_command_and_round_summary():
     assert s["step_time_ms"] == 29.0 and s["runs"] == [30.0, 28.0, 29.0]
     assert s["images_per_s"] == pytest.approx(128 / 0.029)
     assert s["torch_mode"] == "reduce-overhead" and s["max_memory_allocated_bytes"] == 5e9
+
+
+# ---- the memory a CUDA-graph mode holds ----------------------------------------------------------
+
+def test_a_graph_modes_allocated_counter_is_not_its_memory(tmp_path):
+    # reduce-overhead fastest, with only max_memory_allocated (0.47 GB: its graph's pool left out):
+    # judged against the largest memory of the modes that have one (eager's), not against 0.47 GB.
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("fp16", "nhwc", 256, 33.0, 11.0e9, "1")])}))
+    pt = _peer_modes(tmp_path / "pt.json", "fp16/nhwc", [(256, "eager", [45.7], 11.8e9), (256, "compile", [40.7], 11.3e9),
+                                                         (256, "reduce-overhead", [39.7], 0.47e9)])
+    rc, doc, _ = _run(tmp_path, [str(nb)], [pt])
+    t = doc["pairs"][0]
+    assert t["pytorch_fastest_mode"] == "reduce-overhead"
+    assert (t["pytorch_memory_mode"], t["pytorch_memory_source"]) == ("eager", "max_memory_allocated_bytes")
+    assert t["memory_ratio"] == pytest.approx(11.0 / 11.8) and t["memory_ok"] is True
+    assert t["memory_ratio_by_mode"]["reduce-overhead"] is None
+    assert t["pytorch_modes"]["reduce-overhead"]["memory_source"].startswith("no max_memory_reserved_bytes")
+    assert t["memory_ratio_to_smallest"] == pytest.approx(11.0 / 11.3)
+    assert rc == 0
+
+
+def test_a_graph_mode_with_its_reserved_memory_is_judged_by_it(tmp_path):
+    nb = tmp_path / "nb.json"
+    nb.write_text(json.dumps({"records": _nb_records([("fp16", "nhwc", 256, 33.0, 11.0e9, "1")])}))
+    pt = _peer_modes(tmp_path / "pt.json", "fp16/nhwc", [(256, "eager", [45.7], 11.8e9),
+                                                         (256, "reduce-overhead", [39.7], 0.47e9, 12.6e9)])
+    _, doc, _ = _run(tmp_path, [str(nb)], [pt])
+    t = doc["pairs"][0]
+    assert (t["pytorch_memory_mode"], t["pytorch_memory_source"]) == ("reduce-overhead", "max_memory_reserved_bytes")
+    assert t["pytorch_memory_bytes"] == 12.6e9 and t["memory_ratio"] == pytest.approx(11.0 / 12.6)
+    (b,) = doc["best"]
+    assert b["memory_ratio"] == pytest.approx(11.0 / 12.6)
+
+
+def test_peer_records_reserved_and_device_memory():
+    m = _load("peer_torch_train")
+    s = m.summarize(256, "reduce-overhead", [40.0], 50, 0.47e9, 0.02, reserved=12.6e9, used_delta=13.1e9)
+    assert s["max_memory_reserved_bytes"] == 12.6e9 and s["device_used_delta_bytes"] == 13.1e9
+    assert "max_memory_reserved_bytes" not in m.summarize(256, "eager", [40.0], 50, 1e9, 0.02)

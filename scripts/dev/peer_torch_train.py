@@ -18,8 +18,14 @@ between rounds the --between command runs (nodebench's step, so that the two alt
 mode A, nodebench, mode A again, ...; the model stays built, its cached free blocks released
 first). The mode's step time is the median of its rounds. Memory is torch.cuda.max_memory_allocated
 over the timed rounds (reset after the warm-up, so the search workspaces are left out, as nodebench
-leaves out its own search workspace; the nodebench process in between is not counted). Progress
-lines on stderr carry the seconds since the start.
+leaves out its own search workspace; the nodebench process in between is not counted). That
+counter leaves out what a CUDA graph's private pool holds (reduce-overhead: its tensors are
+allocated once, at capture, before the reset, and only reused after), so two more figures are
+recorded per mode: torch.cuda.max_memory_reserved over the same rounds (the caching allocator's
+segments, the graphs' pools among them) and device_used_delta_bytes (torch.cuda.mem_get_info's
+used memory after the rounds less the same before the model was built: everything the mode holds
+on the device, the libraries' workspaces too). Progress lines on stderr carry the seconds since
+the start.
 With --gpu-busy, a few more steps run under torch.profiler (CUDA activity only): gpu_busy_ms is the
 union of the GPU's kernel and copy intervals per step, the time the GPU itself worked. A step time
 well above it means the GPU waited for the host (Python, the framework's dispatch, a
@@ -30,7 +36,8 @@ nodebench's verification does over 20 steps.
 usage: peer_torch_train.py --mode fp16/nhwc --batches 64,256 [--torch-modes eager,compile,reduce-overhead]
        [--seconds 2] [--rounds 2] [--between 'CMD {batch} {torch_mode} {round}'] [--gpu-busy] [--losses N] --out FILE
 Output: {"mode", "torch", "device", "results": [{"batch", "torch_mode", "step_time_ms", "runs", "images_per_s",
-"sgd_lr", "max_memory_allocated_bytes", "steps", "warmup_s"[, "gpu_busy_ms", "gpu_busy_steps"][, "losses"]}
+"sgd_lr", "max_memory_allocated_bytes", "max_memory_reserved_bytes", "device_used_delta_bytes", "steps",
+"warmup_s"[, "gpu_busy_ms", "gpu_busy_steps"][, "losses"]}
 or {"batch", "torch_mode", "error"}], "between": [{"command", "rc", "seconds"}]}
 """
 import argparse
@@ -104,11 +111,23 @@ def between_command(template, batch, torch_mode, rnd):
         raise ValueError(f"--between: unknown placeholder {e} (use {{batch}}, {{torch_mode}}, {{round}})") from None
 
 
-def summarize(batch, torch_mode, round_medians, steps, peak, lr):
-    """The result entry of one (batch, PyTorch mode): the step time is the median of the rounds'."""
+def summarize(batch, torch_mode, round_medians, steps, peak, lr, reserved=None, used_delta=None):
+    """The result entry of one (batch, PyTorch mode): the step time is the median of the rounds'.
+    reserved: max_memory_reserved over the rounds; used_delta: the device memory the mode held."""
     med = statistics.median(round_medians)
-    return {"batch": batch, "torch_mode": torch_mode, "step_time_ms": med, "runs": list(round_medians),
-            "images_per_s": batch / (med / 1e3), "sgd_lr": lr, "max_memory_allocated_bytes": peak, "steps": steps}
+    out = {"batch": batch, "torch_mode": torch_mode, "step_time_ms": med, "runs": list(round_medians),
+           "images_per_s": batch / (med / 1e3), "sgd_lr": lr, "max_memory_allocated_bytes": peak, "steps": steps}
+    if reserved is not None:
+        out["max_memory_reserved_bytes"] = reserved
+    if used_delta is not None:
+        out["device_used_delta_bytes"] = used_delta
+    return out
+
+
+def device_used(torch):
+    """Bytes in use on the device (all processes): total - free."""
+    free, total = torch.cuda.mem_get_info()
+    return total - free
 
 
 def build(torch, torchvision, mode, torch_mode, batch):
@@ -173,6 +192,8 @@ def release(torch):
 
 def run_batch(torch, torchvision, a, torch_mode, batch, log):
     release(torch)
+    torch.cuda.synchronize()
+    used_before = device_used(torch)
     progress(f"{a.mode} b{batch} {torch_mode}: building")
     step, lr, keep = build(torch, torchvision, a.mode, torch_mode, batch)
     t = time.monotonic()
@@ -191,7 +212,9 @@ def run_batch(torch, torchvision, a, torch_mode, batch, log):
         medians.append(med)
         steps += n
         progress(f"{a.mode} b{batch} {torch_mode}: round {rnd + 1}/{a.rounds} {med:.2f} ms ({n} steps)")
-    out = summarize(batch, torch_mode, medians, steps, torch.cuda.max_memory_allocated(), lr)
+    torch.cuda.synchronize()
+    out = summarize(batch, torch_mode, medians, steps, torch.cuda.max_memory_allocated(), lr,
+                    torch.cuda.max_memory_reserved(), device_used(torch) - used_before)
     out["warmup_s"] = warm
     if a.losses:
         out["losses"] = losses

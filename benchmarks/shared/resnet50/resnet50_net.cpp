@@ -1,6 +1,8 @@
 // ResNet-50 v1.5's layer list and its memory plan (see resnet50_net.hpp).
 #include "resnet50_net.hpp"
 
+#include "step_memory.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -100,21 +102,24 @@ int64_t max_activation_elems_per_image(const Net& n) {
   return m;
 }
 
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax) {
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool) {
   MemoryPlan p;
-  p.activations = kept_activation_elems_per_image(n) * batch * elem;
-  p.gradients = int64_t(kGradientBuffers) * max_activation_elems_per_image(n) * batch * elem;
+  StepPlanInput in;
+  in.batch = batch, in.elem = elem, in.own_max_pool = own_max_pool;
+  // With its own max pool the step recomputes the stem's ReLU mask from its input (train_fusion.hpp).
+  in.layers.resize(n.convs.size());
+  in.layers[0].mask_from_x = own_max_pool;
+  p.region = int64_t(plan_step(n, in).total);
   const int64_t compute = n.conv_weight_count() + int64_t(n.fc_in) * n.classes;  // weights in storage type
   const int64_t fp32 = n.bn_parameter_count() + n.classes;                       // BN and FC bias: FP32
   // master + momentum in FP32 for all; gradients in the storage type (FP32 ones in FP32); the
   // compute copy of the weights when the storage type is not FP32.
   p.parameters = 2 * 4 * (compute + fp32) + compute * elem + fp32 * 4 + (elem != 4 ? compute * elem : 0);
-  // BN running mean/var and saved mean/inverse variance (FP32); labels (int32), logits (FP32) and
-  // their gradient (storage type), the loss.
+  // The images; BN running mean/var and saved mean/inverse variance (FP32); labels (int32), logits
+  // (FP32) and their gradient (storage type), the loss.
   int64_t bn_c = 0;
   for (const auto& c : n.convs) bn_c += c.k;
-  p.other = 4 * 4 * bn_c + batch * 4 + batch * n.classes * (4 + elem) + 4;
-  if (pool_argmax) p.other += int64_t(n.convs[0].k) * n.pool_out_hw * n.pool_out_hw * batch;
+  p.other = n.convs[0].in_elems() * batch * elem + 4 * 4 * bn_c + batch * 4 + batch * n.classes * (4 + elem) + 4;
   return p;
 }
 

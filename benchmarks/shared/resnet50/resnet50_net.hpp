@@ -53,24 +53,23 @@ const Net& net();
 // the input image, every convolution's output, every batch norm's (ReLU'd) output where it is a
 // convolution's input, the max pool's output, every block's output and the pooled features. The
 // outputs of the last batch norm of a block and of its projection are transient (added into the
-// block output at once, as frameworks do in place) and live in the scratch buffers.
+// block output at once, as frameworks do in place).
 int64_t kept_activation_elems_per_image(const Net& n);
-// The largest activation of one image: the size of each of the step's scratch and gradient buffers.
+// The largest activation of one image (cuDNN describes a tensor of at most 2^31 - 1 elements).
 int64_t max_activation_elems_per_image(const Net& n);
-// Scratch and gradient buffers the step uses (of max_activation_elems each): backward, the gradient
-// at a block's output, the one inside the block, and the shortcut's (the buffers take turns:
-// train_step.cpp); forward, the transient outputs of conv3's and the projection's batch norms.
-constexpr int kGradientBuffers = 3;
 
-// Bytes the step allocates besides the workspace of the convolutions, for `batch` images with
-// `elem`-byte storage: kept activations, gradient buffers, parameters (FP32 master, momentum,
-// gradients and, when elem != 4, the compute copy), batch-norm statistics, labels, logits.
+// What the step allocates, for `batch` images with `elem`-byte storage, known without a GPU: its
+// planned region of activations, gradients and scratch (step_memory.hpp) without the workspaces
+// and reserve spaces (those come from the GPU's algorithm choices and cuDNN's answers), the
+// parameters (FP32 master, momentum, gradients and, when elem != 4, the compute copy), and the
+// rest (images, batch-norm statistics, labels, logits and their gradient, the loss).
 struct MemoryPlan {
-  int64_t activations = 0, gradients = 0, parameters = 0, other = 0;
-  int64_t total() const { return activations + gradients + parameters + other; }
+  int64_t region = 0, parameters = 0, other = 0;
+  int64_t total() const { return region + parameters + other; }
 };
-// pool_argmax: the step's own max pool keeps one byte an output of it (the fused paths).
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool pool_argmax = false);
+// own_max_pool: the step's own max pool keeps one byte an output (the fused paths), and the stem's
+// batch norm + ReLU output is then not kept for backward.
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool = false);
 
 // The bytes the memory-bound layer kinds of one step must move at least, for `batch` images with
 // `elem`-byte storage: every tensor an operation reads read once and every tensor it writes

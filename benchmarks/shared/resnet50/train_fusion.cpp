@@ -29,9 +29,12 @@ const char* bn_path_name(BnPath p) {
   return p == BnPath::unfused ? "unfused" : p == BnPath::cudnn ? "cudnn" : "kernels";
 }
 
-BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act) {
+BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act, bool output_kept) {
   if (f == Fusion::off)
     return {BnPath::unfused, "NODEBENCH_TRAIN_FUSION=0: cuDNN's batch norm, then separate ReLU / add kernels"};
+  if (act == BnAct::relu && !output_kept)
+    return {BnPath::kernels, "the ReLU's output is read by nothing else in backward: the step's own kernels recompute "
+                             "its mask from the input, and the output is not kept"};
   if (f == Fusion::kernels) return {BnPath::kernels, "NODEBENCH_TRAIN_FUSION=kernels: the step's own kernels"};
   if (half && nhwc) {
     if (act == BnAct::add_relu && channels % 4 != 0)

@@ -47,8 +47,12 @@ struct BnChoice {
   std::string reason;
 };
 // The path of one batch norm before cuDNN is asked: from the setting, the storage type (FP16 or
-// not), the layout and the channel count.
-BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act);
+// not), the layout and the channel count. output_kept false: nothing but the ReLU's mask needs the
+// layer's output in backward (the stem's batch norm + ReLU, whose output only the max pool reads
+// when the step's own max pool keeps its argmax); the step's own kernels then recompute the mask
+// from x (BnBackward::relu_from_x) and the output is not kept for backward, which cuDNN's fused
+// calls (they read it) cannot do.
+BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct act, bool output_kept = true);
 // The path after cuDNN answered `status` (CUDNN_STATUS_NOT_SUPPORTED, or another failure: the
 // setup's check does not stop the step for it, the reason says it) for a layer on the cudnn path.
 BnChoice fallback_after_not_supported(const std::string& call, const std::string& status = "CUDNN_STATUS_NOT_SUPPORTED");

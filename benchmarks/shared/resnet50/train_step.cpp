@@ -1,4 +1,5 @@
 // The ResNet-50 training step (see train_step.hpp).
+#include "train_bn_layer.hpp"
 #include "train_step.hpp"
 #include "train_step_impl.hpp"
 
@@ -30,7 +31,7 @@ std::string OutOfMemory::message() const {
          std::to_string(free_bytes) + " bytes free";
 }
 
-void* Arena::alloc(size_t bytes, const std::string& what) {
+void* Arena::alloc(size_t bytes, const std::string& what, const std::string& kind) {
   bytes = (bytes + 255) / 256 * 256;
   try {
     bufs_.emplace_back(bytes);
@@ -42,6 +43,7 @@ void* Arena::alloc(size_t bytes, const std::string& what) {
     throw OutOfMemory{what, bytes, free_b};
   }
   current_ += bytes;
+  kinds_[kind] += bytes;
   peak_ = std::max(peak_, current_);
   return bufs_.back().get();
 }
@@ -54,13 +56,8 @@ TrainStep::TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int de
   elem_ = cfg_.prec->elem;
   impl_->h = libs_.cudnn();
   impl_->cb = libs_.handles->cublas();
-  // NHWC: the persistent mode of the *Ex calls is the one with cuDNN's fast NHWC kernels (as
-  // frameworks choose for channels-last training); the plain calls with an NHWC descriptor run a
-  // generic kernel about 40x slower. NCHW: the spatial mode (the persistent one is for NHWC).
-  impl_->bn_mode = cfg_.nhwc ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
-  // The ReLU of cuDNN's fused batch norm: NaN not propagated, as the step's own ReLU (fmaxf).
-  NB_CUDNN(cudnnCreateActivationDescriptor(&impl_->relu));
-  NB_CUDNN(cudnnSetActivationDescriptor(impl_->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  impl_->bn_mode = bn_mode_for(cfg_.nhwc);  // train_bn_layer.hpp: why each mode
+  impl_->relu = create_bn_relu();
   NB_CUDA(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, device));
 }
 
@@ -76,175 +73,6 @@ TrainStep::~TrainStep() {
   if (impl_->cb) (void)cublasSetStream(impl_->cb, nullptr);
 }
 
-void* TrainStep::P(size_t elems, const std::string& what) { return arena_.alloc(elems * elem_, what); }
-
-void TrainStep::setup() {
-  Impl& I = *impl_;
-  const int64_t N = cfg_.batch;
-  const auto& convs = net_.convs;
-  const cudnnTensorFormat_t fmt = cfg_.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  // Parameter layout: each tensor at a 64-element boundary.
-  auto aligned = [](size_t n) { return (n + 63) / 64 * 64; };
-  std::vector<size_t> bn_off(convs.size()), w_off(convs.size());
-  for (size_t i = 0; i < convs.size(); ++i) {
-    w_off[i] = I.n_a;
-    params_.push_back({convs[i].name + ".weight", false, I.n_a, size_t(convs[i].weights())});
-    I.n_a += aligned(size_t(convs[i].weights()));
-    bn_off[i] = I.n_b;
-    params_.push_back({convs[i].name + ".bn.weight", true, I.n_b, size_t(convs[i].k)});
-    params_.push_back({convs[i].name + ".bn.bias", true, I.n_b + size_t(convs[i].k), size_t(convs[i].k)});
-    I.n_b += aligned(2 * size_t(convs[i].k));
-  }
-  I.fc_w_off = I.n_a;
-  params_.push_back({"fc.weight", false, I.n_a, size_t(net_.fc_in) * net_.classes});
-  I.n_a += aligned(size_t(net_.fc_in) * net_.classes);
-  I.fc_b_off = I.n_b;
-  params_.push_back({"fc.bias", true, I.n_b, size_t(net_.classes)});
-  I.n_b += aligned(size_t(net_.classes));
-
-  I.master_a = static_cast<float*>(arena_.alloc(I.n_a * 4, "the master weights"));
-  I.mom_a = static_cast<float*>(arena_.alloc(I.n_a * 4, "the momentum"));
-  I.grad_a = P(I.n_a, "the weight gradients");
-  I.compute_a = half_ ? P(I.n_a, "the FP16 compute weights") : I.master_a;
-  I.master_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the batch-norm and bias parameters"));
-  I.mom_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the momentum"));
-  I.grad_b = static_cast<float*>(arena_.alloc(I.n_b * 4, "the batch-norm and bias gradients"));
-
-  // Activations kept for backward, and the gradient/scratch buffers.
-  const int64_t max_act = resnet50::max_activation_elems_per_image(net_) * N;
-  for (auto& gb : I.g) gb = P(size_t(max_act), "a gradient buffer");
-  I.image = P(size_t(convs[0].in_elems() * N), "the images");
-  I.layers.resize(convs.size());
-  size_t bn_ws = 0;
-  // act relu: the batch norm + ReLU output is kept in L.z (the next convolution's input and the
-  // ReLU's mask); else `out` is where the batch norm's output goes (the block output, or scratch).
-  auto make_layer = [&](size_t i, void* x, BnAct act, void* out) {
-    Layer& L = I.layers[i];
-    const auto& c = convs[i];
-    L.spec = &c;
-    ConvShape sh;
-    sh.n = N;
-    sh.c = c.c;
-    sh.h = sh.w = c.hw;
-    sh.k = c.k;
-    sh.r = sh.s = c.r;
-    sh.stride = c.stride;
-    sh.pad = c.pad;
-    L.d = std::make_unique<ConvDesc>(sh, *cfg_.prec, cfg_.nhwc);
-    L.x = x;
-    L.y = P(L.d->y_elems(), "the output of " + c.name);
-    L.act = act;
-    L.z = act == BnAct::relu ? P(L.d->y_elems(), "the batch-norm output of " + c.name) : nullptr;
-    L.out = L.z ? L.z : out;
-    L.w_off = w_off[i];
-    L.w = static_cast<char*>(I.compute_a) + L.w_off * elem_;
-    L.dw = static_cast<char*>(I.grad_a) + L.w_off * elem_;
-    L.gamma = I.master_b + bn_off[i];
-    L.beta = L.gamma + c.k;
-    L.dgamma = I.grad_b + bn_off[i];
-    L.dbeta = L.dgamma + c.k;
-    L.run_mean = static_cast<float*>(arena_.alloc(size_t(c.k) * 16, "the batch-norm statistics"));
-    L.run_var = L.run_mean + c.k;
-    L.save_mean = L.run_var + c.k;
-    L.save_inv = L.save_mean + c.k;
-    NB_CUDNN(cudnnCreateTensorDescriptor(&L.bn));
-    NB_CUDNN(cudnnDeriveBNTensorDescriptor(L.bn, L.d->y, I.bn_mode));
-    bn_prepare(L, bn_ws);
-  };
-  make_layer(0, I.image, BnAct::relu, nullptr);
-  I.layers[0].data_grad = false;
-  const int phw = net_.pool_out_hw;
-  I.pool_out = P(size_t(N) * convs[0].k * phw * phw, "the max pool output");
-  // The fused paths pool with the step's own kernels (16 bytes a thread, the argmax kept for
-  // backward: one byte an output); the unfused step keeps cuDNN's pooling, as before.
-  I.pool_dims = {int(N), convs[0].k, net_.pool_hw, net_.pool_hw, phw, phw, 3, 2, 1};
-  if (cfg_.fusion != Fusion::off)
-    I.pool_arg = static_cast<uint8_t*>(arena_.alloc(size_t(N) * convs[0].k * phw * phw, "the max pool's argmax"));
-  NB_CUDNN(cudnnCreatePoolingDescriptor(&I.pool));
-  NB_CUDNN(cudnnSetPooling2dDescriptor(I.pool, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 3, 3, 1, 1, 2, 2));
-  NB_CUDNN(cudnnCreateTensorDescriptor(&I.pool_desc));
-  NB_CUDNN(cudnnSetTensor4dDescriptor(I.pool_desc, fmt, cfg_.prec->data, int(N), convs[0].k, phw, phw));
-  void* x = I.pool_out;
-  for (const auto& b : net_.blocks) {
-    make_layer(size_t(b.conv1), x, BnAct::relu, nullptr);
-    make_layer(size_t(b.conv2), I.layers[size_t(b.conv1)].z, BnAct::relu, nullptr);
-    void* bo = P(size_t(convs[size_t(b.conv3)].out_elems() * N), "a block output");
-    make_layer(size_t(b.conv3), I.layers[size_t(b.conv2)].z, BnAct::add_relu, bo);
-    if (b.down >= 0) make_layer(size_t(b.down), x, BnAct::none, I.g[1]);  // transient: the add's other input
-    x = bo;
-    I.block_out.push_back(x);
-  }
-  I.pooled = P(size_t(N) * net_.fc_in, "the pooled features");
-  I.logits = static_cast<float*>(arena_.alloc(size_t(N) * net_.classes * 4, "the logits"));
-  I.dlogits = P(size_t(N) * net_.classes, "the logit gradients");
-  I.labels = static_cast<int32_t*>(arena_.alloc(size_t(N) * 4, "the labels"));
-  I.loss = static_cast<float*>(arena_.alloc(4, "the loss"));
-  I.scale = static_cast<float*>(arena_.alloc(4, "the loss scale"));
-  I.ls_flags = static_cast<int*>(arena_.alloc(3 * sizeof(int), "the loss-scaling flags"));
-
-  // Algorithm choice (operands are overwritten by the trials: weights are initialised after).
-  {
-    DeviceBuffer find_ws;
-    try {
-      find_ws = DeviceBuffer(find_workspace_limit(libs_));
-    } catch (const CudaError& e) {
-      if (!e.out_of_memory()) throw;
-      (void)cudaGetLastError();
-      throw OutOfMemory{"the algorithm search workspace", find_workspace_limit(libs_), 0};
-    }
-    for (auto& L : I.layers) {
-      ConvBuffers b{L.x, L.w, L.y, I.g[0], I.g[1], L.dw};
-      L.fwd = choose_algo(libs_, *L.d, Pass::fwd, b, find_ws, stream_, gpu_model_);
-      L.bwd_filter = choose_algo(libs_, *L.d, Pass::bwd_filter, b, find_ws, stream_, gpu_model_);
-      if (L.data_grad) L.bwd_data = choose_algo(libs_, *L.d, Pass::bwd_data, b, find_ws, stream_, gpu_model_);
-      ws_bytes_ = std::max({ws_bytes_, L.fwd.workspace, L.bwd_filter.workspace, L.data_grad ? L.bwd_data.workspace : 0});
-    }
-  }
-  ws_bytes_ = std::max(ws_bytes_, bn_ws);
-  I.ws = ws_bytes_ ? arena_.alloc(ws_bytes_, "the convolution and batch-norm workspace") : nullptr;
-  // cuDNN's fused batch norm, asked once per layer on its buffers (before the initial values).
-  bn_check_cudnn(I.layers[0], nullptr);
-  {
-    const void* bx = I.pool_out;
-    for (size_t bi = 0; bi < net_.blocks.size(); ++bi) {
-      const auto& b = net_.blocks[bi];
-      bn_check_cudnn(I.layers[size_t(b.conv1)], nullptr);
-      bn_check_cudnn(I.layers[size_t(b.conv2)], nullptr);
-      bn_check_cudnn(I.layers[size_t(b.conv3)], b.down >= 0 ? I.g[1] : bx);
-      bx = I.block_out[bi];
-    }
-  }
-  make_update_table();
-  // cuBLAS's workspace from the arena: counted in the peak, and no allocation by cuBLAS while the
-  // step is captured into a CUDA graph.
-  I.cublas_ws = arena_.alloc(kCublasWorkspace, "the cuBLAS workspace");
-  NB_CUBLAS(cublasSetWorkspace(I.cb, I.cublas_ws, kCublasWorkspace));
-
-  // Initial values: Kaiming-uniform convolutions, FC uniform 1/sqrt(fan_in), gamma 1, beta 0.
-  cudaStream_t s = stream_;
-  for (size_t i = 0; i < convs.size(); ++i) {
-    const auto& c = convs[i];
-    kernels::launch_init_uniform(s, I.master_a + I.layers[i].w_off, size_t(c.weights()),
-                                 std::sqrt(6.f / float(c.c * c.r * c.r)), 0x5EED0 + i);
-    kernels::launch_fill_value(s, I.layers[i].gamma, size_t(c.k), 1.f);
-    kernels::launch_fill_value(s, I.layers[i].beta, size_t(c.k), 0.f);
-    kernels::launch_fill_value(s, I.layers[i].run_mean, size_t(c.k), 0.f);
-    kernels::launch_fill_value(s, I.layers[i].run_var, size_t(c.k), 1.f);
-  }
-  kernels::launch_init_uniform(s, I.master_a + I.fc_w_off, size_t(net_.fc_in) * net_.classes,
-                               1.f / std::sqrt(float(net_.fc_in)), 0xFC);
-  kernels::launch_fill_value(s, I.master_b + I.fc_b_off, size_t(net_.classes), 0.f);
-  if (half_) kernels::launch_cast_from_float(s, I.master_a, I.compute_a, I.n_a, true);
-  NB_CUDA(cudaMemsetAsync(I.mom_a, 0, I.n_a * 4, s));
-  NB_CUDA(cudaMemsetAsync(I.mom_b, 0, I.n_b * 4, s));
-  kernels::launch_fill_random(s, I.image, size_t(convs[0].in_elems() * N), cfg_.prec->fill, 0x1A6E + cfg_.data_seed);
-  kernels::launch_labels(s, I.labels, int(N), net_.classes, 0x1ABE1 + cfg_.data_seed);
-  kernels::launch_fill_value(s, I.scale, 1, cfg_.loss_scale);
-  NB_CUDA(cudaMemsetAsync(I.ls_flags, 0, 3 * sizeof(int), s));
-  NB_CUDA_LAUNCH();
-  NB_CUDA(cudaStreamSynchronize(s));
-}
-
 void TrainStep::mark(Kind k, cudaStream_t s) {
   Impl& I = *impl_;
   if (!I.profiling) return;
@@ -255,7 +83,7 @@ void TrainStep::mark(Kind k, cudaStream_t s) {
 
 void TrainStep::conv_fwd(Layer& L, cudaStream_t s) {
   ConvBuffers b{L.x, L.w, L.y, nullptr, nullptr, nullptr};
-  run_pass(impl_->h, *L.d, Pass::fwd, L.fwd, b, impl_->ws, s);
+  run_pass(impl_->h, *L.d, Pass::fwd, L.fwd, b, L.ws_conv_fwd, s);
   mark(Kind::conv, s);
 }
 
@@ -263,8 +91,8 @@ void TrainStep::conv_fwd(Layer& L, cudaStream_t s) {
 // the first convolution.
 void TrainStep::conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s) {
   ConvBuffers b{L.x, L.w, L.y, const_cast<void*>(dy), dx, L.dw};
-  run_pass(impl_->h, *L.d, Pass::bwd_filter, L.bwd_filter, b, impl_->ws, s);
-  if (L.data_grad) run_pass(impl_->h, *L.d, Pass::bwd_data, L.bwd_data, b, impl_->ws, s, 1.f, beta);
+  run_pass(impl_->h, *L.d, Pass::bwd_filter, L.bwd_filter, b, L.ws_conv_bwd, s);
+  if (L.data_grad) run_pass(impl_->h, *L.d, Pass::bwd_data, L.bwd_data, b, L.ws_conv_bwd, s, 1.f, beta);
   mark(Kind::conv, s);
 }
 
@@ -277,10 +105,10 @@ void TrainStep::forward(cudaStream_t s) {
   conv_fwd(stem, s);
   bn_fwd(stem, nullptr, s);
   if (I.pool_arg) {
-    kernels::launch_maxpool(s, stem.z, I.pool_out, I.pool_arg, I.pool_dims, cfg_.nhwc, half_);
+    kernels::launch_maxpool(s, stem.out, I.pool_out, I.pool_arg, I.pool_dims, cfg_.nhwc, half_);
   } else {
     NB_CUDNN(cudnnSetStream(I.h, s));
-    NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.z, &zero, I.pool_desc, I.pool_out));
+    NB_CUDNN(cudnnPoolingForward(I.h, I.pool, &one, stem.d->y, stem.out, &zero, I.pool_desc, I.pool_out));
   }
   mark(Kind::pool, s);
   void* x = I.pool_out;
@@ -296,7 +124,7 @@ void TrainStep::forward(cudaStream_t s) {
     if (b.down >= 0) {
       Layer& d = I.layers[size_t(b.down)];
       conv_fwd(d, s);
-      bn_fwd(d, nullptr, s);  // into scratch g[1]
+      bn_fwd(d, nullptr, s);  // into its scratch: the add's other input
       shortcut = d.out;
     }
     bn_fwd(c3, shortcut, s);  // batch norm + add + ReLU into the block output
@@ -341,69 +169,52 @@ void TrainStep::backward(cudaStream_t s, const GradHook& on_grads_ready) {
       cfg_.prec->math == CUDNN_DEFAULT_MATH && !half_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   void* fcw = static_cast<char*>(I.compute_a) + I.fc_w_off * elem_;
   void* fcdw = static_cast<char*>(I.grad_a) + I.fc_w_off * elem_;
-  // Three gradient buffers: P the gradient flowing in (at a block's output), Q and S the others.
-  void *P = I.g[0], *Q = I.g[1], *S = I.g[2];
-  // FC: bias gradient, weight gradient dW = dL^T pooled, input gradient dP = dL W (into Q).
+  // FC: bias gradient, weight gradient dW = dL^T pooled, input gradient dP = dL W.
   kernels::launch_bias_grad(s, I.dlogits, I.grad_b + I.fc_b_off, N, net_.classes, half_);
   NB_CUBLAS(cublasSetStream(I.cb, s));
   NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_T, net_.fc_in, net_.classes, N, &one, I.pooled, dt, net_.fc_in,
                          I.dlogits, dt, net_.classes, &zero, fcdw, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
   NB_CUBLAS(cublasGemmEx(I.cb, CUBLAS_OP_N, CUBLAS_OP_N, net_.fc_in, N, net_.classes, &one, fcw, dt, net_.fc_in,
-                         I.dlogits, dt, net_.classes, &zero, Q, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
+                         I.dlogits, dt, net_.classes, &zero, I.g_pooled, dt, net_.fc_in, ct, CUBLAS_GEMM_DEFAULT));
   mark(Kind::fc, s);
   const size_t n_conv = net_.convs.size();
   if (on_grads_ready) on_grads_ready(3 * n_conv, params_.size());  // fc.weight, fc.bias
   const int last_hw = net_.stage_out_hw(4);
-  kernels::launch_avgpool_backward(s, Q, P, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
+  kernels::launch_avgpool_backward(s, I.g_pooled, I.g_last, N, net_.fc_in, last_hw * last_hw, cfg_.nhwc, half_);
   mark(Kind::pool, s);
+  // Each layer's gradients are where the memory plan put them (step_memory.hpp): the one at a
+  // block's output is conv3's g_out, the one at its input conv1's g_in (the next block down's g_out).
   for (size_t bi = net_.blocks.size(); bi-- > 0;) {
     const auto& b = net_.blocks[bi];
     Layer &c1 = I.layers[size_t(b.conv1)], &c2 = I.layers[size_t(b.conv2)], &c3 = I.layers[size_t(b.conv3)];
-    // conv3's batch norm with the add and ReLU: X the gradient at conv3's output, R the gradient
-    // at the add's other input (the shortcut's): dz in S when fused, P masked in place when not.
-    void* X = Q;
-    void* R = bn_bwd(c3, P, X, S, s);
-    void* F = R == S ? P : S;  // the free one
-    conv_bwd(c3, X, F, 0.f, s);
-    bn_bwd(c2, F, X, nullptr, s);
-    conv_bwd(c2, X, F, 0.f, s);
-    bn_bwd(c1, F, X, nullptr, s);  // X: the gradient at conv1's output
+    bn_bwd(c3, c3.g_out, c3.g_y, c3.g_res, s);  // g_res: the gradient at the add's other input (the shortcut's)
+    conv_bwd(c3, c3.g_y, c3.g_in, 0.f, s);
+    bn_bwd(c2, c2.g_out, c2.g_y, nullptr, s);
+    conv_bwd(c2, c2.g_y, c2.g_in, 0.f, s);
+    bn_bwd(c1, c1.g_out, c1.g_y, nullptr, s);
     if (b.down >= 0) {
       Layer& d = I.layers[size_t(b.down)];
-      bn_bwd(d, R, F, nullptr, s);
-      conv_bwd(d, F, R, 0.f, s);  // R was the projection's batch norm's input gradient: consumed
+      bn_bwd(d, d.g_out, d.g_y, nullptr, s);  // d.g_out is c3.g_res
+      conv_bwd(d, d.g_y, d.g_in, 0.f, s);     // d.g_in is c1.g_in
     }
-    conv_bwd(c1, X, R, 1.f, s);  // the block input's gradient: shortcut + conv1's
+    conv_bwd(c1, c1.g_y, c1.g_in, 1.f, s);  // the block input's gradient: the shortcut's + conv1's
     // The block's convolutions are consecutive (conv1, conv2, conv3[, downsample]): 3 params each.
     if (on_grads_ready) on_grads_ready(3 * size_t(b.conv1), 3 * size_t(std::max(b.conv3, b.down) + 1));
-    P = R, Q = X, S = F;
   }
   Layer& stem = I.layers[0];
+  const void* g_pool = I.layers[size_t(net_.blocks[0].conv1)].g_in;
   if (I.pool_arg) {
-    kernels::launch_maxpool_backward(s, P, I.pool_arg, Q, I.pool_dims, cfg_.nhwc, half_);
+    kernels::launch_maxpool_backward(s, g_pool, I.pool_arg, stem.g_out, I.pool_dims, cfg_.nhwc, half_);
   } else {
     NB_CUDNN(cudnnSetStream(I.h, s));
-    NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, P, stem.d->y, stem.z, &zero,
-                                  stem.d->y, Q));
+    NB_CUDNN(cudnnPoolingBackward(I.h, I.pool, &one, I.pool_desc, I.pool_out, I.pool_desc, g_pool, stem.d->y, stem.out,
+                                  &zero, stem.d->y, stem.g_out));
   }
   mark(Kind::pool, s);
-  bn_bwd(stem, Q, S, nullptr, s);
-  conv_bwd(stem, S, nullptr, 0.f, s);
+  bn_bwd(stem, stem.g_out, stem.g_y, nullptr, s);
+  conv_bwd(stem, stem.g_y, nullptr, 0.f, s);
   if (on_grads_ready) on_grads_ready(0, 3);
   NB_CUDA_LAUNCH();
-}
-
-void TrainStep::make_update_table() {
-  Impl& I = *impl_;
-  kernels::MtTable& t = I.update_table;
-  t.t[0] = {I.master_a, I.mom_a, I.grad_a, half_, half_ ? I.compute_a : nullptr, I.n_a};
-  t.t[1] = {I.master_b, I.mom_b, I.grad_b, false, nullptr, I.n_b};
-  t.tensors = 2;
-  const auto chunks = kernels::mt_chunks({I.n_a, I.n_b});
-  void* dev = arena_.alloc(chunks.size() * sizeof(kernels::MtChunk), "the update's chunk table");
-  NB_CUDA(cudaMemcpy(dev, chunks.data(), chunks.size() * sizeof(kernels::MtChunk), cudaMemcpyHostToDevice));
-  t.chunks = dev;
-  t.n_chunks = unsigned(chunks.size());
 }
 
 void TrainStep::update(cudaStream_t s) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +22,13 @@
 #include "resnet50_net.hpp"
 #include "train_fusion.hpp"
 
+namespace nb::train {
+
+struct BnRun;  // train_bn_layer.hpp
+}  // namespace nb::train
+namespace nb::resnet50 {
+struct StepPlan;  // step_memory.hpp
+}
 namespace nb::train {
 
 // The layer kinds the step's time is split into (metrics time_<kind>_ms). `bn` is batch norm with
@@ -42,6 +50,9 @@ struct StepConfig {
   float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
   uint64_t data_seed = 0;  // added to the seeds of the images and labels (each GPU of train_dp its own batch)
   Fusion fusion = Fusion::on;  // NODEBENCH_TRAIN_FUSION (train_fusion.hpp)
+  // Whether buffers not needed at the same time share memory (step_memory.hpp); false gives every
+  // one its own, for the GPU test that the planned step computes what the unplanned one does.
+  bool share_memory = true;
 };
 // Called by backward once the weight gradients of params()[first, end) are written (enqueued on
 // the stream): after the FC, after each bottleneck block, after the stem. Ranges come in
@@ -67,15 +78,18 @@ struct OutOfMemory {
   std::string message() const;
 };
 
-// Tracked device allocations: the current total and its high-water mark.
+// Tracked device allocations: the current total, its high-water mark and the bytes of each kind
+// (parameters, images, statistics, the planned region, the cuBLAS workspace, other).
 class Arena {
  public:
-  void* alloc(size_t bytes, const std::string& what);  // throws OutOfMemory
+  void* alloc(size_t bytes, const std::string& what, const std::string& kind = "other");  // throws OutOfMemory
   size_t current() const { return current_; }
   size_t peak() const { return peak_; }
+  const std::map<std::string, size_t>& by_kind() const { return kinds_; }
 
  private:
   std::vector<DeviceBuffer> bufs_;
+  std::map<std::string, size_t> kinds_;
   size_t current_ = 0, peak_ = 0;
 };
 
@@ -143,6 +157,12 @@ class TrainStep {
   std::vector<float> gradients(const ParamRef& p);
   float param(const ParamRef& p, size_t i);
   void set_param(const ParamRef& p, size_t i, float v);
+  // For the fused-versus-unfused test, which judges differences by how far rounding-sized changes
+  // move this network: every master weight w becomes f(w, i) (i: its index over the compute
+  // segment, then the FP32 segment; the compute copy follows), and every element v of the images
+  // (as stored: FP32 or FP16 values) becomes g(v, i), stored in the storage type.
+  void map_weights(const std::function<float(float, size_t)>& f);
+  void map_images(const std::function<double(double, size_t)>& g);
 
   // The loss's inputs and output of the last forward, for a host reference: logits (FP32), the FC
   // bias, the labels, the loss and dlogits (unscaled to FP32 from the storage type, still scaled).
@@ -160,9 +180,13 @@ class TrainStep {
   nlohmann::json fusion_details() const;
 
   size_t peak_bytes() const { return arena_.peak(); }
-  // The workspace shared by the convolutions and batch norm, batch norm's reserve spaces and
-  // cuBLAS's workspace.
-  size_t workspace_bytes() const { return ws_bytes_ + bn_reserve_bytes_ + kCublasWorkspace; }
+  // The largest workspace of one operation (a convolution pass or a batch norm), batch norm's
+  // reserve spaces and cuBLAS's workspace.
+  size_t workspace_bytes() const;
+  // details.memory_plan_bytes: the arena's bytes by kind (their sum is peak_bytes), the planned
+  // region's total, the most it needs at one operation and what it holds there by kind, and what
+  // each kind would take with every buffer apart (step_memory.hpp).
+  nlohmann::json memory_details() const;
   nlohmann::json algorithms() const;
   const StepConfig& config() const { return cfg_; }
 
@@ -172,19 +196,22 @@ class TrainStep {
   bool profile_host_bound_ = false;
   void mark(Kind k, cudaStream_t s);
   // Batch norm of L with its activation into L.out (residual: the add's other input). Backward
-  // from dy at L.out into dx; returns where the residual branch's gradient is (add_relu: dz when
-  // fused, else dy masked in place).
+  // from dy at L.out into dx; add_relu: dz receives the residual branch's gradient (every path).
   void bn_fwd(Layer& L, const void* residual, cudaStream_t s);
-  void* bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s);
-  void bn_prepare(Layer& L, size_t& ws_bytes);          // the path, sizes and reserve space (setup)
+  void bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s);
+  BnRun bn_run(const Layer& L, bool forward) const;     // what train_bn_layer runs L with
+  void bn_prepare(Layer& L);                            // the path and what it needs (setup)
   void bn_check_cudnn(Layer& L, const void* residual);  // one fused call each way; falls back when not supported
-  // cuDNN's *Ex batch norm with `ops`, its status returned (the setup's check needs it unthrown).
-  cudnnStatus_t bn_cudnn_fwd(Layer& L, cudnnBatchNormOps_t ops, const void* residual, void* out, cudaStream_t s);
-  cudnnStatus_t bn_cudnn_bwd(Layer& L, cudnnBatchNormOps_t ops, const void* dy, void* dx, void* dz, cudaStream_t s);
+  // setup's parts (train_step_setup.cpp).
+  void setup_params();
+  void setup_layers();
+  void plan_memory();
+  void choose_algorithms();
+  void bind(const resnet50::StepPlan& plan, void* base);
+  void init_values();
   void make_update_table();
   void conv_fwd(Layer& L, cudaStream_t s);
   void conv_bwd(Layer& L, const void* dy, void* dx, float beta, cudaStream_t s);
-  void* P(size_t elems, const std::string& what);  // arena allocation of elems in storage type
 
   StepConfig cfg_;
   cudnn::Libraries libs_;
@@ -197,7 +224,6 @@ class TrainStep {
   Arena arena_;
   std::unique_ptr<Impl> impl_;
   std::vector<ParamRef> params_;
-  size_t ws_bytes_ = 0, bn_reserve_bytes_ = 0;
 };
 
 }  // namespace nb::train

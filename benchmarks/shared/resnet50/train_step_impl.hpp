@@ -7,6 +7,8 @@
 
 #include "kernels/train/train_bn_kernels.cuh"
 #include "kernels/train/train_kernels.cuh"
+#include "step_memory.hpp"
+#include "train_bn_layer.hpp"
 #include "train_step.hpp"
 
 namespace nb::train {
@@ -17,10 +19,17 @@ struct TrainStep::Layer {
   std::unique_ptr<cudnn::ConvDesc> d;
   cudnn::AlgoChoice fwd, bwd_data, bwd_filter;
   bool data_grad = true;  // false for the first convolution
-  void* x = nullptr;      // input (kept)
-  void* y = nullptr;      // convolution output (kept: batch norm's input)
-  void* z = nullptr;      // batch norm + ReLU output (kept); null for conv3 and the projection
-  void* out = nullptr;    // where the batch norm with its activation writes: z, the block output, or scratch
+  // Where the layer's tensors are: in the step's planned region (step_memory.hpp; x of the stem:
+  // the images). out: where the batch norm with its activation writes (the ReLU'd output, the
+  // block output, the projection's scratch). The gradients: at out (g_out), at y (g_y), at x (g_in;
+  // conv1's: the block input's), at the add's other input (g_res, conv3's dz).
+  void* x = nullptr;
+  void* y = nullptr;
+  void* out = nullptr;
+  void* add_scratch = nullptr;  // unfused batch norm + add: its output before the add
+  void *g_out = nullptr, *g_y = nullptr, *g_in = nullptr, *g_res = nullptr;
+  // Each operation's workspace (bytes: the algorithm's for the convolutions, need's for batch norm).
+  void *ws_conv_fwd = nullptr, *ws_bn_fwd = nullptr, *ws_bn_bwd = nullptr, *ws_conv_bwd = nullptr;
   void* w = nullptr;      // compute weights
   void* dw = nullptr;     // weight gradient (storage type)
   size_t w_off = 0;       // in the compute segment
@@ -28,7 +37,8 @@ struct TrainStep::Layer {
   float *gamma = nullptr, *beta = nullptr, *dgamma = nullptr, *dbeta = nullptr;
   float *run_mean = nullptr, *run_var = nullptr, *save_mean = nullptr, *save_inv = nullptr;
   void* bn_reserve = nullptr;  // batch norm's reserve space: written by forward, read by backward
-  size_t bn_reserve_bytes = 0;
+  BnNeeds bn_need;             // its workspaces and reserve space on its path
+  bool relu_from_x = false;    // its backward recomputes the ReLU's mask from its input: out is not kept
   BnAct act = BnAct::relu;     // what follows the batch norm (train_fusion.hpp)
   BnChoice bn_choice;          // the path it runs, and why
   kernels::BnShape shape;      // for the step's own batch-norm kernels
@@ -46,13 +56,15 @@ struct TrainStep::Impl {
   kernels::PoolDims pool_dims;
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnTensorDescriptor_t pool_desc = nullptr;
-  void* pooled = nullptr;  // [N, 2048]
+  void* pooled = nullptr;    // [N, 2048]
+  void* g_pooled = nullptr;  // its gradient
+  void* g_last = nullptr;    // the gradient at the last block's output
+  resnet50::StepPlan plan;   // where the region's buffers are (step_memory.hpp)
+  void* region = nullptr;
   float* logits = nullptr;
   void* dlogits = nullptr;
   int32_t* labels = nullptr;
   float* loss = nullptr;
-  std::array<void*, resnet50::kGradientBuffers> g{};  // gradients backward, scratch forward
-  void* ws = nullptr;
   void* cublas_ws = nullptr;
   cudaGraphExec_t graph_exec = nullptr;  // the whole step, once capture_graph succeeded
   // Parameters: compute segment (storage type copy when fp16, else the master itself) and FP32.

@@ -143,6 +143,36 @@ void TrainStep::set_param(const ParamRef& p, size_t i, float v) {
   }
 }
 
+void TrainStep::map_weights(const std::function<float(float, size_t)>& f) {
+  Impl& I = *impl_;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  size_t at = 0;
+  for (auto [dev, n] : {std::pair<float*, size_t>{I.master_a, I.n_a}, std::pair<float*, size_t>{I.master_b, I.n_b}}) {
+    std::vector<float> h(n);
+    NB_CUDA(cudaMemcpy(h.data(), dev, n * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; ++i) h[i] = f(h[i], at + i);
+    NB_CUDA(cudaMemcpy(dev, h.data(), n * 4, cudaMemcpyHostToDevice));
+    at += n;
+  }
+  if (half_) kernels::launch_cast_from_float(stream_, I.master_a, I.compute_a, I.n_a, true);
+  NB_CUDA_LAUNCH();
+  NB_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void TrainStep::map_images(const std::function<double(double, size_t)>& g) {
+  Impl& I = *impl_;
+  NB_CUDA(cudaStreamSynchronize(stream_));
+  const size_t n = size_t(net_.convs[0].in_elems() * cfg_.batch);
+  const auto v = read_doubles(I.image, 0, n, half_);
+  std::vector<float> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = float(g(v[i], i));  // an FP16 value is exact in FP32
+  DeviceBuffer staged(n * 4);
+  NB_CUDA(cudaMemcpy(staged.get(), h.data(), n * 4, cudaMemcpyHostToDevice));
+  kernels::launch_cast_from_float(stream_, staged.as<float>(), I.image, n, half_);
+  NB_CUDA_LAUNCH();
+  NB_CUDA(cudaStreamSynchronize(stream_));
+}
+
 TrainStep::LossView TrainStep::loss_view() {
   Impl& I = *impl_;
   LossView v;
