@@ -135,17 +135,19 @@ TEST(ConvFamily, ResNet50HasFiftyThreeConvolutionsInTwentyThreeShapes) {
   EXPECT_EQ(total, 53);  // 49 in the bottlenecks and stem, 4 projection shortcuts
 }
 
-TEST(ConvFamily, FullSweepIsBatchOneTo1024PerPrecisionAndLayout) {
-  std::map<std::string, std::set<int64_t>> series;
+TEST(ConvFamily, FullSuiteRunsTheNetworkAndTheLayerAtBatch32And256PerPrecisionAndLayout) {
+  // The batch sweep is the train family's (the whole step); the network's convolutions run at a
+  // small and a large batch, and the 3x3 layer at the same two (sharing their algorithm choices).
+  std::map<std::string, std::set<int64_t>> series, layer;
   for (const auto& c : select_cases(Suite::full, {"conv"}, "^conv/resnet50/"))
     series[c.params["precision"].get<std::string>() + "/" + c.params["layout"].get<std::string>()].insert(
         c.params["batch"].get<int64_t>());
+  for (const auto& c : select_cases(Suite::full, {"conv"}, "^conv/layer/l1_3x3"))
+    layer[c.params["precision"].get<std::string>() + "/" + c.params["layout"].get<std::string>()].insert(
+        c.params["batch"].get<int64_t>());
   EXPECT_EQ(series.size(), 6u);  // fp32, tf32, fp16 x nchw, nhwc
-  for (const auto& [k, b] : series) {
-    EXPECT_EQ(*b.begin(), 1) << k;
-    EXPECT_EQ(*b.rbegin(), 1024) << k;
-    EXPECT_EQ(b.size(), 11u) << k;
-  }
+  for (const auto& [k, b] : series) EXPECT_EQ(b, (std::set<int64_t>{32, 256})) << k;
+  EXPECT_EQ(layer, series);
   for (const auto& c : select_cases(Suite::quick, {"conv"}, "tf32"))
     EXPECT_FALSE(c.available(gpu(6, 1)).ok);  // no TF32 on a P40
 }

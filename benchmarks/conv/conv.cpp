@@ -99,8 +99,8 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   const std::string data = P.data == CUDNN_DATA_HALF ? "fp16" : P.math == CUDNN_FMA_MATH ? "fp32" : "tf32";
   ctx.set_throughput("tflops", c.flops() / 1e12, conv_peak_key(data, ctx.gpu().cc()));
   const Stats st = compute_stats(ctx.output().measurement->samples_s);
-  ctx.metrics()["images_per_s"] = double(batch) / st.median;
-  ctx.metrics()["workspace_bytes"] = double(ch.workspace);
+  ctx.metric("", Unit::images_per_s, double(batch) / st.median, Better::higher);
+  ctx.metric("workspace", Unit::bytes, double(ch.workspace), Better::lower);
   ctx.details()["algorithm"] = {{"algo", ch.algo}, {"workspace_bytes", ch.workspace},
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
@@ -211,12 +211,12 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
     for (auto& c : net.convs) flops += 3.0 * c->flops() * c->L.count;
     ctx.set_throughput("tflops", flops / 1e12, "");
     const double med = compute_stats(all).median, fmed = compute_stats(fwd_only).median;
-    ctx.metrics()["train_images_per_s"] = double(batch) / med;
-    ctx.metrics()["fwd_images_per_s"] = double(batch) / fmed;
-    ctx.metrics()["fwd_time_us"] = fmed * 1e6;
-    ctx.metrics()["peak_memory_bytes"] = peak_bytes;
-    ctx.metrics()["memory_fraction_x"] = peak_bytes / double(g.memory_bytes);
-    ctx.metrics()["workspace_bytes"] = double(net.max_ws);
+    ctx.metric("train", Unit::images_per_s, double(batch) / med, Better::higher);
+    ctx.metric("fwd", Unit::images_per_s, double(batch) / fmed, Better::higher);
+    ctx.metric("fwd_time", Unit::us, fmed * 1e6, Better::lower);
+    ctx.metric("peak_memory", Unit::bytes, peak_bytes, Better::lower);
+    ctx.metric("memory_fraction", Unit::x, peak_bytes / double(g.memory_bytes), Better::lower);
+    ctx.metric("workspace", Unit::bytes, double(net.max_ws), Better::lower);
     ctx.details()["layers"] = layers;
     ctx.details()["memory_model"] =
         "measured with cudaMemGetInfo: every convolution's input, output and gradients for all 53 "

@@ -21,7 +21,8 @@ DeviceBuffer alloc_or_skip(CaseContext& ctx, size_t bytes, const std::string& wh
     size_t free_b = 0, total_b = 0;
     (void)cudaMemGetInfo(&free_b, &total_b);
     ctx.skip("out of memory: does not fit: asked for " + std::to_string(bytes) + " bytes for " + what + ", " +
-             std::to_string(free_b) + " bytes free");
+                 std::to_string(free_b) + " bytes free",
+             ReasonKind::oom);
   }
 }
 

@@ -99,14 +99,13 @@ bool verify_step(CaseContext& ctx, train::TrainStep& st, std::string& graph_why)
 // The time per layer kind (metrics time_<kind>_ms, elementwise_share) and whether it adds up to
 // the step of `med` seconds.
 void record_profile(CaseContext& ctx, train::TrainStep& st, const std::array<double, train::kKinds>& kinds, double med) {
-  auto& m = ctx.metrics();
   double sum = 0;
   for (int k = 0; k < train::kKinds; ++k) {
-    m[std::string("time_") + train::kind_name(Kind(k)) + "_ms"] = kinds[size_t(k)];
+    ctx.metric(std::string("time_") + train::kind_name(Kind(k)), Unit::ms, kinds[size_t(k)], Better::lower);
     sum += kinds[size_t(k)];
   }
   const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
-  m["elementwise_share"] = sum > 0 ? mem_bound / sum : 0.0;
+  ctx.metric("elementwise", Unit::share, sum > 0 ? mem_bound / sum : 0.0);
   ctx.details()["profile_note"] =
       "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
       "operations; bn holds the ReLU and the residual add where they are fused into it (details.fusion), "
@@ -120,9 +119,10 @@ void record_profile(CaseContext& ctx, train::TrainStep& st, const std::array<dou
                                        ": the split by layer kind is not reliable for this case";
 }
 
-// The timed step (the graph, else the eager loop), its call-by-call cost, memory and profile.
-void measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfig& cfg, bool graph,
-                  const std::string& graph_why) {
+// The timed step (the graph, else the eager loop), its call-by-call cost, memory and profile;
+// returns the images per second.
+double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfig& cfg, bool graph,
+                    const std::string& graph_why) {
   const GpuInfo& g = ctx.gpu();
   const int64_t batch = cfg.batch;
   size_t free_b = 0, total_b = 0;
@@ -144,24 +144,24 @@ void measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepConfi
   }
   ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
   ctx.set_primary_metric("images_per_s", true);
-  auto& m = ctx.metrics();
-  m["step_time_ms"] = med * 1e3;
-  m["images_per_s"] = double(batch) / med;
-  m["host_issue_ms"] = host_issue * 1e3;
-  m["eager_step_ms"] = eager * 1e3;
-  m["eager_images_per_s"] = double(batch) / eager;
-  m["peak_memory_bytes"] = double(st.peak_bytes());
-  m["device_used_bytes"] = device_used;
-  m["memory_fraction_x"] = device_used / double(g.memory_bytes ? g.memory_bytes : total_b);
-  m["workspace_bytes"] = double(st.workspace_bytes());
+  ctx.metric("step_time", Unit::ms, med * 1e3, Better::lower);
+  ctx.metric("", Unit::images_per_s, double(batch) / med, Better::higher);
+  ctx.metric("host_issue", Unit::ms, host_issue * 1e3, Better::lower);
+  ctx.metric("eager_step", Unit::ms, eager * 1e3, Better::lower);
+  ctx.metric("eager", Unit::images_per_s, double(batch) / eager, Better::higher);
+  ctx.metric("peak_memory", Unit::bytes, double(st.peak_bytes()), Better::lower);
+  ctx.metric("device_used", Unit::bytes, device_used, Better::lower);
+  ctx.metric("memory_fraction", Unit::x, device_used / double(g.memory_bytes ? g.memory_bytes : total_b), Better::lower);
+  ctx.metric("workspace", Unit::bytes, double(st.workspace_bytes()), Better::lower);
   // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
   // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
   const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(cfg.prec->elem));
-  m["bn_floor_bytes"] = double(floor.bn);
-  m["elementwise_floor_bytes"] = double(floor.elementwise);
-  m["pool_floor_bytes"] = double(floor.pool);
-  m["update_floor_bytes"] = double(floor.update);
+  ctx.metric("bn_floor", Unit::bytes, double(floor.bn));
+  ctx.metric("elementwise_floor", Unit::bytes, double(floor.elementwise));
+  ctx.metric("pool_floor", Unit::bytes, double(floor.pool));
+  ctx.metric("update_floor", Unit::bytes, double(floor.update));
   record_profile(ctx, st, kinds, med);
+  return double(batch) / med;
 }
 
 // What the record says of the step itself: algorithms, loss scale, optimizer, where its memory goes.
@@ -207,9 +207,9 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
     st.setup();
     std::string graph_why;
     const bool graph = verify_step(ctx, st, graph_why);
-    measure_step(ctx, st, cfg, graph, graph_why);
+    const double images_per_s = measure_step(ctx, st, cfg, graph, graph_why);
     describe_step(ctx, st, cfg);
-    ctx.gpu_resources().get<TrainPlateau>().measured(series, batch, ctx.metrics()["images_per_s"].get<double>());
+    ctx.gpu_resources().get<TrainPlateau>().measured(series, batch, images_per_s);
   } catch (const train::OutOfMemory& e) {
     record_oom();
     ctx.skip(e.message(), ReasonKind::oom);

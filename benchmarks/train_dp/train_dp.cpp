@@ -55,18 +55,18 @@ void fill_part(CasePart& part, const Point& pt, int n, int k, const Measurement&
   const double step_s = median_s(step);
   const double ips = train_dp::images_per_s(n, pt.batch, k, step_s);
   const double one_ips = train_dp::images_per_s(1, pt.batch, k, one_s);
-  auto& m = part.out.metrics;
-  m["step_time_ms"] = step_s * 1e3;
-  m["images_per_s"] = ips;
-  m["compute_step_ms"] = compute_s * 1e3;
-  m["exposed_comm_ms"] = (step_s - compute_s) * 1e3;
-  m["one_gpu_step_ms"] = one_s * 1e3;
-  m["one_gpu_images_per_s"] = one_ips;
+  auto& m = part.out.typed_metrics;
+  m.push_back(make_metric("step_time", Unit::ms, step_s * 1e3, Better::lower));
+  m.push_back(make_metric("", Unit::images_per_s, ips, Better::higher));
+  m.push_back(make_metric("compute_step", Unit::ms, compute_s * 1e3, Better::lower));
+  m.push_back(make_metric("exposed_comm", Unit::ms, (step_s - compute_s) * 1e3, Better::lower));
+  m.push_back(make_metric("one_gpu_step", Unit::ms, one_s * 1e3, Better::lower));
+  m.push_back(make_metric("one_gpu", Unit::images_per_s, one_ips, Better::higher));
   const double eff = train_dp::scaling_efficiency(ips, n, one_ips);
-  if (std::isfinite(eff)) m["scaling_efficiency_ratio"] = eff;
-  m["bucket_bytes"] = double(bucket_bytes);
-  m["bucket_count"] = double(eng.buckets().size());
-  m["gradient_bytes"] = double(eng.gradient_bytes());
+  if (std::isfinite(eff)) m.push_back(make_metric("scaling_efficiency", Unit::ratio, eff, Better::higher));
+  m.push_back(make_metric("bucket", Unit::bytes, double(bucket_bytes)));
+  m.push_back(make_metric("bucket", Unit::count, double(eng.buckets().size())));
+  m.push_back(make_metric("gradient", Unit::bytes, double(eng.gradient_bytes())));
   part.out.measurement = step;
   part.out.primary_metric = "images_per_s";
   part.out.primary_higher = true;
@@ -212,9 +212,10 @@ void DpRun::part(const topo::SweepStep& step) {
 
 void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   if (mpi::active())
-    ctx.skip("train_dp under MPI (one rank per GPU) is not yet supported: run it in one process over the node's GPUs");
+    ctx.skip("train_dp under MPI (one rank per GPU) is not yet supported: run it in one process over the node's GPUs",
+             ReasonKind::unsupported);
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 10, 0)
-  ctx.skip("train_dp needs NCCL 2.10 or newer (ncclAvg); this build has " + nccl::nccl_version());
+  ctx.skip("train_dp needs NCCL 2.10 or newer (ncclAvg); this build has " + nccl::nccl_version(), ReasonKind::not_built);
 #endif
   nccl::prepare_env();
   // The engine makes each GPU current in turn: the case's own GPU is current again at the end.
@@ -226,7 +227,7 @@ void run_dp_case(CaseContext& ctx, const Point& pt, bool quick) {
   const cudnn::Prec& P = cudnn::prec_by_name(pt.precision);
   for (const GpuInfo* g : ctx.gpus()) {
     const Availability a = cudnn::prec_available(P, *g);
-    if (!a.ok) ctx.skip("GPU " + std::to_string(g->index) + ": " + a.reason);
+    if (!a.ok) ctx.skip("GPU " + std::to_string(g->index) + ": " + a.reason, ReasonKind::unsupported);
   }
   const auto steps = topo::sweep_subsets(distance_matrix(ctx.nvml(), ctx.gpus()));
   DpRun run(ctx, pt);

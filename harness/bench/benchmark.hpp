@@ -33,8 +33,9 @@ std::string to_string(Suite s);
 struct Availability {
   bool ok = true;
   std::string reason;  // why not, when !ok
+  ReasonKind kind = ReasonKind::none;  // the skipped record's reason_kind, when !ok
   static Availability yes() { return {}; }
-  static Availability no(std::string why) { return {false, std::move(why)}; }
+  static Availability no(std::string why, ReasonKind k = ReasonKind::unsupported) { return {false, std::move(why), k}; }
 };
 
 // Thrown by ctx.skip(); the harness records the case as skipped with the reason and its kind.
@@ -402,11 +403,6 @@ class CaseContext {
   nlohmann::json& details() { return out_.details; }
   // Skips the case: its record is skipped with `reason` and `kind` (oom, unsupported, not_built...).
   [[noreturn]] void skip(const std::string& reason, ReasonKind kind) { throw SkipCase{reason, kind}; }
-  // The same without a kind, for the callers not yet given one (benchmarks/conv, benchmarks/train_dp):
-  // the kind is read from the text ("out of memory..." is oom, else unsupported).
-  [[deprecated("give the ReasonKind: ctx.skip(reason, kind)")]] [[noreturn]] void skip(const std::string& reason) {
-    throw SkipCase{reason, infer_reason_kind(reason, ReasonKind::unsupported)};
-  }
   void wrong(const std::string& reason) {
     out_.wrong = true;
     out_.wrong_reason = reason;

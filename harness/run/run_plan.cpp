@@ -58,14 +58,81 @@ CaseRecords run_host(const Step& step, const Plan& plan, Session& session) {
   return made;
 }
 
+// Under MPI a multi-GPU case is one operation over every rank: all run it or none does. Whether
+// the other ranks can (true outside MPI and for per-GPU cases).
+bool peers_agree(const Case& c, const std::vector<int>& ids, const GpuInfo& gpu, const GpuSlot& st) {
+  if (!c.multi_gpu || !cluster::active()) return true;
+  bool mine = st.broken.empty() && int(ids.size()) >= c.min_gpus;
+  try {
+    mine = mine && (!c.available || c.available(gpu).ok);
+  } catch (const std::exception&) {
+    mine = false;
+  }
+  return cluster::all_ok(mine) || !mine;
+}
+
+// Why the case does not run on these GPUs (its record's status, kind and reason), or nullopt.
+struct NotRun {
+  Status status;
+  ReasonKind kind;
+  std::string reason;
+};
+std::optional<NotRun> why_not_run(const Case& c, const std::vector<const GpuInfo*>& all, const Plan& plan,
+                                  const GpuSlot& st, bool peers_ok) {
+  Availability a = c.available ? c.available(*all.front()) : Availability::yes();
+  for (size_t k = 1; a.ok && k < all.size(); ++k)
+    if (c.available) a = c.available(*all[k]);
+  const size_t n = all.size();
+  if (c.multi_gpu && int(n) < c.min_gpus)
+    return NotRun{Status::skipped, ReasonKind::needs_gpus,
+                  "needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(n) + (n == 1 ? " is" : " are") +
+                      " selected" + (cluster::active() ? " in this process (under MPI each process drives one GPU)" : "")};
+  if (!a.ok) return NotRun{Status::skipped, a.kind == ReasonKind::none ? ReasonKind::unsupported : a.kind, a.reason};
+  if (!peers_ok) return NotRun{Status::skipped, ReasonKind::peer_rank, "another MPI rank cannot run this case"};
+  if (!c.multi_gpu && cluster::gpu_shared(plan.gpus))
+    return NotRun{Status::skipped, ReasonKind::shared_gpu,
+                  "this GPU is shared with another MPI rank of this host (more ranks than GPUs): per-GPU figures would "
+                  "be those of a shared GPU; start one rank per GPU"};
+  if (!st.broken.empty())
+    return NotRun{Status::failed, ReasonKind::unusable_gpu,
+                  "not run: GPU " + std::to_string(all.front()->index) + " is unusable after an earlier error (" +
+                      st.broken + ")"};
+  return std::nullopt;
+}
+
+// Runs the case's body on its first GPU's slot (made on first use), recording how it ended in
+// `in`; a failure that leaves the GPU's context unusable marks the slot broken.
+void run_on_gpu(const Case& c, const std::vector<const GpuInfo*>& all, const Plan& plan, Session& session,
+                GpuSlot& st, std::optional<CaseContext>& ctx, RecordInput& in) {
+  const GpuInfo& gpu = *all.front();
+  DeviceGuard guard(gpu.index);
+  if (!st.measurer) {
+    st.measurer = std::make_unique<Measurer>(gpu.index, gpu.l2_bytes, &session.nvml(), gpu.nvml_index);
+    st.stream = std::make_unique<Stream>();
+  }
+  MeasureConfig cfg = plan.base;
+  cfg.l2 = plan.l2.value_or(c.l2.value_or(L2Mode::hot));
+  if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
+  ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
+              CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache()});
+  run_body(c, *ctx, in);
+  if (in.status == Status::failed) {
+    // A sticky error (illegal address, launch failure) poisons the context for good.
+    const cudaError_t sync = cudaDeviceSynchronize();
+    if (sync != cudaSuccess) st.broken = std::string(cudaGetErrorName(sync)) + " after " + c.id();
+    (void)cudaGetLastError();
+  }
+  if (gpu.nvml_index) in.after = session.nvml().snapshot(*gpu.nvml_index);
+  in.out = &ctx->output();
+}
+
 // Runs one case on this process's GPUs and returns its records (no collective calls, except
 // the agreement on a multi-GPU case under MPI, which every rank makes in the same order).
 CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
   const Case& c = *step.c;
   if (c.host_only) return run_host(step, plan, session);
   const std::vector<int>& ids = step.gpus;
-  const int gpu_id = ids.front();
-  const GpuInfo& gpu = session.gpu(gpu_id);
+  const GpuInfo& gpu = session.gpu(ids.front());
   std::vector<const GpuInfo*> all;
   for (int i : ids) all.push_back(&session.gpu(i));
   RecordInput in;
@@ -76,66 +143,20 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
   in.started_at = iso_utc(std::chrono::system_clock::now());
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<CaseContext> ctx;
-  GpuSlot& st = session.slot(gpu_id);
-  // Under MPI a multi-GPU case is one operation over every rank: all run it or none does.
-  bool peers_ok = true;
-  if (c.multi_gpu && cluster::active()) {
-    bool mine = st.broken.empty() && int(ids.size()) >= c.min_gpus;
-    try {
-      mine = mine && (!c.available || c.available(gpu).ok);
-    } catch (const std::exception&) {
-      mine = false;
-    }
-    peers_ok = cluster::all_ok(mine) || !mine;
-  }
-  auto set = [&](Status s, ReasonKind k, std::string why) {
-    in.status = s;
-    in.reason_kind = k;
-    in.reason = std::move(why);
-  };
+  GpuSlot& st = session.slot(ids.front());
+  const bool peers_ok = peers_agree(c, ids, gpu, st);
   try {
-    Availability a = c.available ? c.available(gpu) : Availability::yes();
-    for (size_t k = 1; a.ok && k < all.size(); ++k)
-      if (c.available) a = c.available(*all[k]);
-    if (c.multi_gpu && int(ids.size()) < c.min_gpus) {
-      set(Status::skipped, ReasonKind::needs_gpus,
-          "needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(ids.size()) +
-              (ids.size() == 1 ? " is" : " are") + " selected" +
-              (cluster::active() ? " in this process (under MPI each process drives one GPU)" : ""));
-    } else if (!a.ok) {
-      set(Status::skipped, infer_reason_kind(a.reason, ReasonKind::unsupported), a.reason);
-    } else if (!peers_ok) {
-      set(Status::skipped, ReasonKind::peer_rank, "another MPI rank cannot run this case");
-    } else if (!c.multi_gpu && cluster::gpu_shared(plan.gpus)) {
-      set(Status::skipped, ReasonKind::shared_gpu,
-          "this GPU is shared with another MPI rank of this host (more ranks than GPUs): per-GPU figures would be "
-          "those of a shared GPU; start one rank per GPU");
-    } else if (!st.broken.empty()) {
-      set(Status::failed, ReasonKind::unusable_gpu,
-          "not run: GPU " + std::to_string(gpu_id) + " is unusable after an earlier error (" + st.broken + ")");
+    if (const std::optional<NotRun> no = why_not_run(c, all, plan, st, peers_ok)) {
+      in.status = no->status;
+      in.reason_kind = no->kind;
+      in.reason = no->reason;
     } else {
-      DeviceGuard guard(gpu_id);
-      if (!st.measurer) {
-        st.measurer = std::make_unique<Measurer>(gpu_id, gpu.l2_bytes, &session.nvml(), gpu.nvml_index);
-        st.stream = std::make_unique<Stream>();
-      }
-      MeasureConfig cfg = plan.base;
-      cfg.l2 = plan.l2.value_or(c.l2.value_or(L2Mode::hot));
-      if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
-      ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
-                  CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache()});
-      run_body(c, *ctx, in);
-      if (in.status == Status::failed) {
-        // A sticky error (illegal address, launch failure) poisons the context for good.
-        const cudaError_t sync = cudaDeviceSynchronize();
-        if (sync != cudaSuccess) st.broken = std::string(cudaGetErrorName(sync)) + " after " + c.id();
-        (void)cudaGetLastError();
-      }
-      if (gpu.nvml_index) in.after = session.nvml().snapshot(*gpu.nvml_index);
-      in.out = &ctx->output();
+      run_on_gpu(c, all, plan, session, st, ctx, in);
     }
   } catch (const std::exception& e) {
-    set(Status::failed, ReasonKind::error, std::string("setup failed: ") + e.what());
+    in.status = Status::failed;
+    in.reason_kind = ReasonKind::error;
+    in.reason = std::string("setup failed: ") + e.what();
   }
   in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CaseRecords made = make_case_records(in, session.env().gpus);

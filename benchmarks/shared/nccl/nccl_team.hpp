@@ -23,7 +23,8 @@ namespace nb::nccl {
 // A case of a family that needs NCCL in a build without it: listed, and skipped saying why.
 inline void skip_without_nccl(Case& c) {
   c.available = [](const GpuInfo&) {
-    return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)");
+    return Availability::no("nodebench was built without NCCL (nccl.h or libnccl not found when configured)",
+                            ReasonKind::not_built);
   };
   c.run = [](CaseContext& ctx) { ctx.skip("nodebench was built without NCCL", ReasonKind::not_built); };
 }

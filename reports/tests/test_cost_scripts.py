@@ -1,0 +1,94 @@
+"""scripts/dev/estimate_table.py and scripts/dev/fit_costs.py (issue 24) on crafted result files,
+against expectations worked out here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+DEV = Path(__file__).resolve().parents[2] / "scripts" / "dev"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, DEV / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rec(rid, elapsed, left, **progress):
+    p = {"elapsed_s": elapsed, "left_s": left}
+    p.update(progress)
+    return {"id": rid, "status": "ok", "progress": p}
+
+
+def test_the_estimate_is_judged_against_the_time_that_remained():
+    et = _load("estimate_table")
+    # A run of 100 s: at 10 s the estimate said 80 (90 remained: -11%), at 50 s 70 (50: +40%),
+    # at 5 s 10 (95 remained) but that is before 10% of the run and not judged.
+    doc = {"records": [_rec("a", 5, 10), _rec("b", 10, 80), _rec("c", 50, 70), _rec("d", 100, 0)]}
+    rows, s = et.assess(et.progress_points(doc), 0.1)
+    assert s["total_s"] == 100
+    assert [round(r["actual_s"]) for r in rows] == [95, 90, 50, 0]
+    assert s["judged_steps"] == 2  # the last step has nothing left to estimate
+    assert s["within_25_percent"] == 1
+    assert s["worst_error"] == pytest.approx(0.4)
+    assert s["worst_id"] == "c"
+    # The tenths: the first step at or past each tenth.
+    assert [r["id"] for _, r in et.tenths(rows)][:2] == ["b", "c"]
+
+
+def test_a_file_without_progress_is_refused(tmp_path):
+    et = _load("estimate_table")
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"records": [{"id": "x", "status": "ok"}]}))
+    assert et.main([str(f)]) == 2
+
+
+def test_the_fit_is_least_squares_with_a_non_negative_fixed_part():
+    fc = _load("fit_costs")
+    # duration = 2 + 3 x model exactly.
+    fixed, scale = fc.fit([(1.0, 5.0), (2.0, 8.0), (4.0, 14.0), (8.0, 26.0)], 4)
+    assert fixed == pytest.approx(2.0)
+    assert scale == pytest.approx(3.0)
+    # A negative intercept is not a cost: through the origin instead (sum md / sum mm).
+    fixed, scale = fc.fit([(1.0, 0.5), (2.0, 2.5), (4.0, 6.5), (8.0, 14.5)], 4)
+    assert fixed == 0.0
+    assert scale == pytest.approx((0.5 + 5 + 26 + 116) / (1 + 4 + 16 + 64))
+    # Too few points: the ratio of the totals.
+    assert fc.fit([(1.0, 3.0), (3.0, 5.0)], 4) == (0.0, pytest.approx(2.0))
+
+
+def test_a_sweep_stops_where_a_doubling_gained_under_three_percent():
+    fc = _load("fit_costs")
+
+    def row(b, v, status="ok", kind=None):
+        return {"batch": b, "figure": v, "status": status, "reason_kind": kind}
+
+    # 64 -> 128 +10%, 128 -> 256 +2%: the sweep would have stopped after 256.
+    assert fc.sweep_stop([row(64, 100), row(128, 110), row(256, 112.2), row(512, 130)]) == 256
+    # A run that stopped itself: its last batch that ran.
+    assert fc.sweep_stop([row(64, 100), row(128, 150), row(256, 0, "skipped", "plateau")]) == 128
+    # No plateau and no stop: the last batch that ran.
+    assert fc.sweep_stop([row(1, 10), row(2, 19)]) == 2
+
+
+def test_fit_writes_kinds_families_and_sweeps(tmp_path):
+    fc = _load("fit_costs")
+    recs = []
+    for b, m, d, v in [(1, 1.0, 5.0, 10), (2, 2.0, 8.0, 19), (4, 4.0, 14.0, 36), (8, 8.0, 26.0, 36.5)]:
+        recs.append({"id": f"t/b{b}", "status": "ok", "duration_s": d, "primary_metric": "images_per_s",
+                     "metrics": {"images_per_s": v},
+                     "progress": {"kind": "train/fp16", "model_s": m, "sweep": "train/fp16/nhwc", "batch": b}})
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"records": recs}))
+    out = tmp_path / "costs.json"
+    assert fc.main([str(f), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["kinds"]["train/fp16"]["scale"] == pytest.approx(3.0)
+    assert doc["kinds"]["train"]["scale"] == pytest.approx(3.0)  # the family's fit over its kinds
+    assert doc["sweeps"]["train/fp16/nhwc"]["last_batch"] == 8  # 4 -> 8 gained 1.4%
+    assert doc["sweeps"]["train"]["last_batch"] == 8
