@@ -71,9 +71,12 @@ def test_a_sweep_stops_where_a_doubling_gained_under_three_percent():
     # 64 -> 128 +10%, 128 -> 256 +2%: the sweep would have stopped after 256.
     assert fc.sweep_stop([row(64, 100), row(128, 110), row(256, 112.2), row(512, 130)]) == 256
     # A run that stopped itself: its last batch that ran.
-    assert fc.sweep_stop([row(64, 100), row(128, 150), row(256, 0, "skipped", "plateau")]) == 128
+    assert fc.sweep_stop([row(32, 70), row(64, 100), row(128, 150), row(256, 0, "skipped", "plateau")]) == 128
     # No plateau and no stop: the last batch that ran.
-    assert fc.sweep_stop([row(1, 10), row(2, 19)]) == 2
+    assert fc.sweep_stop([row(1, 10), row(2, 19), row(4, 30)]) == 4
+    # A few chosen batches (a calibration run) are no sweep.
+    assert fc.sweep_stop([row(8, 10), row(64, 19), row(256, 30)]) is None
+    assert fc.sweep_stop([row(1, 10), row(2, 19)]) is None
 
 
 def test_fit_writes_kinds_families_and_sweeps(tmp_path):
@@ -92,3 +95,17 @@ def test_fit_writes_kinds_families_and_sweeps(tmp_path):
     assert doc["kinds"]["train"]["scale"] == pytest.approx(3.0)  # the family's fit over its kinds
     assert doc["sweeps"]["train/fp16/nhwc"]["last_batch"] == 8  # 4 -> 8 gained 1.4%
     assert doc["sweeps"]["train"]["last_batch"] == 8
+
+
+def test_a_kind_takes_its_points_from_the_newest_file(tmp_path):
+    fc = _load("fit_costs")
+
+    def doc(scale):
+        return {"records": [{"id": f"g/{m}", "status": "ok", "duration_s": scale * m,
+                             "progress": {"kind": "gemm", "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]}
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(doc(5.0)))
+    new.write_text(json.dumps(doc(2.0)))
+    out = tmp_path / "costs.json"
+    fc.main([str(old), str(new), "--out", str(out)])
+    assert json.loads(out.read_text())["kinds"]["gemm"]["scale"] == pytest.approx(2.0)

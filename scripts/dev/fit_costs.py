@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fit the cost model per kind (harness/profiles/costs.json, bench/cost.hpp) from result files.
 
-Each record that ran (status ok or wrong) gives a point: its model seconds (the record's
+Each record that ran (status ok or wrong) gives a point (a kind's points come from the last file
+given that has it: give the files oldest first): its model seconds (the record's
 progress.model_s, or for files written before records carried it, what build/tests/nodebench_cost_probe
 computes for the record's case on the file's GPU) against its wall time (duration_s). Per kind the
 fit is predicted = fixed_s + scale x model, by least squares over the kind's points (the large
@@ -56,7 +57,8 @@ def sweep_stop(rows):
     3% over half its size (kPlateauGain, bench/sweep.hpp), else the last that ran."""
     ran = sorted((q["batch"], q["figure"]) for q in rows
                  if q.get("status") in ("ok", "wrong") and isinstance(q.get("figure"), (int, float)))
-    if not ran:
+    # A sweep is three batches or more, each twice the one before (a run of a few chosen batches is none).
+    if len(ran) < 3 or any(b != 2 * a for (a, _), (b, _) in zip(ran, ran[1:])):
         return None
     if any(q.get("reason_kind") in ("plateau", "oom", "smaller_oom") for q in rows):
         return ran[-1][0]
@@ -101,10 +103,12 @@ def main(argv=None):
         for q in rows:
             if q.get("sweep"):
                 by_sweep[(path, q["sweep"])].append(q)
+        mine = defaultdict(list)
         for kind, m, d in points_of(rows):
-            by_kind[kind].append((m, d))
-            if "/" in kind:  # the family's fit too: what a kind of it without a fit of its own takes
-                by_kind[kind.split("/")[0]].append((m, d))
+            mine[kind].append((m, d))
+        by_kind.update(mine)  # a kind's points come from the last file given that has it (the newest code)
+    for kind in [k for k in by_kind if "/" in k]:  # the family's fit too: what a kind without its own takes
+        by_kind[kind.split("/")[0]] += by_kind[kind]
     kinds = {}
     print(f"{'kind':26s} {'n':>4s} {'fixed_s':>8s} {'scale':>8s} {'model s':>9s} {'actual s':>9s} {'fitted s':>9s}", file=sys.stderr)
     for kind in sorted(by_kind):

@@ -49,5 +49,18 @@ else
   echo "skip the session dry run: build/nodebench not built"
 fi
 
+# gpu_full_session.sh with no time for a step: runs nothing, says the build is left for the next
+# run, exits 0, and moves nothing but its log to OUT; a second run counts itself as the second.
+fs=scripts/dev/gpu_full_session.sh
+mkdir -p "$tmp/fout"
+for i in 1 2; do
+  NB_SESSION_DIR="$tmp/fs" BUDGET_S=10 OUT="$tmp/fout" bash "$fs" > "$tmp/fs$i.out" 2>&1; rc=$?
+  check "gpu_full_session.sh run $i without time exits 0 (rc=$rc)" test "$rc" = 0
+done
+check "it leaves the build for the next run" grep -q "build: left for the next run" "$tmp/fs1.out"
+check "the second run is run 2" grep -q "run 2," "$tmp/fs2.out"
+check "OUT holds only the runs' logs" test "$(find "$tmp/fout" -type f | wc -l)" = 2
+check "nothing was built" test ! -e "$tmp/fs/done.build"
+
 if [ "$fails" = 0 ]; then echo "scripts_test: all passed"; exit 0; fi
 echo "scripts_test: $fails check(s) failed"; exit 1

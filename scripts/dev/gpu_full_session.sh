@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The full suite on one GPU machine with its estimate of time left checked (issue 24), the GPU
+# tests on a fresh node and the quick suite before and after the redesign of issue 22. One
+# machine, one command run again and again (a command may run 10 minutes at most): each run does
+# the steps left, in order, while they fit in BUDGET_S (default 560), and says what is left; the
+# full suite runs on in its own session between runs. Work files are in /tmp/nbs; each run moves
+# at most 7 result files to $OUT (OUT, default ./gpu-out) besides its log, and prints a table last.
+#
+# Steps: build (Release, CUDA_ARCHS, default 90, every target); calibrate (the cases whose cost
+# kinds the committed runs lack: CALIBRATE, a filter; the small batch of each series first so that
+# the larger ones' algorithm search is seeded); fit (scripts/dev/fit_costs.py over the committed
+# runs and the calibration run, built in); full (`run --suite full` started in its own session;
+# not when the calibration run's training-step cases failed); wait (for the full suite); report
+# (its file, log and estimate-against-actual table); gputests (ctest -L gpu, jsonschema hidden, as
+# on a node without it); quick-before, quick-after, quick-before2 (the quick suite from commit
+# 9f879c2 in .before/ -- scripts/dev/build_before.sh --, from this tree, from 9f879c2 again);
+# quick-report (the quick suite's estimate table; the logs packed in raw.tar.gz).
+# usage: scripts/dev/gpu_full_session.sh            (again until it prints "all steps done")
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+S=${NB_SESSION_DIR:-/tmp/nbs}
+OUT=${OUT:-$PWD/gpu-out}
+BOX=$S/outbox
+mkdir -p "$S" "$OUT" "$BOX"
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+[ -d .deps/jpeg ] && export TURBOJPEG_ROOT=$PWD/.deps/jpeg
+CALIBRATE=${CALIBRATE:-'^(train/resnet50/fp32/nchw/b(8|64|256)|train/resnet50/fp32/nhwc/b(8|64)|train/resnet50/tf32/nhwc/b(8|256)|train/resnet50/fp16/nchw/b(8|256)|conv/resnet50/tf32/nchw/b32|conv/resnet50/fp16/nhwc/b(32|256))$'}
+OLD_RUNS=(results/h200/2026-12-02-quick/quick.json results/h200/2026-12-02-full-budget/full_budget4m.json
+          results/h200/2026-12-01-train-sweep/train_sweep_tf32_nchw.json
+          results/h200/2026-12-01-train-sweep/train_sweep_fp16_nhwc.json
+          results/h200/2026-12-02-input-peer/input_nodebench.json)
+STEPS=(build calibrate fit full wait report gputests quick-before quick-after quick-before2 quick-report)
+declare -A NEED=([build]=150 [calibrate]=200 [fit]=60 [full]=30 [wait]=60 [report]=20 [gputests]=420
+                 [quick-before]=100 [quick-after]=100 [quick-before2]=100 [quick-report]=20)
+BUDGET_S=${BUDGET_S:-560}
+T0=$(date +%s)
+RUN=$(( $(cat "$S/runs" 2>/dev/null || echo 0) + 1 )); echo $RUN > "$S/runs"
+LOG=$S/session-$RUN.log
+elapsed() { echo $(( $(date +%s) - T0 )); }
+log() { echo "== [run $RUN, $(elapsed) s] $*" | tee -a "$LOG"; }
+done_step() { [ -f "$S/done.$1" ]; }
+full_running() { [ -f "$S/full.pid" ] && kill -0 "$(cat "$S/full.pid")" 2>/dev/null; }
+
+step_build() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$S/build.log" 2>&1 &&
+    cmake --build build -j "$(nproc)" >> "$S/build.log" 2>&1 || { grep -E "error" "$S/build.log" | head; return 1; }
+  grep -E "nodebench: (MPI|NCCL|cuDNN|RE2|libjpeg|nvJPEG)" "$S/build.log" | tee -a "$LOG"
+}
+step_calibrate() {
+  timeout 300 build/nodebench run --suite full --filter "$CALIBRATE" --out-file "$S/calibrate.json" > "$S/calibrate.log" 2>&1
+  tail -n 3 "$S/calibrate.log" | tee -a "$LOG"
+  cp "$S/calibrate.json" "$BOX/"
+}
+step_fit() {
+  python3 scripts/dev/fit_costs.py --probe build/tests/nodebench_cost_probe "${OLD_RUNS[@]}" "$S/calibrate.json" \
+    --out harness/profiles/costs.json > "$S/fit.log" 2>&1 || { cat "$S/fit.log"; return 1; }
+  cp harness/profiles/costs.json "$BOX/costs.json"
+  cmake --build build -j "$(nproc)" --target nodebench >> "$S/build.log" 2>&1
+}
+step_full() {
+  if python3 - "$S/calibrate.json" <<'PY'; then
+import json, sys
+bad = [r["id"] for r in json.load(open(sys.argv[1]))["records"] if r["family"] == "train" and r["status"] in ("failed", "wrong")]
+print("calibration: training-step cases failed or wrong: " + ", ".join(bad) if bad else "calibration: training-step cases ok")
+sys.exit(1 if bad else 0)
+PY
+    setsid nohup bash -c "build/nodebench run --suite full --out-file $S/full.json > $S/full.log 2>&1; echo \$? > $S/full.rc" \
+      > /dev/null 2>&1 < /dev/null &
+    echo $! > "$S/full.pid"
+    sleep 10
+    head -n 3 "$S/full.log" | cut -c1-200 | tee -a "$LOG"
+  else
+    touch "$S/full.skipped"
+  fi
+}
+step_wait() {  # waits while the budget allows; not done until the full suite has ended
+  while full_running && [ "$(elapsed)" -lt "$BUDGET_S" ]; do sleep 5; done
+  tail -n 1 "$S/full.log" 2>/dev/null | cut -c1-160 | tee -a "$LOG"
+  ! full_running
+}
+step_report() {
+  [ -f "$S/full.skipped" ] && return 0
+  log "full suite rc $(cat "$S/full.rc" 2>/dev/null)"
+  grep -E "cases:|recommended|PAYS|pays" "$S/full.log" | cut -c1-220 | tail -20 | tee -a "$LOG"
+  python3 scripts/dev/estimate_table.py "$S/full.json" --plot "$BOX/estimate_full.png" --json "$S/estimate_full.json" \
+    | tee "$BOX/estimate_full.txt" | tee -a "$LOG"
+  gzip -c "$S/full.json" > "$BOX/full.json.gz"
+  gzip -c "$S/full.log" > "$BOX/full.log.gz"
+}
+step_gputests() {
+  PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout 450 ctest --test-dir build -L gpu --output-on-failure > "$S/ctest-gpu.log" 2>&1
+  local rc=$?
+  grep -E "tests passed|Failed|\*\*\*|Total Test" "$S/ctest-gpu.log" | tail -12 | tee -a "$LOG"
+  cp "$S/ctest-gpu.log" "$BOX/"
+  return $rc
+}
+quick() {  # quick NAME: the quick suite from this tree (after) or from 9f879c2 (before*)
+  local name=$1
+  if [ "$name" = after ]; then
+    timeout 150 build/nodebench run --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
+  else
+    LD_LIBRARY_PATH="$PWD/.before${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 150 .before/nodebench-9f879c2 run \
+      --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
+  fi
+  local rc=$?
+  grep -E "cases:" "$S/quick-$name.log" | tee -a "$LOG"
+  gzip -c "$S/quick-$name.json" > "$BOX/quick-$name.json.gz"
+  return $rc
+}
+step_quick_before() { quick before; }
+step_quick_after() { quick after; }
+step_quick_before2() { quick before2; }
+step_quick_report() {
+  python3 scripts/dev/estimate_table.py "$S/quick-after.json" | tee "$BOX/estimate_quick.txt" | tee -a "$LOG"
+}
+
+rc=0
+for s in "${STEPS[@]}"; do
+  done_step "$s" && continue
+  if [ $(( $(elapsed) + ${NEED[$s]} )) -gt "$BUDGET_S" ]; then log "$s: left for the next run (needs ${NEED[$s]} s)"; break; fi
+  log "$s"
+  if "step_${s//-/_}"; then touch "$S/done.$s"
+  elif [ "$s" = wait ]; then log "the full suite still runs"; break
+  else log "$s failed"; rc=1; touch "$S/done.$s"; fi
+done
+# Results to $OUT: at most 7 files a run (the rest stay for the next), and this run's log.
+n=0
+for f in "$BOX"/*; do
+  [ -e "$f" ] || continue
+  [ $n -ge 7 ] && break
+  mv "$f" "$OUT/"; n=$((n + 1))
+done
+left=""
+for s in "${STEPS[@]}"; do done_step "$s" || left="$left $s"; done
+if [ -z "$left" ] && [ -z "$(ls -A "$BOX")" ]; then
+  (cd "$S" && tar czf "$OUT/raw.tar.gz" --exclude=outbox --exclude='*.json' --exclude='*.gz' --exclude='*.png' . 2>/dev/null)
+  log "all steps done"
+else
+  log "left for the next run:${left:- (files in the outbox)}"
+fi
+cp "$LOG" "$OUT/"
+ls -la "$OUT" | tail -n +2
+exit $rc
