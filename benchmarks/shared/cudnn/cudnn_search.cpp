@@ -184,6 +184,7 @@ std::map<int, Live> live_candidates(const Choosing& x, AlgoChoice& ch, std::vect
 // cuDNN's ranking by heuristics, without running anything (the _v7 queries): its `top` best.
 std::vector<Candidate> heuristics(const Choosing& x, int top) {
   int n = 0;
+  NB_CUDNN(cudnnSetConvolutionMathType(x.c.conv, x.requested));  // the candidates' checks set others
   std::vector<Candidate> out;
   if (x.pass == Pass::fwd) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -201,6 +202,9 @@ std::vector<Candidate> heuristics(const Choosing& x, int top) {
                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
     out = successful(perf, n);
   }
+  // FP32 asks for FMA math (no TF32): a heuristic entry of another math type would change the precision.
+  if (x.requested == CUDNN_FMA_MATH)
+    out.erase(std::remove_if(out.begin(), out.end(), [](const Candidate& c) { return c.math != CUDNN_FMA_MATH; }), out.end());
   if (int(out.size()) > top) out.resize(size_t(top));
   return out;
 }
