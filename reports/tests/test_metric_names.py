@@ -13,9 +13,9 @@ SCHEMA = REPO / "harness" / "schema" / "result-v1.schema.json"
 # m["name"] = ..., metrics()["name"] = ..., metrics["name"] = ... (not ==), and the metric setters
 ASSIGN = re.compile(r'(?<![A-Za-z0-9_])(?:m|metrics|metrics\(\))\["([A-Za-z0-9_]+)"\]\s*=(?!=)')
 SETTER = re.compile(r'\b(?:set_primary_metric|set_throughput)\(\s*"([A-Za-z0-9_]+)"')
-# typed metrics, ctx.metric("stem", Unit::u, ...): the name is the stem, '_' and the unit's suffix (bench/metric.cpp:
-# every suffix is its enum's name), the suffix alone for an empty stem
-TYPED = re.compile(r'\bmetric\(\s*"([A-Za-z0-9_]*)"\s*,\s*Unit::([a-z_]+)')
+# typed metrics, ctx.metric("stem", Unit::u, ...) or make_metric("stem", Unit::u, ...): the name is the stem, '_'
+# and the unit's suffix (bench/metric.cpp: every suffix is its enum's name), the suffix alone for an empty stem
+TYPED = re.compile(r'\b(?:make_)?metric\(\s*"([A-Za-z0-9_]*)"\s*,\s*Unit::([a-z_]+)')
 
 
 def metric_pattern():
