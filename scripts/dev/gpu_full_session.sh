@@ -37,6 +37,7 @@ T0=$(date +%s)
 RUN=$(( $(cat "$S/runs" 2>/dev/null || echo 0) + 1 )); echo $RUN > "$S/runs"
 LOG=$S/session-$RUN.log
 elapsed() { echo $(( $(date +%s) - T0 )); }
+tmo() { local l=$(( BUDGET_S - $(elapsed) - 5 )); [ "$l" -lt "$1" ] && echo $(( l > 1 ? l : 1 )) || echo "$1"; }  # min(N, time left)
 log() { echo "== [run $RUN, $(elapsed) s] $*" | tee -a "$LOG"; }
 done_step() { [ -f "$S/done.$1" ]; }
 full_running() { [ -f "$S/full.pid" ] && kill -0 "$(cat "$S/full.pid")" 2>/dev/null; }
@@ -47,7 +48,7 @@ step_build() {
   grep -E "nodebench: (MPI|NCCL|cuDNN|RE2|libjpeg|nvJPEG)" "$S/build.log" | tee -a "$LOG"
 }
 step_calibrate() {
-  timeout 300 build/nodebench run --suite full --filter "$CALIBRATE" --out-file "$S/calibrate.json" > "$S/calibrate.log" 2>&1
+  timeout "$(tmo 300)" build/nodebench run --suite full --filter "$CALIBRATE" --out-file "$S/calibrate.json" > "$S/calibrate.log" 2>&1
   tail -n 3 "$S/calibrate.log" | tee -a "$LOG"
   cp "$S/calibrate.json" "$BOX/"
 }
@@ -88,7 +89,7 @@ step_report() {
   gzip -c "$S/full.log" > "$BOX/full.log.gz"
 }
 step_gputests() {
-  PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout 450 ctest --test-dir build -L gpu --output-on-failure > "$S/ctest-gpu.log" 2>&1
+  PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout "$(tmo 450)" ctest --test-dir build -L gpu --output-on-failure > "$S/ctest-gpu.log" 2>&1
   local rc=$?
   grep -E "tests passed|Failed|\*\*\*|Total Test" "$S/ctest-gpu.log" | tail -12 | tee -a "$LOG"
   cp "$S/ctest-gpu.log" "$BOX/"
@@ -97,9 +98,9 @@ step_gputests() {
 quick() {  # quick NAME: the quick suite from this tree (after) or from 9f879c2 (before*)
   local name=$1
   if [ "$name" = after ]; then
-    timeout 150 build/nodebench run --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
+    timeout "$(tmo 150)" build/nodebench run --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
   else
-    LD_LIBRARY_PATH="$PWD/.before${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 150 .before/nodebench-9f879c2 run \
+    LD_LIBRARY_PATH="$PWD/.before${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$(tmo 150)" .before/nodebench-9f879c2 run \
       --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
   fi
   local rc=$?
