@@ -3,6 +3,11 @@
 // GPU and with the file's sampling options, one JSON line per record: {"id", "kind", "model_s",
 // "duration_s"}. scripts/dev/fit_costs.py fits harness/profiles/costs.json from such lines (files
 // written before records carried progress.model_s).
+// With --replay OUT.json: the run's estimate of time left again, as this build's costs (the fit
+// built in now) and Estimator would have printed it, step by step from the file's records (their
+// times, skips and figures), written as a copy of the file whose records' progress.left_s is the
+// replayed one (scripts/dev/estimate_table.py reads it). A replay of the run a fit was made from
+// is no test of that fit.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "node/profiles.hpp"
+#include "bench/cost.hpp"
+#include "run/estimate.hpp"
 #include "run/plan.hpp"
 
 using namespace nb;
@@ -41,9 +48,61 @@ GpuInfo gpu_of(const json& g) {
 
 }  // namespace
 
+// The steps of a run in the order they ended: each first record with progress, and the records
+// after it without progress (a step's further parts).
+struct ReplayStep {
+  std::vector<json> records;
+  double elapsed_s = 0;
+};
+
+std::vector<ReplayStep> steps_of(const json& doc) {
+  std::vector<ReplayStep> steps;
+  for (const json& r : doc.at("records")) {
+    if (r.contains("progress") && r["progress"].is_object()) {
+      steps.push_back({{}, r["progress"].value("elapsed_s", 0.0)});
+    }
+    if (!steps.empty()) steps.back().records.push_back(r);
+  }
+  return steps;
+}
+
+int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::map<std::string, const Case*>& by_id,
+           const std::string& out) {
+  const std::vector<ReplayStep> steps = steps_of(doc);
+  std::vector<CostUnit> units;
+  for (const ReplayStep& st : steps) {
+    const json& r = st.records.front();
+    auto it = by_id.find(r.value("id", ""));
+    CostUnit u;
+    if (it != by_id.end()) {
+      const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
+      const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &u.model_s);
+      u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch;
+      if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep);
+    }
+    units.push_back(u);
+  }
+  Estimator e(units);
+  std::cout << "replay: " << steps.size() << " steps, predicted at the start " << e.prior_total_s() << " s\n";
+  double last = 0;
+  json records = json::array();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    e.learn(i, steps[i].records, steps[i].elapsed_s - last);
+    last = steps[i].elapsed_s;
+    for (size_t k = 0; k < steps[i].records.size(); ++k) {
+      json r = steps[i].records[k];
+      if (k == 0) r["progress"]["left_s"] = e.remaining_s(), r["progress"]["predicted_s"] = units[i].prior_s;
+      records.push_back(r);
+    }
+  }
+  doc["records"] = records;
+  std::ofstream(out) << doc.dump() << "\n";
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: nodebench_cost_probe RESULT.json\n";
+  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "--replay")) {
+    std::cerr << "usage: nodebench_cost_probe RESULT.json [--replay OUT.json]\n";
     return 2;
   }
   std::ifstream f(argv[1]);
@@ -57,6 +116,7 @@ int main(int argc, char** argv) {
   const std::vector<Case> quick = select_cases(Suite::quick, {}, ""), full = select_cases(Suite::full, {}, "");
   for (const auto* list : {&full, &quick})
     for (const Case& c : *list) by_id.emplace(c.id(), &c);
+  if (argc == 4) return replay(doc, gpu, cfg, by_id, argv[3]);
   for (const json& r : doc.at("records")) {
     auto it = by_id.find(r.value("id", ""));
     if (it == by_id.end() || !r.value("duration_s", json()).is_number()) continue;

@@ -62,6 +62,7 @@ TEST(SweepForecast, AnEarlierRunsStopStandsInUntilTheGainsSaySomething) {
   EXPECT_EQ(predicted_last_batch({{1, 100}, {2, 190}}, kBatches, 256), 256);  // one gain: no extrapolation
   // Past the earlier run's stop and still gaining 10%: the next batch runs at least.
   EXPECT_EQ(predicted_last_batch({{256, 1000}, {512, 1100}}, kBatches, 256), 1024);
-  // Shrinking gains win over the earlier run: +40%, +20% extrapolate to 32.
-  EXPECT_EQ(predicted_last_batch({{1, 100}, {2, 140}, {4, 168}}, kBatches, 1024), 32);
+  // The earlier run wins over an extrapolation: +40%, +20% would extrapolate to 32.
+  EXPECT_EQ(predicted_last_batch({{1, 100}, {2, 140}, {4, 168}}, kBatches, 1024), 1024);
+  EXPECT_EQ(predicted_last_batch({{1, 100}, {2, 140}, {4, 168}}, kBatches, 16), 16);
 }

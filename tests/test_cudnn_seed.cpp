@@ -49,3 +49,18 @@ TEST(CudnnSeed, TheBatchlessKeyDropsOnlyTheBatch) {
   EXPECT_EQ(batchless_key("n1024_c3_224x224_k64_7x7_s2_p3_g1_fp32_nchw"), "c3_224x224_k64_7x7_s2_p3_g1_fp32_nchw");
   EXPECT_EQ(batchless_key("c64_odd"), "c64_odd");
 }
+
+TEST(CudnnAlgorithms, TransformsAreTheFftAndWinogradOnesOfEachPass) {
+  // By cuDNN's enums: the implicit GEMM and direct algorithms do the direct convolution's work.
+  EXPECT_TRUE(transforms_arithmetic(Pass::fwd, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING));
+  EXPECT_TRUE(transforms_arithmetic(Pass::fwd, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED));
+  EXPECT_FALSE(transforms_arithmetic(Pass::fwd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
+  EXPECT_FALSE(transforms_arithmetic(Pass::fwd, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT));
+  // The same number means another algorithm in another pass: 3 is FFT tiling for backward-data,
+  // a plain algorithm for backward-filter, the direct one forward.
+  EXPECT_TRUE(transforms_arithmetic(Pass::bwd_data, 3));
+  EXPECT_FALSE(transforms_arithmetic(Pass::bwd_filter, 3));
+  EXPECT_FALSE(transforms_arithmetic(Pass::fwd, 3));
+  EXPECT_TRUE(transforms_arithmetic(Pass::bwd_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING));
+  EXPECT_FALSE(transforms_arithmetic(Pass::bwd_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1));
+}

@@ -1,6 +1,8 @@
 // The estimate of time left and --budget (run/estimate.hpp): expectations computed by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "run/estimate.hpp"
 
 using namespace nb;
@@ -11,38 +13,100 @@ TEST(Estimator, BeforeAnythingRunsItIsTheSumOfThePriors) {
   EXPECT_DOUBLE_EQ(e.remaining_s(), 13);  // pace 1 with nothing done
 }
 
+// A pace is (actual + 20 s) / (prior + 20 s) over the units done (estimate.cpp kShrinkS): trusted
+// in proportion to the predicted seconds it has seen.
+double shrunk(double actual, double prior) { return (actual + 20.0) / (prior + 20.0); }
+
 TEST(Estimator, EachKindRunsAtItsOwnPace) {
   // Kind a runs twice as slow as its prior, kind b at half its prior; the mean of all cases
   // so far would say 5/3 for both and be wrong for each.
-  Estimator e({{"a", 1}, {"b", 2}, {"a", 3}, {"b", 4}});
-  e.done(0, 2.0);  // a: pace 2
-  e.done(1, 1.0);  // b: pace 0.5
-  EXPECT_DOUBLE_EQ(*e.pace("a"), 2.0);
-  EXPECT_DOUBLE_EQ(*e.pace("b"), 0.5);
-  EXPECT_DOUBLE_EQ(e.remaining_s(), 3 * 2.0 + 4 * 0.5);
-  EXPECT_DOUBLE_EQ(e.predicted_s(2), 6.0);
-  e.done(2, 6.0);
-  EXPECT_DOUBLE_EQ(e.remaining_s(), 2.0);
-  e.done(3, 2.0);
+  Estimator e({{"a", 100}, {"b", 200}, {"a", 300}, {"b", 400}});
+  e.done(0, 200.0);
+  e.done(1, 100.0);
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100));  // 220 / 120
+  EXPECT_DOUBLE_EQ(*e.pace("b"), shrunk(100, 200));  // 120 / 220
+  EXPECT_DOUBLE_EQ(e.remaining_s(), 300 * shrunk(200, 100) + 400 * shrunk(100, 200));
+  e.done(2, 600.0);
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(800, 400));
+  EXPECT_DOUBLE_EQ(e.remaining_s(), 400 * shrunk(100, 200));
+  e.done(3, 200.0);
   EXPECT_DOUBLE_EQ(e.remaining_s(), 0.0);
   EXPECT_EQ(e.done_count(), 4u);
 }
 
-TEST(Estimator, AKindNotSeenYetTakesThePaceOfAllShrunkWhileFewAreDone) {
-  Estimator e({{"a", 1}, {"a", 1}, {"a", 1}, {"c", 10}});
-  e.done(0, 3.0);  // pace of all: 3 from one unit, weight 1/3 -> 1/3*3 + 2/3*1 = 5/3
-  EXPECT_NEAR(e.predicted_s(3), 10.0 * 5.0 / 3.0, 1e-9);
-  e.done(1, 3.0);
-  e.done(2, 3.0);  // three units: full weight, pace 3
-  EXPECT_NEAR(e.predicted_s(3), 30.0, 1e-9);
-  EXPECT_FALSE(e.pace("c").has_value());
+TEST(Estimator, ASmallCaseHardlyMovesTheEstimateOfLargeOnes) {
+  // 1 s predicted, 3 s taken: the pace of a kind whose next case is predicted at 100 s is 22/21,
+  // not 3 -- one small case says little of a large one's time.
+  Estimator e({{"a", 1}, {"a", 100}});
+  e.done(0, 3.0);
+  EXPECT_NEAR(e.predicted_s(1), 100 * 23.0 / 21.0, 1e-9);
+}
+
+TEST(Estimator, AKindNotSeenYetTakesItsFamilysPaceElseThatOfAll) {
+  Estimator e({{"train/fp32", 100}, {"train/fp16", 50}, {"gemm", 10}, {"peak", 10}});
+  e.done(0, 300.0);
+  // train/fp16 not seen: its family train's pace; peak not seen and in no family: the pace of all.
+  EXPECT_NEAR(e.predicted_s(1), 50 * shrunk(300, 100), 1e-9);
+  e.done(2, 10.0);
+  EXPECT_NEAR(e.predicted_s(3), 10 * shrunk(310, 110), 1e-9);
+  EXPECT_FALSE(e.pace("peak").has_value());
+}
+
+TEST(Estimator, ASweepIsPacedByItsOwnCasesAndEndsWhereItStops) {
+  std::vector<CostUnit> u;
+  for (int64_t b : {1, 2, 4, 8}) u.push_back({"train/fp32", 10.0 * double(b), "s", b});
+  u.push_back({"train/fp32", 50.0, "t", 1});  // another sweep of the same kind
+  Estimator e(u);
+  EXPECT_DOUBLE_EQ(e.prior_total_s(), 10 + 20 + 40 + 80 + 50);
+  e.done(0, 20.0);
+  e.observe(0, 100);
+  // Sweep s's pace from its own case; sweep t has none done: the kind's (the same case here).
+  EXPECT_NEAR(e.predicted_s(1), 20 * shrunk(20, 10), 1e-9);
+  e.done(1, 20.0);
+  e.observe(1, 200);
+  // Batch 4 skipped for the plateau: the sweep ends there, batch 8 is predicted to cost nothing.
+  e.skipped(2);
+  e.stop_sweep(2);
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 0.0);
+  EXPECT_NEAR(e.remaining_s(), 50 * shrunk(40, 30), 1e-9);
+}
+
+TEST(Estimator, ASweepIsCountedOnlyToWhereAnEarlierRunStopped) {
+  std::vector<CostUnit> u;
+  for (int64_t b : {1, 2, 4, 8, 16}) {
+    CostUnit c{"k", 1.0, "s", b};
+    c.sweep_last = 4;
+    u.push_back(c);
+  }
+  Estimator e(u);
+  EXPECT_DOUBLE_EQ(e.prior_total_s(), 3.0);  // batches 1, 2, 4
+  // It goes past the earlier run's end still gaining 10%: the next batch is counted too.
+  for (size_t i = 0; i < 3; ++i) {
+    e.done(i, 1.0);
+    e.observe(i, 100.0 * std::pow(1.1, double(i)));
+  }
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 1.0);
+  EXPECT_DOUBLE_EQ(e.predicted_s(4), 0.0);
+}
+
+TEST(Estimator, LearnReadsTheRecords) {
+  Estimator e({{"k", 10, "s", 1}, {"k", 10, "s", 2}, {"k", 10, "s", 4}, {"k", 10, "s", 8}});
+  using nlohmann::json;
+  const json ok = {{"status", "ok"}, {"primary_metric", "images_per_s"}, {"metrics", {{"images_per_s", 100.0}}}};
+  e.learn(0, {ok}, 10.0);
+  EXPECT_DOUBLE_EQ(*e.pace("k"), 1.0);
+  // All skipped: no pace; skipped for memory: the sweep ends.
+  e.learn(1, {json{{"status", "skipped"}, {"reason_kind", "oom"}}}, 0.5);
+  EXPECT_DOUBLE_EQ(*e.pace("k"), 1.0);
+  EXPECT_DOUBLE_EQ(e.remaining_s(), 0.0);
+  EXPECT_EQ(e.done_count(), 2u);
 }
 
 TEST(Estimator, AUnitIsCountedOnceAndAnUnknownOneIsAnError) {
-  Estimator e({{"a", 1}, {"a", 1}});
-  e.done(0, 2.0);
+  Estimator e({{"a", 100}, {"a", 100}});
+  e.done(0, 200.0);
   e.done(0, 50.0);  // twice: ignored
-  EXPECT_DOUBLE_EQ(*e.pace("a"), 2.0);
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100));
   EXPECT_THROW(e.done(5, 1.0), Error);
 }
 

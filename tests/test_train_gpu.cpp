@@ -216,9 +216,11 @@ TEST(TrainStepGpu, EveryPrecisionLayoutAndFusionVerifiesAndLearns) {
 
 // The memory plan (step_memory.hpp) against no sharing: the same step with every buffer in its
 // own memory computes the same loss and gradients. A buffer whose memory another took while it
-// was still needed gives O(1) differences; the two steps differ otherwise only where cuDNN's
-// backward algorithms sum in another order (TrainFusionGpu.TwoUnfusedStepsAgree measured up to
-// 3e-4 relative, FP16 NCHW at the stem), so 1e-3 relative per tensor, for every parameter.
+// was still needed gives O(1) differences; the two steps differ otherwise only where a backward
+// pass sums in another order from run to run. The unfused FP16 NCHW step is not deterministic at
+// the stem (two identical steps differed by 3.6e-3 relative in conv1.bn.bias on an H200:
+// results/h200/2026-12-02-gpu-tests/ctest-gpu.log), so each parameter may differ by 1e-3 relative
+// plus four times what the planned step's own second run moves it.
 TEST(TrainStepGpu, PlannedMemoryComputesWhatSeparateBuffersDo) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
@@ -244,20 +246,30 @@ TEST(TrainStepGpu, PlannedMemoryComputesWhatSeparateBuffersDo) {
         }
         const double lp = planned.read_loss(), la = apart.read_loss();
         EXPECT_NEAR(lp, la, 1e-6 * std::fabs(la));
-        double worst = 0;
+        std::vector<std::vector<float>> first;
+        for (const auto& q : planned.params()) first.push_back(planned.gradients(q));
+        planned.forward(s.get());  // the planned step again: its own spread (no update in between)
+        planned.backward(s.get());
+        auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+          double d = 0, n = 0;
+          for (size_t i = 0; i < b.size(); ++i) d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), n += double(b[i]) * b[i];
+          return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+        };
+        double worst = 0, worst_self = 0, worst_ratio = 0;
         std::string at;
         for (size_t k = 0; k < planned.params().size(); ++k) {
-          const auto gp = planned.gradients(planned.params()[k]), ga = apart.gradients(apart.params()[k]);
-          double d = 0, n = 0;
-          for (size_t i = 0; i < ga.size(); ++i) d += (double(gp[i]) - ga[i]) * (double(gp[i]) - ga[i]), n += double(ga[i]) * ga[i];
-          const double r = n > 0 ? std::sqrt(d / n) : std::sqrt(d);
-          if (r > worst) worst = r, at = planned.params()[k].name;
+          const auto& q = planned.params()[k];
+          const double r = rel(first[k], apart.gradients(apart.params()[k]));
+          const double self = rel(planned.gradients(q), first[k]);
+          const double ratio = r / (1e-3 + 4 * self);
+          EXPECT_LE(ratio, 1.0) << q.name << ": planned against apart " << r << ", planned against itself " << self;
+          if (ratio > worst_ratio) worst_ratio = ratio, worst = r, worst_self = self, at = q.name;
         }
-        std::printf("%s %s fusion %s: loss %.7f / %.7f, worst gradient rel %.2e (%s); region %zu bytes planned, %zu apart\n",
+        std::printf("%s %s fusion %s: loss %.7f / %.7f, worst gradient rel %.2e (%s; its own spread %.2e, ratio to "
+                    "the bound %.2f); region %zu bytes planned, %zu apart\n",
                     prec, nhwc ? "nhwc" : "nchw", train::fusion_setting_name(fusion), lp, la, worst, at.c_str(),
-                    planned.memory_details()["region"]["total"].get<size_t>(),
+                    worst_self, worst_ratio, planned.memory_details()["region"]["total"].get<size_t>(),
                     apart.memory_details()["region"]["total"].get<size_t>());
-        EXPECT_LE(worst, 1e-3) << at;
         EXPECT_LT(planned.peak_bytes(), apart.peak_bytes());
       }
 }

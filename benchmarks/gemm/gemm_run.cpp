@@ -252,6 +252,22 @@ class LtMatmul {
   int returned_ = 0, best_ = 0;
 };
 
+// The bytes of a compute type's accumulator.
+size_t compute_bytes(cublasComputeType_t c) {
+  switch (c) {
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC: return 2;
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC: return 8;
+    default: return 4;  // 32F and its fast modes, 32I
+  }
+}
+
+uint32_t reduction_schemes(const Precision& p) {
+  if (p.c_size >= compute_bytes(p.compute)) return CUBLASLT_REDUCTION_SCHEME_MASK;
+  return CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+}
+
 LtMatmul::LtMatmul(CaseContext& ctx, Handles& h, const Precision& p, const Shape& s, Operands& o) : h_(h), o_(o) {
   const int64_t m = s.m, n = s.n, k = s.k;
   NB_CUBLAS(cublasLtMatmulDescCreate(&d_.op, p.compute, p.scale));
@@ -264,6 +280,14 @@ LtMatmul::LtMatmul(CaseContext& ctx, Handles& h, const Precision& p, const Shape
   NB_CUBLAS(cublasLtMatmulPreferenceCreate(&d_.pref));
   const uint64_t ws = h.workspace.bytes();
   NB_CUBLAS(cublasLtMatmulPreferenceSetAttribute(d_.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  // A split-K algorithm that reduces its partial sums "in place" or in the output type rounds them
+  // to an output narrower than the compute type (FP16 or BF16 for FP32 accumulation): a different
+  // precision than the case names. On an H200 cuBLASLt chose such an algorithm (split-K 16,
+  // output-type reduction) for FP16 at M=2 and 4, K=2048, and its sampled entries missed the FP32-
+  // accumulation bound by up to 11x. Only partial sums kept in the compute type are allowed then.
+  const uint32_t schemes = reduction_schemes(p);
+  NB_CUBLAS(cublasLtMatmulPreferenceSetAttribute(d_.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                 sizeof schemes));
   const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(h.lt, d_.op, d_.a, d_.b, d_.c, d_.c, d_.pref, 8, res_, &returned_);
   if (hs != CUBLAS_STATUS_SUCCESS || returned_ == 0)
     ctx.skip(std::string("cuBLASLt offers no algorithm for ") + p.name + " " + std::to_string(m) + "x" +
@@ -331,6 +355,7 @@ void LtMatmul::choose(CaseContext& ctx, const Precision& p, const Shape& s) {
   json a = algo_json(chosen(), res_[best_]);
   a["api"] = "cublasLtMatmul";
   a["heuristic_candidates"] = returned_;
+  a["reduction_schemes_allowed"] = reduction_schemes(p);  // cublasLtReductionScheme_t bits
   a["autotuned_among"] = tried;
   a["heuristic_rank"] = best_;
   a["candidates"] = timed;

@@ -294,9 +294,11 @@ void fill_case(const AxisPoint& p, Case& c) {
   const size_t bytes = size_t(p.int64("bytes"));
   c.l2 = L2Mode::hot;
   c.cost = [dir, memory, bytes](const CostInput& in) { return hostlink_cost(in, dir, memory, bytes); };
-  // Copies under 256 MiB are bound by the driver's and the host's latency, not by each GPU's link:
-  // on a node of several GPUs they run on the first GPU only (from 256 MiB up on every GPU).
-  c.first_gpu_only = bytes < (size_t(256) << 20);
+  // On a node of several GPUs what is the host's runs on the first GPU only: copies under 256 MiB
+  // (bound by the driver's and the host's latency, not by a GPU's link) and the pageable and
+  // write-combined copies (the host's memory path: staging through pageable memory, uncached
+  // writes). Each GPU's own link is measured by the large pinned copies, on every GPU.
+  c.first_gpu_only = bytes < (size_t(256) << 20) || memory != "pinned";
   if (dir == "bidir") {
     c.run = [bytes](CaseContext& ctx) { run_bidir(ctx, bytes); };
   } else if (dir == "h2d_all_gpus") {

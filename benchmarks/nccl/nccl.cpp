@@ -341,7 +341,8 @@ Axes sweep_axes(const std::vector<size_t>& bytes) {
 // estimate errs long).
 CaseCost nccl_cost(const CostInput& in, const std::string& collective, double bytes, bool sweep, int min_gpus) {
   CaseCost k;
-  k.kind = "nccl";
+  // One rank's collective is a local copy, a different thing from one between GPUs: its own kind.
+  k.kind = in.gpus == 1 ? "nccl_one_rank" : "nccl";
   if (in.gpus < min_gpus) return k;  // skipped at once
   std::vector<int> counts;
   if (sweep)

@@ -227,7 +227,11 @@ Availability train_available(const Prec& P, const GpuInfo& g) { return prec_avai
 constexpr double kUntimedSteps = 1 + kLossSteps + 5;
 constexpr double kHostIssueSteps = 3;
 
-CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, bool first) {
+// `searched`: how the case's convolutions are chosen (cuDNN's whole search, seeded, or none: the
+// full suite's conv network cases chose them at this batch before).
+enum class Search { full, seeded, none };
+
+CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, Search searched) {
   const GpuInfo& g = in.gpu;
   CaseCost k;
   k.kind = std::string("train/") + P.name;
@@ -238,8 +242,8 @@ CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch
   if (train::skipped_unrun(P, g, batch)) return k;
   const double compute = train::step_compute_s(P, g, batch);
   const double step = train::step_s(P, g, batch), eager = train::eager_step_s(P, g, batch);
-  k.setup_s = (first ? kFullSearchRuns : kSeededSearchRuns) * compute + kUntimedSteps * step +
-              kHostIssueSteps * eager + std::max(0.3, eager);
+  const double runs = searched == Search::full ? kFullSearchRuns : searched == Search::seeded ? kSeededSearchRuns : 0;
+  k.setup_s = runs * compute + kUntimedSteps * step + kHostIssueSteps * eager + std::max(0.3, eager);
   k.sample_s = sampling_s(in.cfg, step);
   return k;
 }
@@ -253,13 +257,16 @@ Axes train_axes(const std::vector<std::string>& precs, const std::vector<std::st
 
 std::vector<Case> make_cases(Suite suite) {
   const int64_t first = suite == Suite::quick ? 32 : 1;  // each series' first batch: cuDNN's whole search
-  auto fill = [first](const AxisPoint& p, Case& c) {
+  auto fill = [first, suite](const AxisPoint& p, Case& c) {
     const Prec* pp = &prec_by_name(p.str("precision"));
     const bool nhwc = p.str("layout") == "nhwc";
     const int64_t batch = p.int64("batch");
     c.available = [pp](const GpuInfo& g) { return train_available(*pp, g); };
     c.run = [pp, nhwc, batch](CaseContext& ctx) { run_train_case(ctx, *pp, nhwc, batch); };
-    c.cost = [pp, nhwc, batch, first](const CostInput& in) { return train_cost(in, *pp, nhwc, batch, batch == first); };
+    const Search searched = batch == first                          ? Search::full
+                            : suite == Suite::full && network_batch(batch) ? Search::none
+                                                                          : Search::seeded;
+    c.cost = [pp, nhwc, batch, searched](const CostInput& in) { return train_cost(in, *pp, nhwc, batch, searched); };
   };
   if (suite == Suite::quick) {
     // One small case: mixed precision NHWC where FP16 tensor cores exist (cc >= 7.0), FP32 otherwise.

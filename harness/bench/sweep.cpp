@@ -72,9 +72,12 @@ std::optional<int64_t> predicted_last_batch(std::vector<SweepPoint> measured, co
   // Stopped already: the last measured batch is the last one.
   if (!measured.empty() && plateau_stop(measured, measured.back().batch + 1))
     return planned_up_to(batches, measured.back().batch);
+  // Where an earlier run of the sweep stopped is the better guide: gains near a plateau fall faster
+  // than geometrically (an H200's FP32 NHWC sweep gained 9.9% then 7.5%, extrapolated to go on to
+  // batch 2048, and stopped at 256). Without one, the extrapolation; failing that, every batch.
   int64_t last = batches.back();
-  if (const auto e = extrapolated_last(measured, batches.back())) last = *e;
-  else if (prior_last) last = *prior_last;
+  if (prior_last) last = *prior_last;
+  else if (const auto e = extrapolated_last(measured, batches.back())) last = *e;
   if (!measured.empty()) last = std::max(last, 2 * measured.back().batch);  // not stopped: the next one runs
   return planned_up_to(batches, last);
 }

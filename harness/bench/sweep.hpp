@@ -23,12 +23,12 @@ struct SweepPoint {
 // doubling apart and the larger gained less than kPlateauGain over the smaller. nullopt: run it.
 std::optional<std::string> plateau_stop(std::vector<SweepPoint> measured, int64_t batch);
 
-// The largest batch of `batches` (ascending) that the sweep is predicted to run, from the points
-// measured so far: the gain of each further doubling is extrapolated from the last two gains
-// (gains shrink geometrically as a sweep nears its plateau). With fewer than three measured
-// points, or gains that do not shrink, `prior_last` (where an earlier run of the same sweep
-// stopped: harness/profiles/costs.json), else every batch. A sweep not stopped yet runs at least
-// the batch after its last measured one. nullopt: none.
+// The largest batch of `batches` (ascending) that the sweep is predicted to run: `prior_last`
+// (where an earlier run of the same sweep stopped: harness/profiles/costs.json) when given; else,
+// from the points measured so far, the gain of each further doubling extrapolated from the last
+// two gains (shrinking geometrically as a sweep nears its plateau); with fewer than three points,
+// or gains that do not shrink, every batch. A sweep not stopped yet runs at least the batch after
+// its last measured one; a stopped one ends at its last measured batch. nullopt: none.
 std::optional<int64_t> predicted_last_batch(std::vector<SweepPoint> measured, const std::vector<int64_t>& batches,
                                             std::optional<int64_t> prior_last = std::nullopt);
 

@@ -13,9 +13,12 @@ namespace {
 // The default case: a little setup (allocation, fill, verification) and its sampling cap. The
 // adaptive stop ends most cases earlier; the calibration by kind corrects that as the run goes.
 constexpr double kDefaultSetupS = 0.1;
-// A pace learned from fewer done units than this is blended with 1 (the prior itself): one odd
-// case must not swing the estimate of every kind not seen yet.
-constexpr double kPaceConfidenceUnits = 3.0;
+// A pace is trusted in proportion to the predicted seconds it has seen: (actual + c) / (prior + c),
+// so that the first, small cases of a kind (a sweep's small batches, the smallest copies) do not
+// set the pace of its large ones, while a kind whose cases keep taking longer than predicted soon
+// moves the estimate (the prior itself is a fit to earlier runs). c is 5% of the run's predicted
+// duration, at most 20 s: a short run must react within seconds.
+constexpr double kShrinkMaxS = 20.0, kShrinkShare = 0.05;
 // A unit whose prior is under this was predicted not to run its work (a batch its memory plan
 // rules out): how long it took is no pace.
 constexpr double kMinInformativePriorS = 1e-3;
@@ -23,6 +26,9 @@ constexpr double kMinInformativePriorS = 1e-3;
 }  // namespace
 
 Estimator::Estimator(std::vector<CostUnit> units) : units_(std::move(units)), finished_(units_.size(), false) {
+  double total = 0;
+  for (const CostUnit& u : units_) total += u.prior_s;
+  shrink_s_ = std::clamp(kShrinkShare * total, 1e-3, kShrinkMaxS);
   for (const CostUnit& u : units_)
     if (!u.sweep.empty()) {
       Sweep& s = sweeps_[u.sweep];
@@ -58,6 +64,25 @@ void Estimator::stop_sweep(size_t i) {
   s.stopped = true;
 }
 
+void Estimator::learn(size_t i, const std::vector<nlohmann::json>& records, double took_s) {
+  bool all_skipped = true, sweep_ended = false;
+  std::optional<double> figure;
+  for (const auto& r : records) {
+    const std::string status = r.value("status", "");
+    const std::string kind = r.contains("reason_kind") && r["reason_kind"].is_string() ? r["reason_kind"].get<std::string>() : "";
+    if (status != "skipped") all_skipped = false;
+    if (kind == "plateau" || kind == "oom" || kind == "smaller_oom") sweep_ended = true;
+    if (status == "ok" && !figure && r.contains("primary_metric") && r["primary_metric"].is_string()) {
+      const std::string pm = r["primary_metric"].get<std::string>();
+      if (r.contains("metrics") && r["metrics"].contains(pm) && r["metrics"][pm].is_number()) figure = r["metrics"][pm].get<double>();
+    }
+  }
+  if (!records.empty() && all_skipped) skipped(i);
+  else done(i, took_s);
+  if (sweep_ended) stop_sweep(i);
+  else if (figure) observe(i, *figure);
+}
+
 bool Estimator::expected_to_run(size_t i) const {
   const CostUnit& u = units_[i];
   if (u.sweep.empty()) return true;
@@ -75,7 +100,11 @@ void Estimator::done(size_t i, double actual_s) {
   const double prior = units_[i].prior_s;
   // A unit predicted to cost nothing (skipped before its work, by its model) says nothing of a pace.
   if (prior < kMinInformativePriorS) return;
-  if (!units_[i].sweep.empty()) sweeps_[units_[i].sweep].last_pace = actual_s / prior;
+  if (!units_[i].sweep.empty()) {
+    Sweep& sw = sweeps_[units_[i].sweep];
+    sw.actual += actual_s;
+    sw.prior += prior;
+  }
   Pace& k = by_kind_[units_[i].kind];
   k.actual += actual_s;
   k.prior += prior;
@@ -88,20 +117,23 @@ void Estimator::done(size_t i, double actual_s) {
 std::optional<double> Estimator::pace(const std::string& kind) const {
   auto it = by_kind_.find(kind);
   if (it == by_kind_.end() || it->second.prior <= 0) return std::nullopt;
-  return it->second.actual / it->second.prior;
+  return shrunk_(it->second.actual, it->second.prior);
 }
+
+double Estimator::shrunk_(double actual, double prior) const { return (actual + shrink_s_) / (prior + shrink_s_); }
 
 double Estimator::overall_pace() const {
   if (all_.n == 0 || all_.prior <= 0) return 1.0;
-  const double w = std::min(1.0, double(all_.n) / kPaceConfidenceUnits);
-  return w * (all_.actual / all_.prior) + (1 - w);
+  return shrunk_(all_.actual, all_.prior);
 }
 
 double Estimator::predicted_s(size_t i) const {
   const CostUnit& u = units_.at(i);
   if (!expected_to_run(i)) return 0;
-  // In a sweep, the pace of its latest case done: the nearest batch is the best guide.
-  std::optional<double> p = u.sweep.empty() ? std::nullopt : sweeps_.at(u.sweep).last_pace;
+  // In a sweep, the pace of its own cases done: they share its layers' shapes and searches.
+  std::optional<double> p;
+  if (!u.sweep.empty())
+    if (const Sweep& sw = sweeps_.at(u.sweep); sw.prior > 0) p = shrunk_(sw.actual, sw.prior);
   if (!p) p = pace(u.kind);
   // A kind not seen yet: the pace of its family's kinds ("train/tf32" -> every "train/..." done),
   // which share its model, else of all units.
@@ -117,7 +149,7 @@ std::optional<double> Estimator::family_pace(const std::string& kind) const {
   for (const auto& [k, p] : by_kind_)
     if (k.compare(0, prefix.size(), prefix) == 0) f.actual += p.actual, f.prior += p.prior, f.n += p.n;
   if (f.n == 0 || f.prior <= 0) return std::nullopt;
-  return f.actual / f.prior;
+  return shrunk_(f.actual, f.prior);
 }
 
 double Estimator::remaining_s() const {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/sweep.hpp"
@@ -39,8 +41,13 @@ class Estimator {
   void observe(size_t i, double per_s);
   // Unit `i`'s sweep ended there (plateau, out of memory): its later units will not run.
   void stop_sweep(size_t i);
+  // What unit `i`'s records (its steps' records) tell, after `took_s` of wall time: all skipped,
+  // it ran nothing that measures a pace (skipped), else done; a record skipped for the plateau or
+  // for memory ends its sweep (stop_sweep), else the first ok record's primary figure is a point
+  // of it (observe).
+  void learn(size_t i, const std::vector<nlohmann::json>& records, double took_s);
   // The predicted seconds of the units not done yet: each kind's prior scaled by that kind's
-  // measured pace (actual / prior of its done units; in a sweep, of the sweep's latest unit done);
+  // measured pace (actual / prior of its done units; in a sweep, of the sweep's own done units);
   // a kind not seen yet by the pace of its
   // family's kinds (the part of its name before '/'), else by the pace of all done units, shrunk
   // towards 1 while few are done. Units past their sweep's (predicted) end count nothing.
@@ -59,6 +66,8 @@ class Estimator {
 
  private:
   double overall_pace() const;
+  double shrunk_(double actual, double prior) const;  // a pace trusted by the prior seconds it has seen
+  double shrink_s_ = 20;
   std::optional<double> family_pace(const std::string& kind) const;
   struct Pace {
     double actual = 0, prior = 0;
@@ -71,7 +80,7 @@ class Estimator {
     std::optional<int64_t> prior_last;  // where an earlier run of it stopped
     bool stopped = false;
     int64_t stopped_at = 0;
-    std::optional<double> last_pace;  // actual / prior of its latest unit done
+    double actual = 0, prior = 0;  // of its units done: their pace guides its next ones
   };
   std::vector<CostUnit> units_;
   std::vector<bool> finished_;

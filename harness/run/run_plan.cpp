@@ -320,27 +320,11 @@ class PlanRun {
     mark("end", i, j);
   }
 
-  // What the wave tells the estimate: its time (a wave whose records are all skipped ran nothing
-  // that measures its kind's pace), its sweep's figure, or the end of its sweep.
+  // What the wave tells the estimate (Estimator::learn).
   void learn(size_t wave, const std::vector<CaseRecords>& made, double took_s) {
-    bool all_skipped = true, any = false, sweep_ended = false;
-    std::optional<double> figure;
-    for (const CaseRecords& m : made)
-      for (const json& r : m.records) {
-        any = true;
-        const std::string status = r.value("status", "");
-        const std::string kind = r.contains("reason_kind") && r["reason_kind"].is_string() ? r["reason_kind"].get<std::string>() : "";
-        if (status != "skipped") all_skipped = false;
-        if (kind == "plateau" || kind == "oom" || kind == "smaller_oom") sweep_ended = true;
-        if (status == "ok" && !figure && r.contains("primary_metric") && r["primary_metric"].is_string()) {
-          const std::string pm = r["primary_metric"].get<std::string>();
-          if (r["metrics"].contains(pm) && r["metrics"][pm].is_number()) figure = r["metrics"][pm].get<double>();
-        }
-      }
-    if (any && all_skipped) estimate_.skipped(wave);
-    else estimate_.done(wave, took_s);
-    if (sweep_ended) estimate_.stop_sweep(wave);
-    else if (figure) estimate_.observe(wave, *figure);
+    std::vector<json> recs;
+    for (const CaseRecords& m : made) recs.insert(recs.end(), m.records.begin(), m.records.end());
+    estimate_.learn(wave, recs, took_s);
   }
 
   // Concurrent steps, one thread per GPU.

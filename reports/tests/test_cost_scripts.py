@@ -30,7 +30,7 @@ def test_the_estimate_is_judged_against_the_time_that_remained():
     # A run of 100 s: at 10 s the estimate said 80 (90 remained: -11%), at 50 s 70 (50: +40%),
     # at 5 s 10 (95 remained) but that is before 10% of the run and not judged.
     doc = {"records": [_rec("a", 5, 10), _rec("b", 10, 80), _rec("c", 50, 70), _rec("d", 100, 0)]}
-    rows, s = et.assess(et.progress_points(doc), 0.1)
+    rows, s = et.assess(et.progress_points(doc), 0.1, 1.0)
     assert s["total_s"] == 100
     assert [round(r["actual_s"]) for r in rows] == [95, 90, 50, 0]
     assert s["judged_steps"] == 2  # the last step has nothing left to estimate
@@ -97,7 +97,7 @@ def test_fit_writes_kinds_families_and_sweeps(tmp_path):
     assert doc["sweeps"]["train"]["last_batch"] == 8
 
 
-def test_a_kind_takes_its_points_from_the_newest_file(tmp_path):
+def test_a_kind_takes_its_points_from_the_newest_file_or_from_all(tmp_path):
     fc = _load("fit_costs")
 
     def doc(scale):
@@ -107,5 +107,20 @@ def test_a_kind_takes_its_points_from_the_newest_file(tmp_path):
     old.write_text(json.dumps(doc(5.0)))
     new.write_text(json.dumps(doc(2.0)))
     out = tmp_path / "costs.json"
-    fc.main([str(old), str(new), "--out", str(out)])
+    fc.main([str(old), str(new), "--newest", "--out", str(out)])
     assert json.loads(out.read_text())["kinds"]["gemm"]["scale"] == pytest.approx(2.0)
+    # Without --newest, both files' points together: durations 5m and 2m, least squares through the
+    # points (1,5),(2,10),(3,15),(4,20),(1,2),(2,4),(3,6),(4,8): the mean line, scale 3.5, fixed 0.
+    fc.main([str(old), str(new), "--out", str(out)])
+    k = json.loads(out.read_text())["kinds"]["gemm"]
+    assert k["scale"] == pytest.approx(3.5) and k["fixed_s"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_last_steps_are_judged_in_seconds():
+    et = _load("estimate_table")
+    # 98 s into a 100 s run the estimate said 5 s (2 remained): +150%, but past 95% of the run it
+    # is judged in seconds (+3 s), not in the relative count.
+    doc = {"records": [_rec("a", 50, 52), _rec("b", 98, 5), _rec("c", 100, 0)]}
+    rows, s = et.assess(et.progress_points(doc), 0.1, 0.95)
+    assert s["judged_steps"] == 1 and s["within_25_percent"] == 1
+    assert s["tail_worst_s"] == pytest.approx(3.0)

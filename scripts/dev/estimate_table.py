@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """How well a run's estimate of time left held (issue 24): each step's printed estimate (the
 record's progress.left_s) against the time that actually remained (the last step's end minus the
-step's end). Prints a table at every tenth of the run and the worst error from 10% of the run on;
-with --plot FILE, draws both curves.
+step's end). Prints a table at every tenth of the run and the worst relative error from 10% to
+95% of the run (--from, --to); in the last 5% a few seconds remain, where a relative error says
+little, so there the worst error in seconds is given instead. With --plot FILE, draws both curves.
 
 usage: scripts/dev/estimate_table.py RESULT.json [--plot estimate.png] [--json out.json]
 """
@@ -22,7 +23,7 @@ def progress_points(doc):
     return pts
 
 
-def assess(pts, start_fraction=0.1):
+def assess(pts, start_fraction=0.1, end_fraction=0.95):
     """The rows (fraction of the run, elapsed, estimate, actual, relative error) and a summary."""
     if not pts:
         raise ValueError("no record carries progress (elapsed_s, left_s)")
@@ -33,13 +34,17 @@ def assess(pts, start_fraction=0.1):
         err = (left - actual) / actual if actual > 0 else None
         rows.append({"fraction": e / total if total > 0 else 1.0, "elapsed_s": e, "estimate_s": left,
                      "actual_s": actual, "error": err, "id": rid})
-    judged = [r for r in rows if r["fraction"] >= start_fraction and r["error"] is not None and r["actual_s"] > 0]
+    judged = [r for r in rows if start_fraction <= r["fraction"] <= end_fraction and r["error"] is not None
+              and r["actual_s"] > 0]
     worst = max(judged, key=lambda r: abs(r["error"])) if judged else None
     within = sum(1 for r in judged if abs(r["error"]) <= 0.25)
+    tail = [r for r in rows if r["fraction"] > end_fraction]
+    tail_worst = max(tail, key=lambda r: abs(r["estimate_s"] - r["actual_s"])) if tail else None
     summary = {"total_s": total, "steps": len(rows), "judged_steps": len(judged),
                "within_25_percent": within, "worst_error": worst["error"] if worst else None,
                "worst_at_fraction": worst["fraction"] if worst else None, "worst_id": worst["id"] if worst else None,
-               "start_fraction": start_fraction}
+               "start_fraction": start_fraction, "end_fraction": end_fraction,
+               "tail_worst_s": tail_worst["estimate_s"] - tail_worst["actual_s"] if tail_worst else None}
     return rows, summary
 
 
@@ -60,11 +65,12 @@ def main(argv=None):
     ap.add_argument("--plot", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--from", dest="start", type=float, default=0.1, help="judge from this fraction of the run on")
+    ap.add_argument("--to", dest="end", type=float, default=0.95, help="and up to this fraction")
     a = ap.parse_args(argv)
     with open(a.result) as f:
         doc = json.load(f)
     try:
-        rows, s = assess(progress_points(doc), a.start)
+        rows, s = assess(progress_points(doc), a.start, a.end)
     except ValueError as e:
         print(f"estimate_table: {a.result}: {e}", file=sys.stderr)
         return 2
@@ -74,9 +80,11 @@ def main(argv=None):
         err = f"{100 * r['error']:+.0f}%" if r["error"] is not None else "-"
         print(f"{100 * frac:4.0f}% {r['elapsed_s']:10.1f} {r['estimate_s']:11.1f} {r['actual_s']:9.1f} {err:>7s}  {r['id']}")
     if s["worst_error"] is not None:
-        print(f"from {100 * s['start_fraction']:.0f}% of the run on: {s['within_25_percent']} of {s['judged_steps']} "
-              f"estimates within 25%; worst {100 * s['worst_error']:+.0f}% at {100 * s['worst_at_fraction']:.0f}% "
-              f"({s['worst_id']})")
+        print(f"from {100 * s['start_fraction']:.0f}% to {100 * s['end_fraction']:.0f}% of the run: "
+              f"{s['within_25_percent']} of {s['judged_steps']} estimates within 25%; worst "
+              f"{100 * s['worst_error']:+.0f}% at {100 * s['worst_at_fraction']:.0f}% ({s['worst_id']})")
+    if s["tail_worst_s"] is not None:
+        print(f"after {100 * s['end_fraction']:.0f}%: the estimate was off by {s['tail_worst_s']:+.1f} s at worst")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"summary": s, "rows": rows}, f, indent=1)

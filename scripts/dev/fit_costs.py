@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Fit the cost model per kind (harness/profiles/costs.json, bench/cost.hpp) from result files.
 
-Each record that ran (status ok or wrong) gives a point (a kind's points come from the last file
-given that has it: give the files oldest first): its model seconds (the record's
+Each step that ran (status ok or wrong) gives a point (every file's points together; with
+--newest a kind's points come from the last file given that has it): its model seconds (the record's
 progress.model_s, or for files written before records carried it, what build/tests/nodebench_cost_probe
-computes for the record's case on the file's GPU) against its wall time (duration_s). Per kind the
+computes for the record's case on the file's GPU) against its wall time (the time between its
+progress.elapsed_s and the previous step's, which is what the estimate of time left counts; the
+record's duration_s in older files). Per kind the
 fit is predicted = fixed_s + scale x model, by least squares over the kind's points (the large
 cases weigh most, as they do in a run's total), with fixed_s >= 0; a kind with fewer than
 --min-points points gets scale = its total time over its total model seconds. For kinds named
@@ -22,28 +24,39 @@ import math
 from collections import defaultdict
 
 PLATEAU_GAIN = 0.03  # bench/sweep.hpp kPlateauGain
+MIN_SCALE = 1e-3     # costs.json needs a scale > 0 (a kind whose steps took no measurable time)
 
 
 def rows_of(path, probe):
     """One dict per record: kind, model_s, duration_s, status, reason_kind, sweep, batch, figure."""
     with open(path) as f:
         doc = json.load(f)
-    rows = []
+    rows, last = [], 0.0
     for r in doc.get("records", []):
         p = r.get("progress") or {}
         if not isinstance(p.get("model_s"), (int, float)) or not p.get("kind"):
             continue
+        # The step's wall time (what the estimate counts): from the previous step's end to its own.
+        took = float(p["elapsed_s"]) - last if isinstance(p.get("elapsed_s"), (int, float)) else r.get("duration_s")
+        last = float(p.get("elapsed_s", last))
         pm = r.get("primary_metric")
         rows.append({"id": r["id"], "kind": p["kind"], "model_s": float(p["model_s"]),
-                     "duration_s": r.get("duration_s"), "status": r.get("status"), "reason_kind": r.get("reason_kind"),
+                     "duration_s": took, "status": r.get("status"), "reason_kind": r.get("reason_kind"),
                      "sweep": p.get("sweep"), "batch": p.get("batch"),
                      "figure": (r.get("metrics") or {}).get(pm) if pm else None})
-    if rows or not doc.get("records"):
-        return rows
     if not probe:
+        if rows or not doc.get("records"):
+            return rows
         raise SystemExit(f"fit_costs: {path} has no progress.model_s: give --probe")
+    # With the probe, the kinds and model seconds are this build's (the model may have changed since
+    # the run); the wall time is still the step's, where the file has progress.
+    took = {q["id"]: q["duration_s"] for q in rows}
     out = subprocess.run([probe, path], check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in out.splitlines()]
+    for q in lines:
+        if q["id"] in took:
+            q["duration_s"] = took[q["id"]]
+    return lines
 
 
 def points_of(rows):
@@ -76,7 +89,7 @@ def fit(points, min_points):
     sm = sum(m for m, _ in points)
     sd = sum(d for _, d in points)
     if n < min_points or sm <= 0:
-        return 0.0, (sd / sm if sm > 0 else 1.0)
+        return 0.0, max(sd / sm, MIN_SCALE) if sm > 0 else 1.0
     smm = sum(m * m for m, _ in points)
     smd = sum(m * d for m, d in points)
     den = n * smm - sm * sm
@@ -86,15 +99,20 @@ def fit(points, min_points):
     fixed = (sd - scale * sm) / n
     if fixed < 0 or scale <= 0:  # through the origin instead
         fixed, scale = 0.0, smd / smm
-    return fixed, scale
+    return fixed, max(scale, MIN_SCALE)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
-    ap.add_argument("--probe", default=None, help="nodebench_cost_probe, for files without progress.model_s")
+    ap.add_argument("--probe", default=None,
+                    help="build/tests/nodebench_cost_probe: this build's kinds and model seconds for every file's records "
+                         "(needed for files without progress.model_s, and when the model changed since the run)")
     ap.add_argument("--out", default=None, help="write costs.json here (default: print it)")
     ap.add_argument("--min-points", type=int, default=4)
+    ap.add_argument("--newest", action="store_true",
+                    help="a kind's points from the last file that has it (give files of older code first), "
+                         "instead of every file's points together")
     a = ap.parse_args(argv)
     by_kind = defaultdict(list)
     by_sweep = defaultdict(list)
@@ -103,10 +121,14 @@ def main(argv=None):
         for q in rows:
             if q.get("sweep"):
                 by_sweep[(path, q["sweep"])].append(q)
-        mine = defaultdict(list)
-        for kind, m, d in points_of(rows):
-            mine[kind].append((m, d))
-        by_kind.update(mine)  # a kind's points come from the last file given that has it (the newest code)
+        if a.newest:  # a kind's points from the last file given that has it (files of older code first)
+            mine = defaultdict(list)
+            for kind, m, d in points_of(rows):
+                mine[kind].append((m, d))
+            by_kind.update(mine)
+        else:
+            for kind, m, d in points_of(rows):
+                by_kind[kind].append((m, d))
     for kind in [k for k in by_kind if "/" in k]:  # the family's fit too: what a kind without its own takes
         by_kind[kind.split("/")[0]] += by_kind[kind]
     kinds = {}

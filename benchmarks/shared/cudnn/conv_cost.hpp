@@ -22,4 +22,14 @@ constexpr double kSeededSearchRuns = 40;
 // The harness's cost per pass choice beyond the runs (workspace queries, synchronisations).
 constexpr double kSearchOverheadS = 2e-3;
 
+// The batches at which the full suite's conv network cases choose every ResNet-50 convolution in
+// every precision and layout (the conv family's cases). They run before the train family's, whose
+// steps at these batches find every choice in the session's memo: no search there.
+constexpr int64_t kNetworkBatches[] = {32, 256};
+inline bool network_batch(int64_t b) {
+  for (int64_t n : kNetworkBatches)
+    if (n == b) return true;
+  return false;
+}
+
 }  // namespace nb::cudnn

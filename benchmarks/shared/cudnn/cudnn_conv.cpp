@@ -180,6 +180,22 @@ cudnnStatus_t try_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, const 
                                         ws_bytes, &beta, c.w, b.dw);
 }
 
+bool transforms_arithmetic(Pass pass, int algo) {
+  switch (pass) {
+    case Pass::fwd:
+      return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case Pass::bwd_data:
+      return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    case Pass::bwd_filter:
+      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+  }
+  return false;
+}
+
 void run_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, const AlgoChoice& ch, const ConvBuffers& b, void* ws,
               cudaStream_t s, float alpha, float beta) {
   NB_CUDNN(cudnnSetStream(h, s));

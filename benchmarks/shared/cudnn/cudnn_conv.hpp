@@ -190,6 +190,11 @@ size_t find_workspace_limit(const Libraries& libs);
 AlgoChoice choose_algo(const Libraries& libs, ConvDesc& d, Pass pass, const ConvBuffers& b, DeviceBuffer& ws,
                        cudaStream_t stream, const std::string& gpu_model);
 
+// Whether `algo` of `pass` computes the convolution through a transform (FFT or Winograd), which
+// does fewer multiplications than the direct convolution: its rate counted in the direct
+// convolution's work is an effective one, and may exceed the unit's peak.
+bool transforms_arithmetic(Pass pass, int algo);
+
 // One pass with a given algorithm; the status is returned, not thrown, so that a candidate that
 // cuDNN's search listed but that does not run here can be set aside.
 cudnnStatus_t try_pass(cudnnHandle_t h, ConvDesc& c, Pass pass, int algo, const ConvBuffers& b, void* ws,
