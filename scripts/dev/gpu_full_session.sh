@@ -25,10 +25,8 @@ mkdir -p "$S" "$OUT" "$BOX"
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 [ -d .deps/jpeg ] && export TURBOJPEG_ROOT=$PWD/.deps/jpeg
 CALIBRATE=${CALIBRATE:-'^(train/resnet50/fp32/nchw/b(8|64|256)|train/resnet50/fp32/nhwc/b(8|64)|train/resnet50/tf32/nhwc/b(8|256)|train/resnet50/fp16/nchw/b(8|256)|conv/resnet50/tf32/nchw/b32|conv/resnet50/fp16/nhwc/b(32|256))$'}
-OLD_RUNS=(results/h200/2026-12-02-quick/quick.json results/h200/2026-12-02-full-budget/full_budget4m.json
-          results/h200/2026-12-01-train-sweep/train_sweep_tf32_nchw.json
-          results/h200/2026-12-01-train-sweep/train_sweep_fp16_nhwc.json
-          results/h200/2026-12-02-input-peer/input_nodebench.json)
+# The committed runs the fit starts from (fit_costs pools their points with the calibration run's).
+OLD_RUNS=(results/h200/2026-12-02-full-suite/full.json results/h200/2026-12-02-refactor-quick/quick-after.json)
 STEPS=(build calibrate fit full wait report gputests quick-before quick-after quick-before2 quick-report)
 declare -A NEED=([build]=150 [calibrate]=200 [fit]=60 [full]=30 [wait]=60 [report]=20 [gputests]=420
                  [quick-before]=100 [quick-after]=100 [quick-before2]=100 [quick-report]=20)
