@@ -64,3 +64,15 @@ TEST(CudnnAlgorithms, TransformsAreTheFftAndWinogradOnesOfEachPass) {
   EXPECT_TRUE(transforms_arithmetic(Pass::bwd_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING));
   EXPECT_FALSE(transforms_arithmetic(Pass::bwd_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1));
 }
+
+TEST(CudnnSeed, AHeuristicCandidateFarSlowerThanTheSeedIsNotTimedFurther) {
+  // The seed's fastest took 0.2 ms at batch 256; at batch 512 a candidate may take 4 x 0.4 ms.
+  EXPECT_DOUBLE_EQ(seeded_first_run_bound(0.2e-3, 512, 256), 1.6e-3);
+  EXPECT_TRUE(first_run_too_slow(50e-3, seeded_first_run_bound(0.2e-3, 512, 256)));
+  EXPECT_FALSE(first_run_too_slow(1.5e-3, seeded_first_run_bound(0.2e-3, 512, 256)));
+  // Tiny passes: at least 1 ms, above the host's cost of timing one run.
+  EXPECT_DOUBLE_EQ(seeded_first_run_bound(10e-6, 64, 32), 1e-3);
+  // No seed time (a choice from the cache file without one): no bound.
+  EXPECT_DOUBLE_EQ(seeded_first_run_bound(0, 64, 32), 0);
+  EXPECT_FALSE(first_run_too_slow(10.0, 0));
+}

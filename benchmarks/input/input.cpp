@@ -205,6 +205,9 @@ class InputFamily : public Family {
         c.params = {{"layout", layout}, {"dtype", dtype}, {"backend", backend}, {"batch", kGpuBatch}};
         const std::string l = layout, t = dtype;
         c.run = [=](CaseContext& ctx) { run_gpu_decode(ctx, backend, parse_layout(l), parse_dtype(t), kGpuBatch); };
+        // nvJPEG's decoders are the GPU model's (and its host part the host's): one GPU of a node
+        // says what each of its GPUs of that model decodes; the others are not run one after another.
+        c.first_gpu_only = true;
         out.push_back(std::move(c));
       }
     return out;

@@ -177,6 +177,10 @@ std::vector<TimedAlgo> seed_candidates(const std::map<int64_t, std::vector<Timed
                                        double band, int64_t& from);
 // A descriptor key without its batch ("n32_c64_..." -> "c64_...").
 std::string batchless_key(const std::string& key);
+// A seeded search's bound on a heuristic candidate's first run: 4x the seed's fastest median scaled
+// from its batch to this one, at least 1 ms; 0 (no bound) without a seed time.
+double seeded_first_run_bound(double seed_fastest_s, int64_t batch, int64_t from);
+bool first_run_too_slow(double first_run_s, double bound_s);
 
 // The workspace the algorithm search may use: the cap (NODEBENCH_CUDNN_WORKSPACE_MIB, else 4 GiB),
 // and never more than a quarter of the free memory.

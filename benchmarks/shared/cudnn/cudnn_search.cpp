@@ -3,6 +3,7 @@
 // every candidate timed again here and chosen by nb::choose_by_timing; the session's memo and the
 // algorithm cache.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -151,16 +152,25 @@ struct Live {
 
 // Whether `cand` runs here: live (timed later) or its trial row says why not; `why` tags the row
 // (a seeded search's seed or heuristic pick).
+// `reject_over_s` > 0: a candidate whose first run takes longer is not timed further (a seeded
+// search's bound: cuDNN's heuristics put an algorithm 300 to 1000 times slower than the seed's among
+// their best two for TF32 NHWC's backward-data on an H200, and timing it in rounds took most of a
+// 46 s case).
 void add_live(const Choosing& x, const Candidate& cand, const char* why, AlgoChoice& ch, std::map<int, Live>& live,
-              std::vector<AlgoCandidate>& generic) {
+              std::vector<AlgoCandidate>& generic, double reject_over_s = 0) {
   const int id = candidate_id(cand.algo, cand.math);
   if (live.count(id)) return;  // listed twice: timed once
   json row = {{"algo", cand.algo}, {"math_type", int(cand.math)}, {"workspace_bytes", cand.memory}};
   if (why) row["candidate"] = why;
   else row["cudnn_ms"] = cand.find_ms;
   size_t need = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   const cudnnStatus_t st = runs_here(x.h, x.c, x.pass, cand.algo, cand.math, cand.memory, x.b, x.ws, x.stream, need);
-  if (st == CUDNN_STATUS_SUCCESS) {
+  const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (st == CUDNN_STATUS_SUCCESS && first_run_too_slow(first_s, reject_over_s)) {
+    row["trial"] = "rejected: its first run took " + fmt(first_s * 1e3, 2) + " ms, over the seeded search's bound of " +
+                   fmt(reject_over_s * 1e3, 2) + " ms";
+  } else if (st == CUDNN_STATUS_SUCCESS) {
     row["workspace_bytes"] = need;
     live.emplace(id, Live{cand, need, ch.trials.size()});
     generic.push_back({id, need, "algo " + std::to_string(cand.algo) + " math " + std::to_string(int(cand.math))});
@@ -220,7 +230,8 @@ std::map<int, Live> seeded_candidates(const Choosing& x, const std::vector<Timed
     add_live(x, {t.algo, t.math, 0, 0.f}, "seed", ch, live, generic);
     if (t.median_s > 0 && (fastest == 0 || t.median_s < fastest)) fastest = t.median_s;
   }
-  for (const Candidate& h : heuristics(x, kHeuristicTop)) add_live(x, h, "heuristic", ch, live, generic);
+  const double bound = seeded_first_run_bound(fastest, x.c.shape().n, from);
+  for (const Candidate& h : heuristics(x, kHeuristicTop)) add_live(x, h, "heuristic", ch, live, generic, bound);
   ch.candidates = int(live.size());
   large = fastest * double(x.c.shape().n) / double(from) * 1e3 > kLargeMs;
   return live;
@@ -321,6 +332,15 @@ double search_and_choose(const Libraries& libs, const Choosing& x, const std::st
 }
 
 }  // namespace
+
+double seeded_first_run_bound(double seed_fastest_s, int64_t batch, int64_t from) {
+  if (!(seed_fastest_s > 0) || batch <= 0 || from <= 0) return 0;  // no seed time: no bound
+  // The seed's fastest scaled to this batch, times the rounds' drop factor (4: a candidate that slow
+  // is dropped after its first round anyway); at least 1 ms, over the host's timing of one run.
+  return std::max(4.0 * seed_fastest_s * double(batch) / double(from), 1e-3);
+}
+
+bool first_run_too_slow(double first_run_s, double bound_s) { return bound_s > 0 && first_run_s > bound_s; }
 
 std::string batchless_key(const std::string& key) {
   const size_t u = key.find('_');
