@@ -1,6 +1,7 @@
 // The estimate of time left and --budget (run/estimate.hpp): expectations computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "run/estimate.hpp"
@@ -13,9 +14,12 @@ TEST(Estimator, BeforeAnythingRunsItIsTheSumOfThePriors) {
   EXPECT_DOUBLE_EQ(e.remaining_s(), 13);  // pace 1 with nothing done
 }
 
-// A pace is (actual + 20 s) / (prior + 20 s) over the units done (estimate.cpp kShrinkS): trusted
-// in proportion to the predicted seconds it has seen.
-double shrunk(double actual, double prior) { return (actual + 20.0) / (prior + 20.0); }
+// A pace is (actual + c) / (prior + c) over the units done, c = 5% of the run's predicted seconds,
+// at most 20 s (estimate.cpp): trusted in proportion to the predicted seconds it has seen.
+double shrunk(double actual, double prior, double total) {
+  const double c = std::min(20.0, 0.05 * total);
+  return (actual + c) / (prior + c);
+}
 
 TEST(Estimator, EachKindRunsAtItsOwnPace) {
   // Kind a runs twice as slow as its prior, kind b at half its prior; the mean of all cases
@@ -23,32 +27,36 @@ TEST(Estimator, EachKindRunsAtItsOwnPace) {
   Estimator e({{"a", 100}, {"b", 200}, {"a", 300}, {"b", 400}});
   e.done(0, 200.0);
   e.done(1, 100.0);
-  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100));  // 220 / 120
-  EXPECT_DOUBLE_EQ(*e.pace("b"), shrunk(100, 200));  // 120 / 220
-  EXPECT_DOUBLE_EQ(e.remaining_s(), 300 * shrunk(200, 100) + 400 * shrunk(100, 200));
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100, 1000));  // 220 / 120
+  EXPECT_DOUBLE_EQ(*e.pace("b"), shrunk(100, 200, 1000));  // 120 / 220
+  EXPECT_DOUBLE_EQ(e.remaining_s(), 300 * shrunk(200, 100, 1000) + 400 * shrunk(100, 200, 1000));
   e.done(2, 600.0);
-  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(800, 400));
-  EXPECT_DOUBLE_EQ(e.remaining_s(), 400 * shrunk(100, 200));
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(800, 400, 1000));
+  EXPECT_DOUBLE_EQ(e.remaining_s(), 400 * shrunk(100, 200, 1000));
   e.done(3, 200.0);
   EXPECT_DOUBLE_EQ(e.remaining_s(), 0.0);
   EXPECT_EQ(e.done_count(), 4u);
 }
 
 TEST(Estimator, ASmallCaseHardlyMovesTheEstimateOfLargeOnes) {
-  // 1 s predicted, 3 s taken: the pace of a kind whose next case is predicted at 100 s is 22/21,
-  // not 3 -- one small case says little of a large one's time.
-  Estimator e({{"a", 1}, {"a", 100}});
+  // 1 s predicted, 3 s taken in a run of 1000 s predicted: the pace of a kind whose next case is
+  // predicted at 100 s is 23/21, not 3 -- one small case says little of a large one's time.
+  Estimator e({{"a", 1}, {"a", 100}, {"b", 899}});
   e.done(0, 3.0);
   EXPECT_NEAR(e.predicted_s(1), 100 * 23.0 / 21.0, 1e-9);
+  // In a short run (10 s predicted) the same case moves the estimate further: c is 0.5 s.
+  Estimator q({{"a", 1}, {"a", 9}});
+  q.done(0, 3.0);
+  EXPECT_NEAR(q.predicted_s(1), 9 * 3.5 / 1.5, 1e-9);
 }
 
 TEST(Estimator, AKindNotSeenYetTakesItsFamilysPaceElseThatOfAll) {
   Estimator e({{"train/fp32", 100}, {"train/fp16", 50}, {"gemm", 10}, {"peak", 10}});
   e.done(0, 300.0);
   // train/fp16 not seen: its family train's pace; peak not seen and in no family: the pace of all.
-  EXPECT_NEAR(e.predicted_s(1), 50 * shrunk(300, 100), 1e-9);
+  EXPECT_NEAR(e.predicted_s(1), 50 * shrunk(300, 100, 170), 1e-9);
   e.done(2, 10.0);
-  EXPECT_NEAR(e.predicted_s(3), 10 * shrunk(310, 110), 1e-9);
+  EXPECT_NEAR(e.predicted_s(3), 10 * shrunk(310, 110, 170), 1e-9);
   EXPECT_FALSE(e.pace("peak").has_value());
 }
 
@@ -61,14 +69,14 @@ TEST(Estimator, ASweepIsPacedByItsOwnCasesAndEndsWhereItStops) {
   e.done(0, 20.0);
   e.observe(0, 100);
   // Sweep s's pace from its own case; sweep t has none done: the kind's (the same case here).
-  EXPECT_NEAR(e.predicted_s(1), 20 * shrunk(20, 10), 1e-9);
+  EXPECT_NEAR(e.predicted_s(1), 20 * shrunk(20, 10, 200), 1e-9);
   e.done(1, 20.0);
   e.observe(1, 200);
   // Batch 4 skipped for the plateau: the sweep ends there, batch 8 is predicted to cost nothing.
   e.skipped(2);
   e.stop_sweep(2);
   EXPECT_DOUBLE_EQ(e.predicted_s(3), 0.0);
-  EXPECT_NEAR(e.remaining_s(), 50 * shrunk(40, 30), 1e-9);
+  EXPECT_NEAR(e.remaining_s(), 50 * shrunk(40, 30, 200), 1e-9);
 }
 
 TEST(Estimator, ASweepIsCountedOnlyToWhereAnEarlierRunStopped) {
@@ -106,7 +114,7 @@ TEST(Estimator, AUnitIsCountedOnceAndAnUnknownOneIsAnError) {
   Estimator e({{"a", 100}, {"a", 100}});
   e.done(0, 200.0);
   e.done(0, 50.0);  // twice: ignored
-  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100));
+  EXPECT_DOUBLE_EQ(*e.pace("a"), shrunk(200, 100, 200));
   EXPECT_THROW(e.done(5, 1.0), Error);
 }
 
