@@ -31,10 +31,9 @@ std::string OutOfMemory::message() const {
          std::to_string(free_bytes) + " bytes free";
 }
 
-void* Arena::alloc(size_t bytes, const std::string& what, const std::string& kind) {
-  bytes = (bytes + 255) / 256 * 256;
+DeviceBuffer device_or_oom(size_t bytes, const std::string& what) {
   try {
-    bufs_.emplace_back(bytes);
+    return DeviceBuffer(bytes);
   } catch (const CudaError& e) {
     if (!e.out_of_memory()) throw;
     (void)cudaGetLastError();
@@ -42,6 +41,11 @@ void* Arena::alloc(size_t bytes, const std::string& what, const std::string& kin
     (void)cudaMemGetInfo(&free_b, &total_b);
     throw OutOfMemory{what, bytes, free_b};
   }
+}
+
+void* Arena::alloc(size_t bytes, const std::string& what, const std::string& kind) {
+  bytes = (bytes + 255) / 256 * 256;
+  bufs_.push_back(device_or_oom(bytes, what));
   current_ += bytes;
   kinds_[kind] += bytes;
   peak_ = std::max(peak_, current_);

@@ -13,6 +13,10 @@
 
 namespace nb::train {
 
+// A device buffer of `bytes`, or OutOfMemory naming `what` (the step's buffers outside and inside
+// its arena).
+DeviceBuffer device_or_oom(size_t bytes, const std::string& what);
+
 // One convolution with its batch norm: descriptors, algorithms, and the buffers it reads/writes.
 struct TrainStep::Layer {
   const resnet50::ConvSpec* spec = nullptr;

@@ -17,19 +17,6 @@ using namespace cudnn;
 
 namespace {
 
-// A device buffer outside the arena, or OutOfMemory naming it.
-DeviceBuffer device_or_oom(size_t bytes, const std::string& what) {
-  try {
-    return DeviceBuffer(bytes);
-  } catch (const CudaError& e) {
-    if (!e.out_of_memory()) throw;
-    (void)cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    (void)cudaMemGetInfo(&free_b, &total_b);
-    throw OutOfMemory{what, bytes, free_b};
-  }
-}
-
 }  // namespace
 
 void TrainStep::setup() {
