@@ -66,6 +66,30 @@ class TrainRec:
         return f"{who} {self.precision} {self.layout}".rstrip()
 
 
+@dataclass
+class PlateauStop:
+    batch: int                    # the first batch the sweep did not run
+    plan_fraction: float | None   # the step's memory plan at that batch, of the GPU's memory
+
+
+def plateau_stops(data: ReportData) -> dict[tuple, PlateauStop]:
+    """The sweeps that stopped at their throughput plateau (records skipped with reason_kind
+    "plateau"), by (GPU, precision, layout): where they stopped and what the step's memory plan
+    says for that batch (details.memory_plan_fraction)."""
+    out: dict[tuple, PlateauStop] = {}
+    for rec in data.records:
+        if rec.get("family") != "train" or rec.get("status") != "skipped" or rec.get("reason_kind") != "plateau":
+            continue
+        p = rec.get("params") or {}
+        if not is_number(p.get("batch")):
+            continue
+        key = (where(rec).first_gpu, str(p.get("precision", "")), str(p.get("layout", "")))
+        b = int(p["batch"])
+        if key not in out or b < out[key].batch:
+            out[key] = PlateauStop(b, num((rec.get("details") or {}).get("memory_plan_fraction")))
+    return out
+
+
 def train_recommendations(data: ReportData) -> list[TrainRec]:
     out = []
     for e in data.analysis.get("train_recommendation") or []:

@@ -232,3 +232,34 @@ def test_host_item_not_measured_without_call_by_call_figures():
         if r["family"] == "train":
             r["metrics"].pop("eager_images_per_s", None)
     assert items(doc)["host"].status == NOT_MEASURED
+
+
+def test_a_sweep_stopped_at_its_plateau_is_not_called_out_of_memory():
+    # The sweeps stopped at their plateau (records skipped, reason_kind plateau) far below the
+    # limit; another series ran out of memory. The item must neither say the next doubling would
+    # not fit nor ask for a sweep that ran: it passes and says why the memory stays unused.
+    doc = train_doc()
+    recs = doc["analysis"]["train_recommendation"]
+    for r in recs:
+        r["memory_batch_fraction"] = 0.29
+        r["memory_fraction"] = 0.15
+    series = {(r["precision"], r["layout"]) for r in recs}
+    doc["records"] = [r for r in doc["records"] if not (r["family"] == "train" and r["status"] != "ok")]
+    for prec, layout in sorted(series):
+        base = next(r for r in doc["records"] if r["family"] == "train" and r["params"]["precision"] == prec
+                    and r["params"]["layout"] == layout)
+        skipped = dict(base, id=f"train/resnet50/{prec}/{layout}/b8192", case=f"resnet50/{prec}/{layout}/b8192",
+                       params=dict(base["params"], batch=8192), status="skipped", reason_kind="plateau",
+                       reason="not run: the sweep reached its plateau", stats=None, metrics={}, samples_s=[],
+                       percent_of_peak=None, flags=[], details={"memory_plan_fraction": 0.58})
+        doc["records"].append(skipped)
+        # A larger batch the memory plan rules out (as every full sweep has) does not make it "full".
+        doc["records"].append(dict(skipped, id=f"train/resnet50/{prec}/{layout}/b16384",
+                                   case=f"resnet50/{prec}/{layout}/b16384", params=dict(base["params"], batch=16384),
+                                   reason_kind="oom", reason="out of memory by the step's memory plan", details={}))
+    item = items(doc)["memory"]
+    assert item.status == PASS, item.summary
+    assert "next doubling does not stay" not in item.summary
+    assert "run the full train sweep" not in item.summary
+    assert "throughput plateau" in item.summary and "29%" in item.summary
+    assert any("before batch 8192" in e and "58%" in e for e in item.evidence)

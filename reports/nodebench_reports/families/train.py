@@ -136,10 +136,33 @@ def check_train_memory(data: ReportData, title: str) -> Item | None:
     if not top:
         return Item("memory", title, status, "no training batch within the memory limit measured", ev)
     limit = max(r.limit for r in recs)
-    reached = any(p.oom for p in derive_train.train_points(data)) or 2 * max(top) > limit
+    pts = derive_train.train_points(data)
+    plateau = derive_train.plateau_stops(data)
+    # Reached per series: a batch of the series ran out of memory, or its next doubling would not fit.
+    series = {(r.gpu, r.precision, r.layout): r for r in recs if r.memory_batch_fraction is not None}
+    first_oom: dict[tuple, int] = {}  # the smallest batch of each series that did not fit
+    for p in pts:
+        k = (p.where.first_gpu, p.precision, p.layout)
+        if p.oom and (k not in first_oom or p.batch < first_oom[k]):
+            first_oom[k] = p.batch
+
+    def full(k, r):  # memory ended the series: a batch did not fit before any plateau stop, or 2x would not
+        by_oom = k in first_oom and (k not in plateau or first_oom[k] < plateau[k].batch)
+        return by_oom or 2 * r.memory_batch_fraction > r.limit
+
+    reached = all(full(k, r) for k, r in series.items())
+    stopped = all(full(k, r) or k in plateau for k, r in series.items())
+    for k, stop in sorted(plateau.items(), key=lambda kv: str(kv[0])):
+        ev.append(f"GPU {k[0]} {k[1]} {k[2]}: the sweep stopped at its throughput plateau before batch {stop.batch}"
+                  + (f" (the step's memory plan: {fmt_pct(stop.plan_fraction, 0)} of GPU memory there)"
+                     if stop.plan_fraction is not None else ""))
     if reached:
         summary = (f"the largest training batch within the limit uses {fmt_pct(max(top), 0)} of GPU memory "
                    f"(the guide's \"about 90%\": the next doubling does not stay within it)")
+    elif stopped:
+        summary = (f"the largest training batch measured uses {fmt_pct(max(top), 0)} of GPU memory: the sweeps "
+                   f"stopped at their throughput plateau (a doubling gained under 3%), where a larger batch no "
+                   f"longer trains faster; filling memory to the guide's \"about 90%\" would buy nothing here")
     else:
         summary = (f"the largest training batch measured uses {fmt_pct(max(top), 0)} of GPU memory and the sweep "
                    f"stopped there: a doubled batch would still fit within {fmt_pct(limit, 0)}; run the full "
