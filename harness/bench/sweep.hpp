@@ -1,4 +1,4 @@
-// The batch-sweep rule shared by the sweeps of the conv and train families and by the run's
+// The batch-sweep rule shared by the train family's sweep and by the run's
 // estimate of time left (issue 24): a sweep over batch 1, 2, 4, ... stops once throughput has
 // reached its plateau, i.e. once doubling the batch gained less than `kPlateauGain`. Each larger
 // batch would then cost twice the memory and time for a gain the batch recommendation (the

@@ -6,8 +6,8 @@ namespace nb {
 
 namespace {
 const SettingRegistrar kPlateau({"NODEBENCH_SWEEP_PLATEAU", SettingKind::flag, "sweep_plateau", true, 0, false,
-                                 "=0|1 the conv and train batch sweeps stop once a doubling of the batch gains under 3% "
-                                 "(1, default); 0 runs every batch up to out of memory",
+                                 "=0|1 the train batch sweep stops once a doubling of the batch gains under 3% (1, "
+                                 "default); 0 runs every batch up to out of memory",
                                  "sweeps"});
 }  // namespace
 

@@ -1,5 +1,5 @@
-// The points of each batch sweep measured so far (series: GPU, precision, layout), so that a sweep
-// stops at its throughput plateau (bench/sweep.hpp): the larger batches are recorded as skipped,
+// The points of each batch sweep measured so far (series: GPU, precision, layout; the train family's),
+// so that a sweep stops at its throughput plateau (bench/sweep.hpp): the larger batches are recorded as skipped,
 // reason_kind plateau, instead of being run. GPUs run their cases at once, one thread each, so it
 // is guarded. NODEBENCH_SWEEP_PLATEAU=0 runs every batch (up to out of memory) instead.
 #pragma once
