@@ -106,7 +106,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::ifstream f(argv[1]);
-  const json doc = json::parse(f);
+  json doc;
+  try {
+    doc = json::parse(f);
+    if (!doc.contains("records") || doc.value("environment", json::object()).value("gpus", json::array()).empty())
+      throw std::runtime_error("no records, or no GPU in its environment");
+  } catch (const std::exception& e) {
+    std::cerr << "nodebench_cost_probe: " << argv[1] << ": not a result file: " << e.what() << "\n";
+    return 2;
+  }
   const GpuInfo gpu = gpu_of(doc.at("environment").at("gpus").at(0));
   const json& o = doc.value("options", json::object());
   MeasureConfig cfg;

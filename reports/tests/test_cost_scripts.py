@@ -124,3 +124,12 @@ def test_the_last_steps_are_judged_in_seconds():
     rows, s = et.assess(et.progress_points(doc), 0.1, 0.95)
     assert s["judged_steps"] == 1 and s["within_25_percent"] == 1
     assert s["tail_worst_s"] == pytest.approx(3.0)
+
+
+def test_an_unreadable_file_is_refused_with_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert _load("estimate_table").main([str(bad)]) == 2
+    assert _load("estimate_table").main([str(tmp_path / "missing.json")]) == 2
+    assert _load("fit_costs").main([str(bad)]) == 2
+    assert "cannot read a result file" in capsys.readouterr().err

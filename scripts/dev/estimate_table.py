@@ -67,8 +67,12 @@ def main(argv=None):
     ap.add_argument("--from", dest="start", type=float, default=0.1, help="judge from this fraction of the run on")
     ap.add_argument("--to", dest="end", type=float, default=0.95, help="and up to this fraction")
     a = ap.parse_args(argv)
-    with open(a.result) as f:
-        doc = json.load(f)
+    try:
+        with open(a.result) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"estimate_table: {a.result}: cannot read a result file: {e}", file=sys.stderr)
+        return 2
     try:
         rows, s = assess(progress_points(doc), a.start, a.end)
     except ValueError as e:

@@ -29,8 +29,11 @@ MIN_SCALE = 1e-3     # costs.json needs a scale > 0 (a kind whose steps took no 
 
 def rows_of(path, probe):
     """One dict per record: kind, model_s, duration_s, status, reason_kind, sweep, batch, figure."""
-    with open(path) as f:
-        doc = json.load(f)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"fit_costs: {path}: cannot read a result file: {e}") from None
     rows, last = [], 0.0
     for r in doc.get("records", []):
         p = r.get("progress") or {}
@@ -117,7 +120,11 @@ def main(argv=None):
     by_kind = defaultdict(list)
     by_sweep = defaultdict(list)
     for path in a.files:
-        rows = rows_of(path, a.probe)
+        try:
+            rows = rows_of(path, a.probe)
+        except SystemExit as e:
+            print(e, file=sys.stderr)
+            return 2
         for q in rows:
             if q.get("sweep"):
                 by_sweep[(path, q["sweep"])].append(q)
