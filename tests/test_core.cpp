@@ -39,9 +39,6 @@ TEST(Status, OutOfMemoryIsASkipAndOtherErrorsFail) {
   EXPECT_EQ(bad.status, Status::failed);
   EXPECT_EQ(bad.kind, ReasonKind::error);
   EXPECT_EQ(outcome_of(std::runtime_error("x")).status, Status::failed);
-  // The text reading left for the callers not yet given a kind (the one-argument ctx.skip).
-  EXPECT_EQ(infer_reason_kind("out of memory: does not fit", ReasonKind::unsupported), ReasonKind::oom);
-  EXPECT_EQ(infer_reason_kind("tf32 needs 8.0", ReasonKind::unsupported), ReasonKind::unsupported);
 }
 
 TEST(Record, ReasonKindAndPrimaryMetricAreWritten) {

@@ -53,11 +53,6 @@ std::optional<ReasonKind> parse_reason_kind(const std::string& s) {
   return std::nullopt;
 }
 
-ReasonKind infer_reason_kind(const std::string& reason, ReasonKind fallback) {
-  if (reason.rfind("out of memory", 0) == 0) return ReasonKind::oom;
-  return fallback;
-}
-
 Outcome outcome_of(const std::exception& e) {
   if (const auto* c = dynamic_cast<const CudaError*>(&e); c && c->out_of_memory())
     return {Status::skipped, ReasonKind::oom, std::string("out of memory: ") + e.what()};

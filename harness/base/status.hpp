@@ -33,11 +33,6 @@ const char* to_string(ReasonKind k);
 std::optional<Status> parse_status(const std::string& s);
 std::optional<ReasonKind> parse_reason_kind(const std::string& s);
 
-// The kind a reason's text implies: oom for "out of memory..." , else `fallback`. Only for callers
-// not yet given a kind (the one-argument CaseContext::skip, kept for benchmarks/conv and
-// benchmarks/train_dp; run/run_plan's reading of an Availability's reason): every other skip and
-// failure names its kind, and records never read meaning from text.
-ReasonKind infer_reason_kind(const std::string& reason, ReasonKind fallback);
 
 // What an exception out of a case means for its record: out of device memory is a skipped case
 // (it does not fit), anything else a failure. The one mapping from errors to statuses.
