@@ -46,11 +46,11 @@ class Estimator {
   // for memory ends its sweep (stop_sweep), else the first ok record's primary figure is a point
   // of it (observe).
   void learn(size_t i, const std::vector<nlohmann::json>& records, double took_s);
-  // The predicted seconds of the units not done yet: each kind's prior scaled by that kind's
-  // measured pace (actual / prior of its done units; in a sweep, of the sweep's own done units);
-  // a kind not seen yet by the pace of its
-  // family's kinds (the part of its name before '/'), else by the pace of all done units, shrunk
-  // towards 1 while few are done. Units past their sweep's (predicted) end count nothing.
+  // The predicted seconds of the units not done yet: each unit's prior scaled by a pace, (actual
+  // + c) / (prior + c) over done units (c: 5% of the run's prior, at most 20 s, so that a pace is
+  // trusted by the predicted seconds it has seen) -- of its sweep's units where it is in a sweep
+  // with some done, else of its kind's, else of its family's (the kinds sharing the part of its
+  // name before '/'), else of all units. Units past their sweep's (predicted) end count nothing.
   double remaining_s() const;
   // The predicted seconds of unit i (calibrated as remaining_s does; 0 when it is predicted not
   // to run: past its sweep's predicted or actual end).
