@@ -7,7 +7,8 @@
 // built in now) and Estimator would have printed it, step by step from the file's records (their
 // times, skips and figures), written as a copy of the file whose records' progress.left_s is the
 // replayed one (scripts/dev/estimate_table.py reads it). A replay of the run a fit was made from
-// is no test of that fit.
+// is no test of that fit. With --costs FILE: that costs.json (fit_costs.py's output) instead of the
+// built-in one, so that a fit made without a run can be tested on it (scripts/dev/estimate_holdout.py).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -101,18 +102,36 @@ int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::ma
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "--replay")) {
-    std::cerr << "usage: nodebench_cost_probe RESULT.json [--replay OUT.json]\n";
+  std::string result, replay_out, costs_file;
+  bool usage_ok = argc >= 2;
+  for (int i = 1; i < argc && usage_ok; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--replay" || a == "--costs") && i + 1 < argc) (a == "--replay" ? replay_out : costs_file) = argv[++i];
+    else if (a.rfind("--", 0) != 0 && result.empty()) result = a;
+    else usage_ok = false;
+  }
+  if (!usage_ok || result.empty()) {
+    std::cerr << "usage: nodebench_cost_probe RESULT.json [--replay OUT.json] [--costs costs.json]\n";
     return 2;
   }
-  std::ifstream f(argv[1]);
+  if (!costs_file.empty()) {
+    try {
+      std::ifstream cf(costs_file);
+      if (!cf) throw std::runtime_error("cannot be read");
+      use_costs(json::parse(cf));
+    } catch (const std::exception& e) {
+      std::cerr << "nodebench_cost_probe: " << costs_file << ": not a costs file: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  std::ifstream f(result);
   json doc;
   try {
     doc = json::parse(f);
     if (!doc.contains("records") || doc.value("environment", json::object()).value("gpus", json::array()).empty())
       throw std::runtime_error("no records, or no GPU in its environment");
   } catch (const std::exception& e) {
-    std::cerr << "nodebench_cost_probe: " << argv[1] << ": not a result file: " << e.what() << "\n";
+    std::cerr << "nodebench_cost_probe: " << result << ": not a result file: " << e.what() << "\n";
     return 2;
   }
   const GpuInfo gpu = gpu_of(doc.at("environment").at("gpus").at(0));
@@ -122,9 +141,14 @@ int main(int argc, char** argv) {
   if (o.value("min_samples", json()).is_number()) cfg.min_samples = o["min_samples"].get<size_t>();
   std::map<std::string, const Case*> by_id;
   const std::vector<Case> quick = select_cases(Suite::quick, {}, ""), full = select_cases(Suite::full, {}, "");
-  for (const auto* list : {&full, &quick})
+  // The file's own suite first: a case id can be in both, with another cost (the quick suite's
+  // train cases search from their own batch and run on fewer GPUs).
+  const bool quick_first = o.value("suite", json()).is_string() && o["suite"].get<std::string>() == "quick";
+  const std::vector<const std::vector<Case>*> lists =
+      quick_first ? std::vector<const std::vector<Case>*>{&quick, &full} : std::vector<const std::vector<Case>*>{&full, &quick};
+  for (const auto* list : lists)
     for (const Case& c : *list) by_id.emplace(c.id(), &c);
-  if (argc == 4) return replay(doc, gpu, cfg, by_id, argv[3]);
+  if (!replay_out.empty()) return replay(doc, gpu, cfg, by_id, replay_out);
   for (const json& r : doc.at("records")) {
     auto it = by_id.find(r.value("id", ""));
     if (it == by_id.end() || !r.value("duration_s", json()).is_number()) continue;

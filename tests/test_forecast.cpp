@@ -81,6 +81,21 @@ TEST(Forecast, WavesCostTheirSlowestStepAndHostCasesRunOncePerGpu) {
   EXPECT_DOUBLE_EQ(forecast(one), 12.0 + 4.0 + 5.0);
 }
 
+TEST(Forecast, ACaseItsGpuCannotRunCostsNothing) {
+  Case runs = fixed("train", "a", 1, 2), cannot = fixed("train", "b", 1, 2);
+  cannot.available = [](const GpuInfo& g) {
+    return g.cc() >= 70 ? Availability::no("needs a GPU below 7.0") : Availability::yes();
+  };
+  const GpuInfo g = h200(0);
+  double model = -1;
+  EXPECT_DOUBLE_EQ(case_cost(cannot, &g, MeasureConfig{}, 1, &model).total(), 0.0);
+  EXPECT_DOUBLE_EQ(model, 0.0);
+  EXPECT_DOUBLE_EQ(case_cost(runs, &g, MeasureConfig{}, 1, &model).total(), 3.0);
+  EXPECT_DOUBLE_EQ(model, 3.0);
+  // The forecast of both: only the one that runs.
+  EXPECT_DOUBLE_EQ(forecast(plan_on({runs, cannot}, 1)), 3.0);
+}
+
 TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {
   const std::vector<Case> full = select_cases(Suite::full, {}, "");
   const double one = forecast(plan_on(full, 1));

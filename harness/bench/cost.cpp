@@ -19,9 +19,18 @@ namespace {
 // round trips; the fit per kind corrects it.
 constexpr double kSampleOverheadS = 2e-4;
 
-const std::map<std::string, CostFit>& builtin_fits() {
-  static const std::map<std::string, CostFit> fits = parse_cost_fits(nlohmann::json::parse(kBuiltinCostsJson));
-  return fits;
+// The costs document in use: the built-in one unless use_costs replaced it (a developer tool's
+// replay of an earlier run with another fit).
+struct Costs {
+  std::map<std::string, CostFit> fits;
+  std::map<std::string, int64_t> stops;
+};
+Costs& costs() {
+  static Costs c = [] {
+    const nlohmann::json doc = nlohmann::json::parse(kBuiltinCostsJson);
+    return Costs{parse_cost_fits(doc), parse_sweep_stops(doc)};
+  }();
+  return c;
 }
 
 }  // namespace
@@ -73,7 +82,7 @@ std::map<std::string, CostFit> parse_cost_fits(const nlohmann::json& doc) {
 }
 
 std::optional<CostFit> cost_fit(const std::string& kind) {
-  const auto& fits = builtin_fits();
+  const auto& fits = costs().fits;
   auto it = fits.find(kind);
   if (it == fits.end()) it = fits.find(kind.substr(0, kind.find('/')));  // the family's fit
   if (it == fits.end()) return std::nullopt;
@@ -93,11 +102,16 @@ std::map<std::string, int64_t> parse_sweep_stops(const nlohmann::json& doc) {
 }
 
 std::optional<int64_t> sweep_last_batch(const std::string& sweep) {
-  static const std::map<std::string, int64_t> stops = parse_sweep_stops(nlohmann::json::parse(kBuiltinCostsJson));
+  const std::map<std::string, int64_t>& stops = costs().stops;
   auto it = stops.find(sweep);
   if (it == stops.end()) it = stops.find(sweep.substr(0, sweep.find('/')));
   if (it == stops.end()) return std::nullopt;
   return it->second;
+}
+
+void use_costs(const nlohmann::json& doc) {
+  Costs c{parse_cost_fits(doc), parse_sweep_stops(doc)};
+  costs() = std::move(c);
 }
 
 CaseCost apply_fit(CaseCost k) {

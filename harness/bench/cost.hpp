@@ -52,6 +52,9 @@ std::map<std::string, CostFit> parse_cost_fits(const nlohmann::json& doc);
 std::optional<int64_t> sweep_last_batch(const std::string& sweep);
 // Parses the "sweeps" of a costs.json document (tests).
 std::map<std::string, int64_t> parse_sweep_stops(const nlohmann::json& doc);
+// Replaces the built-in costs document by `doc` for the rest of the process (a developer tool
+// replaying a run with another fit; not thread-safe). Throws nb::Error on a bad one.
+void use_costs(const nlohmann::json& doc);
 // `k` (model seconds) made predicted seconds by its kind's fit: the fixed seconds added to the
 // setup, both parts scaled.
 CaseCost apply_fit(CaseCost k);

@@ -72,6 +72,13 @@ std::vector<Step> schedule(const Plan& plan) {
 }
 
 CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s) {
+  // A case its GPU cannot run is skipped before any work: it costs nothing (no fit's fixed seconds).
+  if (gpu && c.available && !c.available(*gpu).ok) {
+    CaseCost none;
+    none.kind = c.family;
+    if (model_s) *model_s = 0;
+    return none;
+  }
   CaseCost k = c.cost && gpu ? c.cost(CostInput{*gpu, cfg, std::max(gpus, 1)}) : default_case_cost(c, cfg);
   if (k.kind.empty()) k.kind = c.family;
   if (model_s) *model_s = k.total();

@@ -28,8 +28,13 @@ CALIBRATE=${CALIBRATE:-'^(train/resnet50/fp32/nchw/b(8|64|256)|train/resnet50/fp
 # The committed runs the fit starts from (fit_costs pools their points with the calibration run's).
 OLD_RUNS=(results/h200/2026-12-02-full-suite/full.json results/h200/2026-12-02-refactor-quick/quick-after.json)
 STEPS=(build calibrate fit full wait report gputests quick-before quick-after quick-before2 quick-report)
+# SESSION_STEPS (a space list) runs other steps of these, in its order; the peer-* steps (not in the
+# default list) run scripts/dev/gpu_session.sh train-fused for one case each (TRAIN_FUSED_TESTS=0):
+# the fused step against every PyTorch mode, alternated.
+[ -n "${SESSION_STEPS:-}" ] && read -r -a STEPS <<< "$SESSION_STEPS"
 declare -A NEED=([build]=150 [calibrate]=200 [fit]=60 [full]=30 [wait]=60 [report]=20 [gputests]=420
-                 [quick-before]=100 [quick-after]=100 [quick-before2]=100 [quick-report]=20)
+                 [quick-before]=100 [quick-after]=100 [quick-before2]=100 [quick-report]=20
+                 [peer-fp16-b64]=200 [peer-fp16-b256]=200 [peer-fp16-b1024]=300 [peer-tf32-b256]=270)
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
 RUN=$(( $(cat "$S/runs" 2>/dev/null || echo 0) + 1 )); echo $RUN > "$S/runs"
@@ -40,9 +45,11 @@ log() { echo "== [run $RUN, $(elapsed) s] $*" | tee -a "$LOG"; }
 done_step() { [ -f "$S/done.$1" ]; }
 full_running() { [ -f "$S/full.pid" ] && kill -0 "$(cat "$S/full.pid")" 2>/dev/null; }
 
-step_build() {
+step_build() {  # BUILD_TARGETS: a space list of targets (default: every target)
+  local targets=()
+  [ -n "${BUILD_TARGETS:-}" ] && read -r -a targets <<< "$BUILD_TARGETS" && targets=(--target "${targets[@]}")
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$S/build.log" 2>&1 &&
-    cmake --build build -j "$(nproc)" >> "$S/build.log" 2>&1 || { grep -E "error" "$S/build.log" | head; return 1; }
+    cmake --build build -j "$(nproc)" "${targets[@]}" >> "$S/build.log" 2>&1 || { grep -E "error" "$S/build.log" | head; return 1; }
   grep -E "nodebench: (MPI|NCCL|cuDNN|RE2|libjpeg|nvJPEG)" "$S/build.log" | tee -a "$LOG"
 }
 step_calibrate() {
@@ -56,8 +63,8 @@ step_fit() {
   cp harness/profiles/costs.json "$BOX/costs.json"
   cmake --build build -j "$(nproc)" --target nodebench >> "$S/build.log" 2>&1
 }
-step_full() {
-  if python3 - "$S/calibrate.json" <<'PY'; then
+step_full() {  # after the calibration run, when there was one, only if its training-step cases ran
+  if [ ! -f "$S/calibrate.json" ] || python3 - "$S/calibrate.json" <<'PY'; then
 import json, sys
 bad = [r["id"] for r in json.load(open(sys.argv[1]))["records"] if r["family"] == "train" and r["status"] in ("failed", "wrong")]
 print("calibration: training-step cases failed or wrong: " + ", ".join(bad) if bad else "calibration: training-step cases ok")
@@ -112,6 +119,23 @@ step_quick_before2() { quick before2; }
 step_quick_report() {
   python3 scripts/dev/estimate_table.py "$S/quick-after.json" | tee "$BOX/estimate_quick.txt" | tee -a "$LOG"
 }
+
+peer() {  # peer SPEC TAG: gpu_session.sh train-fused for TRAIN_FUSED_CASES=SPEC in what is left of the budget
+  local spec=$1 tag=$2 o=$S/peer_$2 r
+  mkdir -p "$o"
+  OUT=$o RAW=$S/raw_peer_$tag REBUILD=0 BUDGET_S=$(( BUDGET_S - $(elapsed) - 10 )) TRAIN_FUSED_TESTS=0 \
+    TRAIN_FUSED_CASES=$spec TRAIN_FUSED_NEED=60 bash scripts/dev/gpu_session.sh train-fused > "$S/peer_$tag.log" 2>&1
+  r=$?
+  tail -n 8 "$o/session.log" 2>/dev/null | cut -c1-200 | tee -a "$LOG"
+  [ -f "$o/session.log" ] && cp "$o/session.log" "$BOX/peer_${tag}_session.log"
+  [ -f "$o/train_fused_ratio.json" ] && cp "$o/train_fused_ratio.json" "$BOX/peer_${tag}_ratio.json"
+  (cd "$S/raw_peer_$tag" 2>/dev/null && tar czf "$BOX/peer_${tag}_raw.tar.gz" --exclude='*.pt' . 2>/dev/null)
+  return $r
+}
+step_peer_fp16_b64() { peer fp16/nhwc:64 fp16_b64; }
+step_peer_fp16_b256() { peer fp16/nhwc:256 fp16_b256; }
+step_peer_fp16_b1024() { peer fp16/nhwc:1024 fp16_b1024; }
+step_peer_tf32_b256() { peer tf32/nchw+nhwc:256 tf32_b256; }
 
 rc=0
 for s in "${STEPS[@]}"; do

@@ -61,6 +61,10 @@ check "it leaves the build for the next run" grep -q "build: left for the next r
 check "the second run is run 2" grep -q "run 2," "$tmp/fs2.out"
 check "OUT holds only the runs' logs" test "$(find "$tmp/fout" -type f | wc -l)" = 2
 check "nothing was built" test ! -e "$tmp/fs/done.build"
+# SESSION_STEPS picks the steps: the first one named is the one left for the next run.
+NB_SESSION_DIR="$tmp/fs2" BUDGET_S=10 OUT="$tmp/fout2" SESSION_STEPS="peer-tf32-b256 build" bash "$fs" > "$tmp/fs3.out" 2>&1
+check "SESSION_STEPS: its first step is the one left" grep -q "peer-tf32-b256: left for the next run (needs 270 s)" "$tmp/fs3.out"
+check "SESSION_STEPS: the steps not named are not left" bash -c "! grep -q 'calibrate' '$tmp/fs3.out'"
 
 if [ "$fails" = 0 ]; then echo "scripts_test: all passed"; exit 0; fi
 echo "scripts_test: $fails check(s) failed"; exit 1
