@@ -50,14 +50,17 @@ TEST(Estimator, ASmallCaseHardlyMovesTheEstimateOfLargeOnes) {
   EXPECT_NEAR(q.predicted_s(1), 9 * 3.5 / 1.5, 1e-9);
 }
 
-TEST(Estimator, AKindNotSeenYetTakesItsFamilysPaceElseThatOfAll) {
+TEST(Estimator, AKindNotSeenYetTakesItsFamilysPaceElseItsOwnPrior) {
   Estimator e({{"train/fp32", 100}, {"train/fp16", 50}, {"gemm", 10}, {"peak", 10}});
   e.done(0, 300.0);
-  // train/fp16 not seen: its family train's pace; peak not seen and in no family: the pace of all.
+  // train/fp16 not seen: its family train's pace; peak not seen and in no family: its prior as it
+  // is, however slow the training step and the GEMMs ran.
   EXPECT_NEAR(e.predicted_s(1), 50 * shrunk(300, 100, 170), 1e-9);
-  e.done(2, 10.0);
-  EXPECT_NEAR(e.predicted_s(3), 10 * shrunk(310, 110, 170), 1e-9);
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 10.0);
+  e.done(2, 30.0);
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 10.0);
   EXPECT_FALSE(e.pace("peak").has_value());
+  EXPECT_NEAR(e.remaining_s(), 50 * shrunk(300, 100, 170) + 10.0, 1e-9);
 }
 
 TEST(Estimator, ASweepIsPacedByItsOwnCasesAndEndsWhereItStops) {

@@ -234,7 +234,9 @@ enum class Search { full, seeded, none };
 CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, Search searched) {
   const GpuInfo& g = in.gpu;
   CaseCost k;
-  k.kind = std::string("train/") + P.name;
+  // cuDNN's whole search (a series' first batch) grows with the batch far beyond what its runs
+  // of the pass's own time say (the slow algorithms it tries): a kind of its own, fitted apart.
+  k.kind = std::string("train/") + P.name + (searched == Search::full ? "/full_search" : "");
   k.sweep = std::string("train/") + P.name + "/" + (nhwc ? "nhwc" : "nchw");
   k.batch = batch;
   // A batch the memory plan puts over the device, or that cuDNN cannot describe, is skipped
@@ -242,8 +244,12 @@ CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch
   if (train::skipped_unrun(P, g, batch)) return k;
   const double compute = train::step_compute_s(P, g, batch);
   const double step = train::step_s(P, g, batch), eager = train::eager_step_s(P, g, batch);
-  const double runs = searched == Search::full ? kFullSearchRuns : searched == Search::seeded ? kSeededSearchRuns : 0;
-  k.setup_s = runs * compute + kUntimedSteps * step + kHostIssueSteps * eager + std::max(0.3, eager);
+  // The whole search times the slow algorithms too (at the CUDA cores' pace); a seeded one times a
+  // few fast candidates.
+  const double search = searched == Search::full     ? kFullSearchRuns * std::max(compute, train::step_compute_cuda_cores_s(g, batch))
+                        : searched == Search::seeded ? kSeededSearchRuns * compute
+                                                     : 0.0;
+  k.setup_s = search + kUntimedSteps * step + kHostIssueSteps * eager + std::max(0.3, eager);
   k.sample_s = sampling_s(in.cfg, step);
   return k;
 }

@@ -122,11 +122,6 @@ std::optional<double> Estimator::pace(const std::string& kind) const {
 
 double Estimator::shrunk_(double actual, double prior) const { return (actual + shrink_s_) / (prior + shrink_s_); }
 
-double Estimator::overall_pace() const {
-  if (all_.n == 0 || all_.prior <= 0) return 1.0;
-  return shrunk_(all_.actual, all_.prior);
-}
-
 double Estimator::predicted_s(size_t i) const {
   const CostUnit& u = units_.at(i);
   if (!expected_to_run(i)) return 0;
@@ -136,9 +131,10 @@ double Estimator::predicted_s(size_t i) const {
     if (const Sweep& sw = sweeps_.at(u.sweep); sw.prior > 0) p = shrunk_(sw.actual, sw.prior);
   if (!p) p = pace(u.kind);
   // A kind not seen yet: the pace of its family's kinds ("train/tf32" -> every "train/..." done),
-  // which share its model, else of all units.
+  // which share its model, else its own prior: the fit per kind, made from earlier runs. (Not the
+  // pace of all units: a GEMM or a training step slower than its fit says nothing of a copy.)
   if (!p) p = family_pace(u.kind);
-  return u.prior_s * (p ? *p : overall_pace());
+  return u.prior_s * p.value_or(1.0);
 }
 
 std::optional<double> Estimator::family_pace(const std::string& kind) const {

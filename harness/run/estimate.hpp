@@ -50,7 +50,8 @@ class Estimator {
   // + c) / (prior + c) over done units (c: 5% of the run's prior, at most 20 s, so that a pace is
   // trusted by the predicted seconds it has seen) -- of its sweep's units where it is in a sweep
   // with some done, else of its kind's, else of its family's (the kinds sharing the part of its
-  // name before '/'), else of all units. Units past their sweep's (predicted) end count nothing.
+  // name before '/'), else its prior as it is (a kind's fit says more of it than other kinds' paces
+  // do). Units past their sweep's (predicted) end count nothing.
   double remaining_s() const;
   // The predicted seconds of unit i (calibrated as remaining_s does; 0 when it is predicted not
   // to run: past its sweep's predicted or actual end).
@@ -65,7 +66,6 @@ class Estimator {
   std::optional<double> pace(const std::string& kind) const;
 
  private:
-  double overall_pace() const;
   double shrunk_(double actual, double prior) const;  // a pace trusted by the prior seconds it has seen
   double shrink_s_ = 20;
   std::optional<double> family_pace(const std::string& kind) const;

@@ -11,6 +11,10 @@ double step_compute_s(const cudnn::Prec& P, const GpuInfo& g, int64_t batch) {
   return cudnn::conv_op_s(P, g, 3.0 * resnet50::net().forward_flops_per_image() * double(batch));
 }
 
+double step_compute_cuda_cores_s(const GpuInfo& g, int64_t batch) {
+  return op_seconds(g, "fp32_tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12);
+}
+
 double step_s(const cudnn::Prec& P, const GpuInfo& g, int64_t batch) {
   return kStepKernels * kKernelFloorS + step_compute_s(P, g, batch);
 }

@@ -15,6 +15,9 @@ constexpr double kHostCallS = 20e-6;
 
 // The step's arithmetic (forward and backward) at the GPU's peak for P.
 double step_compute_s(const cudnn::Prec& P, const GpuInfo& g, int64_t batch);
+// The same convolutions at the GPU's FP32 CUDA-core rate: the pace of the slow algorithms cuDNN's
+// whole search tries besides the tensor-core ones (the model of that search; fitted per kind).
+double step_compute_cuda_cores_s(const GpuInfo& g, int64_t batch);
 // The step as one CUDA graph, and issued call by call (the host's cost or the GPU's, the larger).
 double step_s(const cudnn::Prec& P, const GpuInfo& g, int64_t batch);
 double eager_step_s(const cudnn::Prec& P, const GpuInfo& g, int64_t batch);
