@@ -9,6 +9,7 @@
 // replayed one (scripts/dev/estimate_table.py reads it). A replay of the run a fit was made from
 // is no test of that fit. With --costs FILE: that costs.json (fit_costs.py's output) instead of the
 // built-in one, so that a fit made without a run can be tested on it (scripts/dev/estimate_holdout.py).
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -67,13 +68,34 @@ std::vector<ReplayStep> steps_of(const json& doc) {
   return steps;
 }
 
+// A record's case in this build: by its id, else (the input family's CPU cases are named by the
+// core count of the machine that ran them, "c16") the case of this machine whose id differs only in
+// that count.
+std::map<std::string, const Case*>::const_iterator find_case(const std::map<std::string, const Case*>& by_id,
+                                                             const std::string& id) {
+  auto it = by_id.find(id);
+  if (it != by_id.end()) return it;
+  auto stem = [](const std::string& s) {
+    const size_t slash = s.rfind('/');
+    if (slash == std::string::npos || slash + 2 > s.size() || s[slash + 1] != 'c') return std::string();
+    for (size_t k = slash + 2; k < s.size(); ++k)
+      if (!std::isdigit(static_cast<unsigned char>(s[k]))) return std::string();
+    return s.substr(0, slash);
+  };
+  const std::string want = stem(id);
+  if (want.empty()) return by_id.end();
+  for (auto c = by_id.begin(); c != by_id.end(); ++c)
+    if (stem(c->first) == want) return c;
+  return by_id.end();
+}
+
 int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::map<std::string, const Case*>& by_id,
            const std::string& out) {
   const std::vector<ReplayStep> steps = steps_of(doc);
   std::vector<CostUnit> units;
   for (const ReplayStep& st : steps) {
     const json& r = st.records.front();
-    auto it = by_id.find(r.value("id", ""));
+    auto it = find_case(by_id, r.value("id", ""));
     CostUnit u;
     if (it != by_id.end()) {
       const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
@@ -150,7 +172,7 @@ int main(int argc, char** argv) {
     for (const Case& c : *list) by_id.emplace(c.id(), &c);
   if (!replay_out.empty()) return replay(doc, gpu, cfg, by_id, replay_out);
   for (const json& r : doc.at("records")) {
-    auto it = by_id.find(r.value("id", ""));
+    auto it = find_case(by_id, r.value("id", ""));
     if (it == by_id.end() || !r.value("duration_s", json()).is_number()) continue;
     const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
     double model = 0;

@@ -94,6 +94,11 @@ TEST(Forecast, ACaseItsGpuCannotRunCostsNothing) {
   EXPECT_DOUBLE_EQ(model, 3.0);
   // The forecast of both: only the one that runs.
   EXPECT_DOUBLE_EQ(forecast(plan_on({runs, cannot}, 1)), 3.0);
+  // A multi-GPU case that needs two GPUs: nothing on one, its cost on two.
+  Case pair = fixed("nccl", "p", 1, 1, false, true);
+  pair.min_gpus = 2;
+  EXPECT_DOUBLE_EQ(case_cost(pair, &g, MeasureConfig{}, 1).total(), 0.0);
+  EXPECT_DOUBLE_EQ(case_cost(pair, &g, MeasureConfig{}, 2).total(), 3.0);
 }
 
 TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {

@@ -174,6 +174,11 @@ Case cpu_case(const std::string& layout, const std::string& dtype, const std::st
   c.params = {{"layout", layout}, {"dtype", dtype}, {"placement", placement}};
   if (placement == "spread") c.params["cores"] = cores;
   c.host_only = true;
+  // Known before the run (and so costed at nothing by the estimate of time left).
+  c.available = [](const GpuInfo&) {
+    return jpeg_built() ? Availability::yes()
+                        : Availability::no("built without libjpeg-turbo (" + jpeg_missing() + ")", ReasonKind::not_built);
+  };
   c.run = [=](CaseContext& ctx) { run_cpu(ctx, parse_layout(layout), parse_dtype(dtype), placement, cores); };
   return c;
 }

@@ -73,7 +73,7 @@ std::vector<Step> schedule(const Plan& plan) {
 
 CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s) {
   // A case its GPU cannot run is skipped before any work: it costs nothing (no fit's fixed seconds).
-  if (gpu && c.available && !c.available(*gpu).ok) {
+  if ((gpu && c.available && !c.available(*gpu).ok) || (c.multi_gpu && gpus < c.min_gpus)) {
     CaseCost none;
     none.kind = c.family;
     if (model_s) *model_s = 0;
