@@ -15,6 +15,7 @@
 #include "input/images.hpp"
 #include "input/jpeg_codec.hpp"
 #include "base/error.hpp"
+#include "bench/benchmark.hpp"
 
 using namespace nb::input;
 namespace fs = std::filesystem;
@@ -339,4 +340,30 @@ TEST(InputPool, WorkersDecodeAndCount) {
   } catch (const nb::Error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot pin a worker to CPU"), std::string::npos) << e.what();
   }
+}
+
+// The CPU cases say before the run whether this build can run them (so that a plan costs a case
+// it will skip at nothing): available exactly when libjpeg-turbo was built in, else skipped as
+// not_built with the reason.
+TEST(InputCases, CpuCasesAreAvailableExactlyWhenTheCodecIsBuilt) {
+  const nb::Family* input = nullptr;
+  for (const auto& f : nb::family_registry())
+    if (f->name() == "input") input = f.get();
+  ASSERT_NE(input, nullptr);
+  nb::GpuInfo g;
+  g.cc_major = 9;
+  int cpu_cases = 0;
+  for (nb::Suite suite : {nb::Suite::quick, nb::Suite::full})
+    for (const nb::Case& c : input->cases(suite)) {
+      if (c.name.rfind("cpu/", 0) != 0) continue;
+      ++cpu_cases;
+      ASSERT_TRUE(bool(c.available)) << c.name;
+      const nb::Availability a = c.available(g);
+      EXPECT_EQ(a.ok, jpeg_built()) << c.name;
+      if (!a.ok) {
+        EXPECT_EQ(a.kind, nb::ReasonKind::not_built) << c.name;
+        EXPECT_NE(a.reason.find("libjpeg-turbo"), std::string::npos) << a.reason;
+      }
+    }
+  EXPECT_GT(cpu_cases, 1);
 }
