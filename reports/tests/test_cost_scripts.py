@@ -133,3 +133,22 @@ def test_an_unreadable_file_is_refused_with_exit_2(tmp_path, capsys):
     assert _load("estimate_table").main([str(tmp_path / "missing.json")]) == 2
     assert _load("fit_costs").main([str(bad)]) == 2
     assert "cannot read a result file" in capsys.readouterr().err
+
+
+def test_the_holdout_refuses_what_it_cannot_run_with_exit_2(tmp_path, capsys):
+    ho = _load("estimate_holdout")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("{}")
+    b.write_text("{}")
+    probe = tmp_path / "probe"
+    probe.write_text("#!/bin/sh\nexit 0\n")
+    probe.chmod(0o755)
+    # One run: nothing to fit it from.
+    assert ho.main(["--probe", str(probe), str(a)]) == 2
+    assert "at least two result files" in capsys.readouterr().err
+    # No probe program.
+    assert ho.main(["--probe", str(tmp_path / "none"), str(a), str(b)]) == 2
+    assert "no such program" in capsys.readouterr().err
+    # A run that is not there.
+    assert ho.main(["--probe", str(probe), str(a), str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
