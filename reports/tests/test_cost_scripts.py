@@ -152,3 +152,34 @@ def test_the_holdout_refuses_what_it_cannot_run_with_exit_2(tmp_path, capsys):
     # A run that is not there.
     assert ho.main(["--probe", str(probe), str(a), str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def _train_rec(rid, ms, fused, source):
+    return {"id": rid, "family": "train", "status": "ok", "metrics": {"step_time_ms": ms},
+            "details": {"fusion": {"fused_layers": fused}, "algorithms": [{"fwd_source": source}]}}
+
+
+def test_seeded_vs_cache_pairs_the_same_path_only(tmp_path, capsys):
+    import io
+    import tarfile
+    svc = _load("seeded_vs_cache")
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps({"records": [_train_rec("train/a", 10.0, 49, "search"),
+                                            _train_rec("train/b", 20.0, 49, "memo")]}))
+    peer = {"records": [_train_rec("train/a", 9.0, 49, "file"),    # paired: 0.9
+                        _train_rec("train/a", 12.0, 0, "file"),    # the unfused step: not paired
+                        _train_rec("train/b", 21.0, 49, "search"),  # not from the cache: not paired
+                        _train_rec("train/c", 5.0, 49, "file")]}   # not in the full run
+    tgz = tmp_path / "peer_raw.tar.gz"
+    data = json.dumps(peer).encode()
+    with tarfile.open(tgz, "w:gz") as t:
+        info = tarfile.TarInfo("./tf_nb_x_fused_eager.json")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    assert svc.main([str(full), str(tgz)]) == 0
+    out = capsys.readouterr().out
+    assert "1 records: cache / seeded from 0.9000 to 0.9000" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert svc.main([str(bad), str(tgz)]) == 2
+    assert svc.main([str(full), str(tmp_path / "none.tar.gz")]) == 2
