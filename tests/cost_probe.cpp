@@ -9,6 +9,7 @@
 // replayed one (scripts/dev/estimate_table.py reads it). A replay of the run a fit was made from
 // is no test of that fit. With --costs FILE: that costs.json (fit_costs.py's output) instead of the
 // built-in one, so that a fit made without a run can be tested on it (scripts/dev/estimate_holdout.py).
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -97,7 +98,12 @@ int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::ma
     const json& r = st.records.front();
     auto it = find_case(by_id, r.value("id", ""));
     CostUnit u;
-    if (it != by_id.end()) {
+    // A case that machine's build did not have was known before the run to cost nothing there
+    // (Case::available), whatever this build has.
+    const bool not_built = std::all_of(st.records.begin(), st.records.end(), [](const json& x) {
+      return x.value("status", "") == "skipped" && x.value("reason_kind", json()) == "not_built";
+    });
+    if (it != by_id.end() && !not_built) {
       const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
       const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &u.model_s);
       u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch;
