@@ -25,11 +25,9 @@ struct Costs {
   std::map<std::string, CostFit> fits;
   std::map<std::string, int64_t> stops;
 };
+Costs costs_of(const nlohmann::json& doc) { return Costs{parse_cost_fits(doc), parse_sweep_stops(doc)}; }
 Costs& costs() {
-  static Costs c = [] {
-    const nlohmann::json doc = nlohmann::json::parse(kBuiltinCostsJson);
-    return Costs{parse_cost_fits(doc), parse_sweep_stops(doc)};
-  }();
+  static Costs c = costs_of(nlohmann::json::parse(kBuiltinCostsJson));
   return c;
 }
 
@@ -109,10 +107,7 @@ std::optional<int64_t> sweep_last_batch(const std::string& sweep) {
   return it->second;
 }
 
-void use_costs(const nlohmann::json& doc) {
-  Costs c{parse_cost_fits(doc), parse_sweep_stops(doc)};
-  costs() = std::move(c);
-}
+void use_costs(const nlohmann::json& doc) { costs() = costs_of(doc); }  // parsed whole before it replaces
 
 CaseCost apply_fit(CaseCost k) {
   const std::optional<CostFit> f = cost_fit(k.kind);
