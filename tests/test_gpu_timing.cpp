@@ -98,6 +98,28 @@ TEST_F(Gpu, RandomFillIsDeterministicInRangeAndNotZero) {
   EXPECT_NEAR(sumsq / n, 1.0 / 3.0, 0.02);  // variance 1/3
 }
 
+TEST_F(Gpu, WordFillWritesEveryWordOfItsFormulaPastOneGridStride) {
+  // More words than one launch's threads (65535 x 8 blocks of 256), so the stride loop is tested.
+  const size_t n = size_t(65535) * 8 * 256 + 1003;
+  const uint32_t mul = 2654435761u, mask = 0xA5A5A5A5u;
+  DeviceBuffer d(n * 4);
+  Stream s;
+  NB_CUDA(cudaMemset(d.get(), 0, n * 4));
+  kernels::launch_fill_words(s.get(), static_cast<uint32_t*>(d.get()), n - 1, mul, mask);  // the last word stays 0
+  NB_CUDA_LAUNCH();
+  s.sync();
+  std::vector<uint32_t> h(n);
+  NB_CUDA(cudaMemcpy(h.data(), d.get(), n * 4, cudaMemcpyDeviceToHost));
+  size_t bad = 0, first_bad = n;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const uint32_t want = uint32_t((uint64_t(i) * mul) % (uint64_t(1) << 32)) ^ mask;  // independent of the kernel's wrap
+    if (h[i] != want && bad++ == 0) first_bad = i;
+  }
+  EXPECT_EQ(bad, 0u) << "first wrong word at " << first_bad;
+  EXPECT_EQ(h[n - 1], 0u) << "wrote past n";
+  EXPECT_NE(h[1], h[2]);
+}
+
 TEST_F(Gpu, OutOfMemoryIsACatchableError) {
   try {
     DeviceBuffer huge(size_t(1) << 50);

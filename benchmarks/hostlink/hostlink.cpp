@@ -45,11 +45,22 @@ void add_link(CaseContext& ctx, double gbps) {
   }
 }
 
-uint32_t host_word(size_t i) { return uint32_t(i) * 2654435761u ^ 0xA5A5A5A5u; }
+// The source pattern: word i of every buffer. Made on the GPU (kernels::launch_fill_words), so
+// that a case's setup does not spend a host core's second on writing 1 GiB -- a cost that varied
+// with the host from run to run -- and checked on the host from this formula.
+constexpr uint32_t kWordMul = 2654435761u, kWordXor = 0xA5A5A5A5u;
+uint32_t host_word(size_t i) { return uint32_t(i) * kWordMul ^ kWordXor; }
 
-void fill_host(void* p, size_t bytes) {
-  auto* w = static_cast<uint32_t*>(p);
-  for (size_t i = 0; i < bytes / 4; ++i) w[i] = host_word(i);
+void fill_device(void* dev, size_t bytes, cudaStream_t st) {
+  kernels::launch_fill_words(st, static_cast<uint32_t*>(dev), bytes / 4, kWordMul, kWordXor);
+  NB_CUDA_LAUNCH();
+  NB_CUDA(cudaStreamSynchronize(st));
+}
+
+// A host buffer with the pattern: made in `dev` (which then holds it too) and copied over.
+void fill_host(void* host, void* dev, size_t bytes, cudaStream_t st) {
+  fill_device(dev, bytes, st);
+  NB_CUDA(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
 }
 
 std::string check_words(const void* host_or_null, const void* dev_or_null, size_t bytes) {
@@ -74,13 +85,9 @@ void run_one_way(CaseContext& ctx, const std::string& dir, const std::string& me
   HostBuffer host(kind, bytes, kind == HostMemKind::pinned ? node : std::nullopt);
   DeviceBuffer dev(bytes);
   const bool h2d = dir == "h2d";
-  if (h2d) fill_host(host.get(), bytes);
-  else {
-    // Device source holds the host pattern, so both directions verify the same way.
-    std::vector<uint32_t> tmp(bytes / 4);
-    for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = host_word(i);
-    NB_CUDA(cudaMemcpy(dev.get(), tmp.data(), bytes, cudaMemcpyHostToDevice));
-  }
+  // The source holds the pattern in both directions, so both verify the same way.
+  if (h2d) fill_host(host.get(), dev.get(), bytes, ctx.stream());
+  else fill_device(dev.get(), bytes, ctx.stream());
   if (kind == HostMemKind::pageable) ctx.mutable_config().timer = Timer::host;
   std::function<void(cudaStream_t)> launch;
   if (engine == "ce") {
@@ -119,8 +126,7 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
   const auto node = gpu_numa_node(g.pci_bus_id);
   HostBuffer hsrc(HostMemKind::pinned, bytes, node), hdst(HostMemKind::pinned, bytes, node);
   DeviceBuffer dsrc(bytes), ddst(bytes);
-  fill_host(hsrc.get(), bytes);
-  NB_CUDA(cudaMemcpy(dsrc.get(), hsrc.get(), bytes, cudaMemcpyHostToDevice));
+  fill_host(hsrc.get(), dsrc.get(), bytes, nullptr);  // both sources hold the pattern
   Stream a, b;
   Event start, end_h2d, end_d2h;
   std::vector<double> t_h2d, t_d2h;
@@ -178,8 +184,9 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
     PerGpu p;
     p.index = g->index;
     p.host = std::make_unique<HostBuffer>(HostMemKind::pinned, bytes, gpu_numa_node(g->pci_bus_id));
-    fill_host(p.host->get(), bytes);
     p.dev = std::make_unique<DeviceBuffer>(bytes);
+    fill_host(p.host->get(), p.dev->get(), bytes, nullptr);
+    NB_CUDA(cudaMemset(p.dev->get(), 0, bytes));  // the copies, not the fill, must put the pattern there
     p.stream = std::make_unique<Stream>();
     p.e0 = std::make_unique<Event>();
     p.e1 = std::make_unique<Event>();

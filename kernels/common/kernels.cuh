@@ -24,6 +24,11 @@ enum class FillType : int { f64, f32, f16, bf16, i8, fp8_e4m3 };
 // floats uniform in [-1, 1), int8 uniform in [-8, 8]. Deterministic for a given seed.
 void launch_fill_random(cudaStream_t stream, void* buf, size_t n, FillType type, uint64_t seed);
 
+// Writes n 32-bit words: word i = uint32(i) * mul ^ xor_mask (unsigned, wrapping). The host link
+// family's source pattern, made on the GPU so that a case's setup does not spend a second of one
+// host core writing 1 GiB (its verification recomputes words on the host).
+void launch_fill_words(cudaStream_t stream, uint32_t* buf, size_t n, uint32_t mul, uint32_t xor_mask);
+
 // Empty kernel, for launch-latency measurement and as a no-op timed region in tests.
 void launch_empty(cudaStream_t stream);
 

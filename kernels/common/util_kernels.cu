@@ -64,6 +64,11 @@ __global__ void fill_kernel(void* buf, size_t n, int type, uint64_t seed) {
   }
 }
 
+__global__ void fill_words_kernel(uint32_t* buf, size_t n, uint32_t mul, uint32_t xor_mask) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) buf[i] = uint32_t(i) * mul ^ xor_mask;
+}
+
 __global__ void empty_kernel() {}
 
 __global__ void sleep_kernel(uint64_t ns) {
@@ -92,6 +97,10 @@ void launch_l2_flush(cudaStream_t stream, void* buf, size_t bytes, uint32_t salt
 
 void launch_fill_random(cudaStream_t stream, void* buf, size_t n, FillType type, uint64_t seed) {
   fill_kernel<<<grid_for(n, 256), 256, 0, stream>>>(buf, n, static_cast<int>(type), seed);
+}
+
+void launch_fill_words(cudaStream_t stream, uint32_t* buf, size_t n, uint32_t mul, uint32_t xor_mask) {
+  fill_words_kernel<<<grid_for(n, 256), 256, 0, stream>>>(buf, n, mul, xor_mask);
 }
 
 void launch_empty(cudaStream_t stream) { empty_kernel<<<1, 1, 0, stream>>>(); }

@@ -58,6 +58,15 @@ def test_the_fit_is_least_squares_with_a_non_negative_fixed_part():
     fixed, scale = fc.fit([(1.0, 0.5), (2.0, 2.5), (4.0, 6.5), (8.0, 14.5)], 4)
     assert fixed == 0.0
     assert scale == pytest.approx((0.5 + 5 + 26 + 116) / (1 + 4 + 16 + 64))
+    # Model seconds that hardly vary (and a large case that was quick): the least-squares slope is
+    # negative, and the flat line at the mean (scale at its floor) fits far better than a line
+    # through the origin, whose error is worked out here.
+    pts = [(0.024, 0.2), (0.025, 3.0), (0.026, 0.3), (0.1, 0.4), (0.025, 0.5)]
+    fixed, scale = fc.fit(pts, 4)
+    assert scale == pytest.approx(fc.MIN_SCALE)
+    assert fixed == pytest.approx((4.4 - fc.MIN_SCALE * 0.2) / 5)
+    k0 = sum(m * d for m, d in pts) / sum(m * m for m, _ in pts)
+    assert sum((k0 * m - d) ** 2 for m, d in pts) > sum((fixed + scale * m - d) ** 2 for m, d in pts)
     # Too few points: the ratio of the totals.
     assert fc.fit([(1.0, 3.0), (3.0, 5.0)], 4) == (0.0, pytest.approx(2.0))
 
@@ -114,6 +123,27 @@ def test_a_kind_takes_its_points_from_the_newest_file_or_from_all(tmp_path):
     fc.main([str(old), str(new), "--out", str(out)])
     k = json.loads(out.read_text())["kinds"]["gemm"]
     assert k["scale"] == pytest.approx(3.5) and k["fixed_s"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_renew_takes_only_the_named_kinds_from_the_newest_file(tmp_path):
+    fc = _load("fit_costs")
+
+    def doc(gemm_scale, host_scale):
+        recs = []
+        for kind, scale in (("gemm", gemm_scale), ("hostlink/pinned", host_scale)):
+            recs += [{"id": f"{kind}/{m}", "status": "ok", "duration_s": scale * m,
+                      "progress": {"kind": kind, "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]
+        return {"records": recs}
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(doc(5.0, 6.0)))
+    new.write_text(json.dumps(doc(2.0, 1.5)))
+    out = tmp_path / "costs.json"
+    assert fc.main([str(old), str(new), "--renew", "hostlink", "--out", str(out)]) == 0
+    k = json.loads(out.read_text())["kinds"]
+    assert k["hostlink/pinned"]["scale"] == pytest.approx(1.5)  # the new file's points alone
+    assert k["hostlink"]["scale"] == pytest.approx(1.5)         # and so its family's fit
+    assert k["gemm"]["scale"] == pytest.approx(3.5)             # pooled: the mean line of 5m and 2m
+    assert k["gemm"]["points"] == 8 and k["hostlink/pinned"]["points"] == 4
 
 
 def test_the_last_steps_are_judged_in_seconds():

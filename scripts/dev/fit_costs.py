@@ -14,7 +14,8 @@ cases weigh most, as they do in a run's total), with fixed_s >= 0; a kind with f
 own takes it (bench/cost.hpp). And where each batch sweep stopped (or, in a run from before the
 plateau rule, would have): the estimate's prior for that sweep (bench/sweep.hpp).
 
-usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--out FILE] RESULT.json ...
+usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--out FILE] [--newest]
+       [--renew PREFIX ...] RESULT.json ...
 """
 import argparse
 import json
@@ -100,8 +101,14 @@ def fit(points, min_points):
         return 0.0, sd / sm
     scale = (n * smd - sm * sd) / den
     fixed = (sd - scale * sm) / n
-    if fixed < 0 or scale <= 0:  # through the origin instead
-        fixed, scale = 0.0, smd / smm
+    if fixed < 0 or scale <= 0:
+        # The best line on the edge of fixed >= 0, scale >= MIN_SCALE: through the origin, or the
+        # (near) flat line at the mean -- whichever leaves the smaller squared error. (Through the
+        # origin alone, a kind whose model seconds hardly vary got a steep line far from its mean.)
+        flat = (max(0.0, (sd - MIN_SCALE * sm) / n), MIN_SCALE)
+        origin = (0.0, max(smd / smm, MIN_SCALE))
+        sse = lambda f, k: sum((f + k * m - d) ** 2 for m, d in points)  # noqa: E731
+        fixed, scale = min(origin, flat, key=lambda fk: sse(*fk))
     return fixed, max(scale, MIN_SCALE)
 
 
@@ -116,9 +123,14 @@ def main(argv=None):
     ap.add_argument("--newest", action="store_true",
                     help="a kind's points from the last file that has it (give files of older code first), "
                          "instead of every file's points together")
+    ap.add_argument("--renew", action="append", default=[], metavar="PREFIX",
+                    help="the kinds whose name starts with PREFIX (a family whose cases changed since the older "
+                         "files: \"hostlink\") take their points from the last file that has them, as --newest does "
+                         "for every kind; the other kinds pool every file's points; may be repeated")
     a = ap.parse_args(argv)
     by_kind = defaultdict(list)
     by_sweep = defaultdict(list)
+    renewed = lambda kind: a.newest or any(kind.startswith(p) for p in a.renew)  # noqa: E731
     for path in a.files:
         try:
             rows = rows_of(path, a.probe)
@@ -128,14 +140,14 @@ def main(argv=None):
         for q in rows:
             if q.get("sweep"):
                 by_sweep[(path, q["sweep"])].append(q)
-        if a.newest:  # a kind's points from the last file given that has it (files of older code first)
-            mine = defaultdict(list)
-            for kind, m, d in points_of(rows):
-                mine[kind].append((m, d))
-            by_kind.update(mine)
-        else:
-            for kind, m, d in points_of(rows):
-                by_kind[kind].append((m, d))
+        mine = defaultdict(list)
+        for kind, m, d in points_of(rows):
+            mine[kind].append((m, d))
+        for kind, pts in mine.items():
+            if renewed(kind):  # this file's points replace the older files' (files of older code first)
+                by_kind[kind] = pts
+            else:
+                by_kind[kind] += pts
     for kind in [k for k in by_kind if "/" in k]:  # the family's fit too: what a kind without its own takes
         by_kind[kind.split("/")[0]] += by_kind[kind]
     kinds = {}

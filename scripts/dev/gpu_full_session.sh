@@ -25,15 +25,22 @@ mkdir -p "$S" "$OUT" "$BOX"
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 [ -d .deps/jpeg ] && export TURBOJPEG_ROOT=$PWD/.deps/jpeg
 CALIBRATE=${CALIBRATE:-'^(train/resnet50/fp32/nchw/b(8|64|256)|train/resnet50/fp32/nhwc/b(8|64)|train/resnet50/tf32/nhwc/b(8|256)|train/resnet50/fp16/nchw/b(8|256)|conv/resnet50/tf32/nchw/b32|conv/resnet50/fp16/nhwc/b(32|256))$'}
-# The committed runs the fit starts from (fit_costs pools their points with the calibration run's).
+# The committed runs the fit starts from (fit_costs pools their points with the calibration run's);
+# FIT_RUNS (a space list) names others, FIT_ARGS adds fit_costs.py options (--renew PREFIX: that
+# family's kinds from the calibration run alone, for a family whose cases changed since those runs).
 OLD_RUNS=(results/h200/2026-12-02-full-suite/full.json results/h200/2026-12-02-refactor-quick/quick-after.json)
+[ -n "${FIT_RUNS:-}" ] && read -r -a OLD_RUNS <<< "$FIT_RUNS"
+read -r -a FIT_ARGS <<< "${FIT_ARGS:-}"
 STEPS=(build calibrate fit full wait report gputests quick-before quick-after quick-before2 quick-report)
 # SESSION_STEPS (a space list) runs other steps of these, in its order; the peer-* steps (not in the
 # default list) run scripts/dev/gpu_session.sh train-fused for one case each (TRAIN_FUSED_TESTS=0):
-# the fused step against every PyTorch mode, alternated.
+# the fused step against every PyTorch mode, alternated; quick-after2 and quick-after3 run the quick
+# suite from this tree again, each in a new process; gtest runs build/tests/nodebench_gpu_tests
+# with GTEST_FILTER (build it: BUILD_TARGETS).
 [ -n "${SESSION_STEPS:-}" ] && read -r -a STEPS <<< "$SESSION_STEPS"
 declare -A NEED=([build]=150 [calibrate]=200 [fit]=60 [full]=30 [wait]=60 [report]=20 [gputests]=420
-                 [quick-before]=100 [quick-after]=100 [quick-before2]=100 [quick-report]=20
+                 [quick-before]=100 [quick-after]=100 [quick-after2]=100 [quick-after3]=100 [quick-before2]=100
+                 [quick-report]=20 [gtest]=60
                  [peer-fp16-b64]=200 [peer-fp16-b256]=200 [peer-fp16-b1024]=300 [peer-tf32-b256]=270)
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
@@ -58,9 +65,10 @@ step_calibrate() {
   cp "$S/calibrate.json" "$BOX/"
 }
 step_fit() {
-  python3 scripts/dev/fit_costs.py --probe build/tests/nodebench_cost_probe "${OLD_RUNS[@]}" "$S/calibrate.json" \
-    --out harness/profiles/costs.json > "$S/fit.log" 2>&1 || { cat "$S/fit.log"; return 1; }
+  python3 scripts/dev/fit_costs.py --probe build/tests/nodebench_cost_probe "${FIT_ARGS[@]}" "${OLD_RUNS[@]}" \
+    "$S/calibrate.json" --out harness/profiles/costs.json > "$S/fit.log" 2>&1 || { cat "$S/fit.log"; return 1; }
   cp harness/profiles/costs.json "$BOX/costs.json"
+  cp "$S/fit.log" "$BOX/fit.txt"
   cmake --build build -j "$(nproc)" --target nodebench >> "$S/build.log" 2>&1
 }
 step_full() {  # after the calibration run, when there was one, only if its training-step cases ran
@@ -102,7 +110,7 @@ step_gputests() {
 }
 quick() {  # quick NAME: the quick suite from this tree (after) or from 9f879c2 (before*)
   local name=$1
-  if [ "$name" = after ]; then
+  if [[ "$name" == after* ]]; then
     timeout "$(tmo 150)" build/nodebench run --suite quick --out-file "$S/quick-$name.json" > "$S/quick-$name.log" 2>&1
   else
     LD_LIBRARY_PATH="$PWD/.before${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$(tmo 150)" .before/nodebench-9f879c2 run \
@@ -115,9 +123,22 @@ quick() {  # quick NAME: the quick suite from this tree (after) or from 9f879c2 
 }
 step_quick_before() { quick before; }
 step_quick_after() { quick after; }
+step_quick_after2() { quick after2; }
+step_quick_after3() { quick after3; }
 step_quick_before2() { quick before2; }
-step_quick_report() {
-  python3 scripts/dev/estimate_table.py "$S/quick-after.json" | tee "$BOX/estimate_quick.txt" | tee -a "$LOG"
+step_quick_report() {  # each quick run of this tree: its estimate table
+  local f n
+  for f in "$S"/quick-after*.json; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f" .json); n=${n#quick-}
+    python3 scripts/dev/estimate_table.py "$f" | tee "$BOX/estimate_quick${n#after}.txt" | tee -a "$LOG"
+  done
+}
+step_gtest() {
+  timeout "$(tmo 120)" build/tests/nodebench_gpu_tests --gtest_filter="${GTEST_FILTER:-*}" > "$S/gtest.log" 2>&1
+  local rc=$?
+  grep -E "^\[  (PASSED|FAILED) |^\[==========\]|OK \]|FAILED \]" "$S/gtest.log" | tail -8 | tee -a "$LOG"
+  return $rc
 }
 
 peer() {  # peer SPEC TAG: gpu_session.sh train-fused for TRAIN_FUSED_CASES=SPEC in what is left of the budget
