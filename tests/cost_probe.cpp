@@ -1,7 +1,7 @@
 // A developer tool, not a test: the cost model's seconds (bench/cost.hpp, before the fit) of each
 // record of a result file whose case is in this build's quick or full suite, on the file's first
 // GPU and with the file's sampling options, one JSON line per record: {"id", "kind", "model_s",
-// "duration_s"}. scripts/dev/fit_costs.py fits harness/profiles/costs.json from such lines (files
+// "model_sample_s" (the sampling part of model_s), "duration_s"}. scripts/dev/fit_costs.py fits harness/profiles/costs.json from such lines (files
 // written before records carried progress.model_s).
 // With --replay OUT.json: the run's estimate of time left again, as this build's costs (the fit
 // built in now) and Estimator would have printed it, step by step from the file's records (their
@@ -181,9 +181,10 @@ int main(int argc, char** argv) {
     auto it = find_case(by_id, r.value("id", ""));
     if (it == by_id.end() || !r.value("duration_s", json()).is_number()) continue;
     const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
-    double model = 0;
-    const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &model);
-    json line = {{"id", r["id"]}, {"kind", k.kind}, {"model_s", model}, {"duration_s", r["duration_s"]},
+    double model = 0, model_sample = 0;
+    const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &model, &model_sample);
+    json line = {{"id", r["id"]}, {"kind", k.kind}, {"model_s", model}, {"model_sample_s", model_sample},
+                 {"duration_s", r["duration_s"]},
                  {"status", r.value("status", "")}, {"reason_kind", r.value("reason_kind", json())}};
     if (!k.sweep.empty()) line["sweep"] = k.sweep, line["batch"] = k.batch;
     const std::string pm = r.value("primary_metric", json()).is_string() ? r["primary_metric"].get<std::string>() : "";

@@ -5,9 +5,11 @@
 // minutes the suite must fit on one GPU (issue 24), without a multi-GPU machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
+#include "bench/cost.hpp"
 #include "node/profiles.hpp"
 #include "run/plan.hpp"
 
@@ -112,4 +114,44 @@ TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {
     EXPECT_LE(t, 1.2 * 15 * 60) << n << " GPUs";
     EXPECT_GE(t, one) << "more GPUs cannot make the node's suite shorter";
   }
+}
+
+// costs.json: a kind's sampling scale, where given, applies to the model's sampling seconds and its
+// scale to the setup; where not given, the scale applies to both (the fits written before it).
+TEST(CostFit, SampleScaleAppliesToSamplingAndDefaultsToTheScale) {
+  const auto fits = parse_cost_fits(nlohmann::json::parse(
+      R"({"kinds": {"split": {"fixed_s": 1, "scale": 2, "sample_scale": 0.5}, "one": {"fixed_s": 0.25, "scale": 4}}})"));
+  ASSERT_EQ(fits.size(), 2u);
+  EXPECT_DOUBLE_EQ(fits.at("split").sample_scale, 0.5);
+  EXPECT_DOUBLE_EQ(fits.at("one").sample_scale, 4.0);
+  CaseCost k;
+  k.kind = "split";
+  k.setup_s = 3;
+  k.sample_s = 4;
+  const CaseCost a = apply_fit(k, fits.at("split"));
+  EXPECT_DOUBLE_EQ(a.setup_s, 1 + 2 * 3);
+  EXPECT_DOUBLE_EQ(a.sample_s, 0.5 * 4);
+  const CaseCost b = apply_fit(k, fits.at("one"));
+  EXPECT_DOUBLE_EQ(b.total(), 0.25 + 4 * (3 + 4));
+  EXPECT_THROW(parse_cost_fits(nlohmann::json::parse(R"({"kinds": {"x": {"scale": 1, "sample_scale": 0}}})")), Error);
+  EXPECT_THROW(parse_cost_fits(nlohmann::json::parse(R"({"kinds": {"x": {"scale": 1, "sample_scale": -2}}})")), Error);
+}
+
+// A measurement expected to stop at the time cap costs the cap, whatever the suite's cap; one that
+// converges costs its minimum samples; a short one runs to the sample cap.
+TEST(CostFit, SamplingToTheCapCostsTheCapOrTheSampleCap) {
+  MeasureConfig quick, full;
+  quick.max_time_s = 0.4;
+  full.max_time_s = 1.0;
+  const double op = 17e-3;  // one 1 GiB copy on PCIe 5 x16: one launch a sample
+  EXPECT_NEAR(sampling_to_cap_s(full, op) - sampling_to_cap_s(quick, op), 0.6, 1e-12);
+  EXPECT_NEAR(sampling_s(full, op), sampling_s(quick, op), 1e-12);  // 10 samples of 17 ms: under both caps
+  const double warm = std::max(quick.warmup_s, 2 * op);  // the warm-up: at least two launches
+  EXPECT_NEAR(sampling_to_cap_s(quick, op) - warm, 0.4, 1e-12);
+  // A short operation under a cap it never reaches: max_samples samples against min_samples.
+  MeasureConfig longcap;
+  longcap.max_time_s = 1e6;
+  const double tiny = 1e-6;
+  const double ratio = (sampling_to_cap_s(longcap, tiny) - longcap.warmup_s) / (sampling_s(longcap, tiny) - longcap.warmup_s);
+  EXPECT_NEAR(ratio, double(longcap.max_samples) / double(longcap.min_samples), 1e-9);
 }

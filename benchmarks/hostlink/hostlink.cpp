@@ -283,16 +283,27 @@ AxisValue copy_value(const std::string& memory, const std::string& engine, int64
 
 // The cost model (bench/cost.hpp): the host buffer allocated and touched (page-locked for pinned
 // and write-combined memory) at an assumed kHostTouchGbps, then the copies at the link's rate from
-// its generation and width (both ways at once: twice the bytes); fitted per memory kind.
+// its generation and width (both ways at once: twice the bytes); fitted per memory kind. Copies
+// whose times vary by more than the target CV sample until the sample or time cap
+// (sampling_to_cap_s): pageable ones (staged through the driver's buffers by a host core), both
+// directions at once (two streams contending), and copy-engine copies shorter than kSteadyCopyS.
+// In the calibration run (results/h200/2026-12-02-full-suite-4/calibrate.json) every copy-engine
+// copy of 1 MiB (17 us) or less ran to 2,000 samples, every one of 4 MiB (66 us) or more converged
+// at 10 samples, pageable copies of 16 MiB or more and both-way copies of 256 MiB or more stopped
+// at the time cap.
 constexpr double kHostTouchGbps = 5;
-CaseCost hostlink_cost(const CostInput& in, const std::string& dir, const std::string& memory, size_t bytes) {
+constexpr double kSteadyCopyS = 50e-6;
+CaseCost hostlink_cost(const CostInput& in, const std::string& dir, const std::string& memory, const std::string& engine,
+                       size_t bytes) {
   const double link = link_gbps(in.gpu);
   const double gpus = dir == "h2d_all_gpus" ? double(in.gpus) : 1.0;
   const double moved = double(bytes) * (dir == "bidir" ? 2.0 : 1.0) * gpus;
+  const double op = moved / 1e9 / link;
+  const bool to_cap = memory == "pageable" || dir == "bidir" || (engine != "sm" && op < kSteadyCopyS);
   CaseCost k;
   k.kind = "hostlink/" + memory;
-  k.setup_s = moved / 1e9 / kHostTouchGbps + moved / 1e9 / link;  // allocate and touch, one verifying copy
-  k.sample_s = sampling_s(in.cfg, moved / 1e9 / link);
+  k.setup_s = moved / 1e9 / kHostTouchGbps + op;  // allocate and touch, one verifying copy
+  k.sample_s = to_cap ? sampling_to_cap_s(in.cfg, op) : sampling_s(in.cfg, op);
   return k;
 }
 
@@ -300,7 +311,7 @@ void fill_case(const AxisPoint& p, Case& c) {
   const std::string dir = p.str("direction"), memory = p.str("memory"), engine = p.str("engine");
   const size_t bytes = size_t(p.int64("bytes"));
   c.l2 = L2Mode::hot;
-  c.cost = [dir, memory, bytes](const CostInput& in) { return hostlink_cost(in, dir, memory, bytes); };
+  c.cost = [dir, memory, engine, bytes](const CostInput& in) { return hostlink_cost(in, dir, memory, engine, bytes); };
   // On a node of several GPUs what is the host's runs on the first GPU only: copies under 256 MiB
   // (bound by the driver's and the host's latency, not by a GPU's link) and the pageable and
   // write-combined copies (the host's memory path: staging through pageable memory, uncached

@@ -49,15 +49,23 @@ double link_gbps(const GpuInfo& g) {
   return *pcie_gbps(3, 16);
 }
 
-double sampling_s(const MeasureConfig& cfg, double op_s) {
+namespace {
+double sampling_until_s(const MeasureConfig& cfg, double op_s, size_t samples) {
   op_s = std::max(op_s, 0.0);
   const size_t batch = cfg.l2 == L2Mode::cold ? 1 : choose_batch(cfg, op_s);
   const double sample = double(batch) * op_s + kSampleOverheadS;
   const double warm = std::max(cfg.warmup_s, 2 * op_s);
-  const size_t n = cfg.fixed_samples > 0 ? cfg.fixed_samples : cfg.min_samples;
+  const size_t n = cfg.fixed_samples > 0 ? cfg.fixed_samples : samples;
   double timed = double(n) * sample;
   if (cfg.fixed_samples == 0) timed = std::min(timed, std::max(cfg.max_time_s, sample));
   return warm + timed;
+}
+}  // namespace
+
+double sampling_s(const MeasureConfig& cfg, double op_s) { return sampling_until_s(cfg, op_s, cfg.min_samples); }
+
+double sampling_to_cap_s(const MeasureConfig& cfg, double op_s) {
+  return sampling_until_s(cfg, op_s, std::max(cfg.max_samples, cfg.min_samples));
 }
 
 double one_op_sampling_s(const MeasureConfig& cfg, double op_s, size_t min_samples) {
@@ -72,8 +80,10 @@ std::map<std::string, CostFit> parse_cost_fits(const nlohmann::json& doc) {
     CostFit c;
     c.fixed_s = f.value("fixed_s", 0.0);
     c.scale = f.value("scale", 1.0);
-    if (!std::isfinite(c.fixed_s) || !std::isfinite(c.scale) || c.fixed_s < 0 || c.scale <= 0)
-      throw Error("costs.json: kind " + kind + ": fixed_s must be >= 0 and scale > 0");
+    c.sample_scale = f.value("sample_scale", c.scale);
+    if (!std::isfinite(c.fixed_s) || !std::isfinite(c.scale) || !std::isfinite(c.sample_scale) || c.fixed_s < 0 ||
+        c.scale <= 0 || c.sample_scale <= 0)
+      throw Error("costs.json: kind " + kind + ": fixed_s must be >= 0, scale and sample_scale > 0");
     out[kind] = c;
   }
   return out;
@@ -109,12 +119,15 @@ std::optional<int64_t> sweep_last_batch(const std::string& sweep) {
 
 void use_costs(const nlohmann::json& doc) { costs() = costs_of(doc); }  // parsed whole before it replaces
 
+CaseCost apply_fit(CaseCost k, const CostFit& f) {
+  k.setup_s = f.fixed_s + f.scale * k.setup_s;
+  k.sample_s = f.sample_scale * k.sample_s;
+  return k;
+}
+
 CaseCost apply_fit(CaseCost k) {
   const std::optional<CostFit> f = cost_fit(k.kind);
-  if (!f) return k;
-  k.setup_s = f->fixed_s + f->scale * k.setup_s;
-  k.sample_s = f->scale * k.sample_s;
-  return k;
+  return f ? apply_fit(std::move(k), *f) : k;
 }
 
 }  // namespace nb

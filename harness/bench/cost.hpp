@@ -34,13 +34,18 @@ double link_gbps(const GpuInfo& g);
 // end, at the target CV), and never past cfg.max_time_s once one sample is taken. Each sample also
 // pays the harness's fixed cost (the blocking kernel, events, a clock reading).
 double sampling_s(const MeasureConfig& cfg, double op_s);
+// The same for an operation whose samples are expected to vary by more than the target CV: it
+// samples until cfg.max_samples or cfg.max_time_s, whichever comes first.
+double sampling_to_cap_s(const MeasureConfig& cfg, double op_s);
 // The same for measurements of one operation per sample (latencies, copies timed one by one).
 double one_op_sampling_s(const MeasureConfig& cfg, double op_s, size_t min_samples = 50);
 
-// The fit of a kind: predicted = fixed_s + scale x model seconds.
+// The fit of a kind: predicted = fixed_s + scale x model setup seconds + sample_scale x model
+// sampling seconds (CaseCost's two parts; sample_scale is scale where costs.json gives none).
 struct CostFit {
   double fixed_s = 0;
   double scale = 1;
+  double sample_scale = 1;
 };
 // The fit of `kind` from the built-in harness/profiles/costs.json, else that of its family (the
 // part of the name before '/': "train" for "train/fp32"); nullopt when neither is there.
@@ -56,7 +61,9 @@ std::map<std::string, int64_t> parse_sweep_stops(const nlohmann::json& doc);
 // replaying a run with another fit; not thread-safe). Throws nb::Error on a bad one.
 void use_costs(const nlohmann::json& doc);
 // `k` (model seconds) made predicted seconds by its kind's fit: the fixed seconds added to the
-// setup, both parts scaled.
+// setup, the setup scaled by the fit's scale and the sampling by its sample_scale.
 CaseCost apply_fit(CaseCost k);
+// The same with a given fit.
+CaseCost apply_fit(CaseCost k, const CostFit& f);
 
 }  // namespace nb

@@ -71,17 +71,20 @@ std::vector<Step> schedule(const Plan& plan) {
   return steps;
 }
 
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s) {
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s,
+                   double* model_sample_s) {
   // A case its GPU cannot run is skipped before any work: it costs nothing (no fit's fixed seconds).
   if ((gpu && c.available && !c.available(*gpu).ok) || (c.multi_gpu && gpus < c.min_gpus)) {
     CaseCost none;
     none.kind = c.family;
     if (model_s) *model_s = 0;
+    if (model_sample_s) *model_sample_s = 0;
     return none;
   }
   CaseCost k = c.cost && gpu ? c.cost(CostInput{*gpu, cfg, std::max(gpus, 1)}) : default_case_cost(c, cfg);
   if (k.kind.empty()) k.kind = c.family;
   if (model_s) *model_s = k.total();
+  if (model_sample_s) *model_sample_s = k.sample_s;
   return apply_fit(k);
 }
 

@@ -65,7 +65,8 @@ std::vector<Step> schedule(const Plan& plan);
 // the fit (what scripts/dev/fit_costs.py fits). A case that GPU cannot run (Case::available says
 // no) or a multi-GPU case given fewer GPUs than its min_gpus costs nothing: it is skipped before
 // any work.
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr);
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr,
+                   double* model_sample_s = nullptr);
 // One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator;
 // `gpu_of` gives a GPU of the plan by index (the session's, or assumed ones for a forecast).
 std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,

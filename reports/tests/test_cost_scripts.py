@@ -71,6 +71,25 @@ def test_the_fit_is_least_squares_with_a_non_negative_fixed_part():
     assert fc.fit([(1.0, 3.0), (3.0, 5.0)], 4) == (0.0, pytest.approx(2.0))
 
 
+def test_the_split_fit_scales_setup_and_sampling_apart():
+    fc = _load("fit_costs")
+    # duration = 0.5 + 3 x setup + 0.25 x sampling exactly, with the two parts varying apart (a
+    # copy's sampling at the time cap whatever its size): recovered exactly.
+    pts = [(u, v, 0.5 + 3 * u + 0.25 * v) for u, v in [(0.1, 1.0), (0.4, 1.0), (0.1, 0.4), (1.2, 0.4), (0.02, 0.2)]]
+    fixed, scale, sample_scale = fc.fit_split(pts, 4)
+    assert (fixed, scale, sample_scale) == (pytest.approx(0.5), pytest.approx(3.0), pytest.approx(0.25))
+    # A sampling part that costs nothing in fact (durations from the setup alone): its scale goes to
+    # its floor rather than below zero, and the rest is fitted with it held there.
+    pts = [(u, v, 2 * u) for u, v in [(1.0, 3.0), (2.0, 1.0), (3.0, 2.0), (4.0, 5.0)]]
+    fixed, scale, sample_scale = fc.fit_split(pts, 4)
+    assert sample_scale == pytest.approx(fc.MIN_SCALE)
+    resid = [d - fc.MIN_SCALE * v for u, v, d in pts]
+    f0, k0 = fc.fit([(u, r) for (u, _, _), r in zip(pts, resid)], 4)
+    assert (fixed, scale) == (pytest.approx(f0), pytest.approx(k0))
+    # Too few points: one scale, the ratio of the totals (12 s over 6 model seconds).
+    assert fc.fit_split([(1.0, 1.0, 4.0), (1.0, 3.0, 8.0)], 4) == (0.0, pytest.approx(2.0), pytest.approx(2.0))
+
+
 def test_a_sweep_stops_where_a_doubling_gained_under_three_percent():
     fc = _load("fit_costs")
 

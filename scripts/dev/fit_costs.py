@@ -7,9 +7,11 @@ progress.model_s, or for files written before records carried it, what build/tes
 computes for the record's case on the file's GPU) against its wall time (the time between its
 progress.elapsed_s and the previous step's, which is what the estimate of time left counts; the
 record's duration_s in older files). Per kind the
-fit is predicted = fixed_s + scale x model, by least squares over the kind's points (the large
-cases weigh most, as they do in a run's total), with fixed_s >= 0; a kind with fewer than
---min-points points gets scale = its total time over its total model seconds. For kinds named
+fit is predicted = fixed_s + scale x setup model + sample_scale x sampling model where the probe
+gives the model's two parts (model_sample_s; else one scale for the total), by least squares over
+the kind's points (the large cases weigh most, as they do in a run's total), with fixed_s >= 0 and
+the scales > 0; a kind with fewer than --min-points points gets one scale = its total time over its
+total model seconds. For kinds named
 "<family>/<sub>" the family's fit over all its kinds is written too: a kind without a fit of its
 own takes it (bench/cost.hpp). And where each batch sweep stopped (or, in a run from before the
 plateau rule, would have): the estimate's prior for that sweep (bench/sweep.hpp).
@@ -64,8 +66,10 @@ def rows_of(path, probe):
 
 
 def points_of(rows):
-    return [(q["kind"], float(q["model_s"]), float(q["duration_s"])) for q in rows
-            if q.get("status") in ("ok", "wrong") and isinstance(q.get("duration_s"), (int, float))]
+    """(kind, model_s, duration_s, model_sample_s or None) of each step that ran."""
+    return [(q["kind"], float(q["model_s"]), float(q["duration_s"]),
+             float(q["model_sample_s"]) if isinstance(q.get("model_sample_s"), (int, float)) else None)
+            for q in rows if q.get("status") in ("ok", "wrong") and isinstance(q.get("duration_s"), (int, float))]
 
 
 def sweep_stop(rows):
@@ -112,6 +116,52 @@ def fit(points, min_points):
     return fixed, max(scale, MIN_SCALE)
 
 
+def _solve(a, b):
+    """x with a x = b (a small dense system), or None when it is singular."""
+    n = len(b)
+    m = [list(row) + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(v) for row in a for v in row)):
+            return None
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def fit_split(points, min_points):
+    """(fixed_s, scale, sample_scale) minimising the squared error of fixed + scale x setup model +
+    sample_scale x sampling model over points (setup_model, sample_model, duration), with fixed >= 0
+    and both scales >= MIN_SCALE: the best of the least-squares solutions with each subset of the
+    three held at its bound (the constrained optimum is one of them). Too few points: fit() on the
+    totals, one scale for both parts."""
+    if len(points) < min_points:
+        f, k = fit([(u + v, d) for u, v, d in points], min_points)
+        return f, k, k
+    lower = (0.0, MIN_SCALE, MIN_SCALE)
+    rows = [((1.0, u, v), d) for u, v, d in points]
+    best = None
+    for mask in range(8):
+        free = [i for i in range(3) if mask >> i & 1]
+        x = list(lower)
+        if free:
+            r = [(tuple(f[i] for i in free), d - sum(f[i] * lower[i] for i in range(3) if i not in free)) for f, d in rows]
+            ata = [[sum(f[i] * f[j] for f, _ in r) for j in range(len(free))] for i in range(len(free))]
+            atb = [sum(f[i] * y for f, y in r) for i in range(len(free))]
+            sol = _solve(ata, atb)
+            if sol is None or any(v < lower[i] for i, v in zip(free, sol)):
+                continue
+            for i, v in zip(free, sol):
+                x[i] = v
+        sse = sum((x[0] + x[1] * f[1] + x[2] * f[2] - d) ** 2 for f, d in rows)
+        if best is None or sse < best[0] - 1e-15:
+            best = (sse, tuple(x))
+    return best[1]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
@@ -141,8 +191,8 @@ def main(argv=None):
             if q.get("sweep"):
                 by_sweep[(path, q["sweep"])].append(q)
         mine = defaultdict(list)
-        for kind, m, d in points_of(rows):
-            mine[kind].append((m, d))
+        for kind, m, d, ms in points_of(rows):
+            mine[kind].append((m, d, ms))
         for kind, pts in mine.items():
             if renewed(kind):  # this file's points replace the older files' (files of older code first)
                 by_kind[kind] = pts
@@ -151,14 +201,21 @@ def main(argv=None):
     for kind in [k for k in by_kind if "/" in k]:  # the family's fit too: what a kind without its own takes
         by_kind[kind.split("/")[0]] += by_kind[kind]
     kinds = {}
-    print(f"{'kind':26s} {'n':>4s} {'fixed_s':>8s} {'scale':>8s} {'model s':>9s} {'actual s':>9s} {'fitted s':>9s}", file=sys.stderr)
+    print(f"{'kind':26s} {'n':>4s} {'fixed_s':>8s} {'scale':>8s} {'sampling':>8s} {'model s':>9s} {'actual s':>9s} "
+          f"{'fitted s':>9s}", file=sys.stderr)
     for kind in sorted(by_kind):
         pts = by_kind[kind]
-        fixed, scale = fit(pts, a.min_points)
-        kinds[kind] = {"fixed_s": round(fixed, 6), "scale": round(scale, 6), "points": len(pts)}
-        fitted = sum(fixed + scale * m for m, _ in pts)
-        print(f"{kind:26s} {len(pts):4d} {fixed:8.3f} {scale:8.3f} {sum(m for m, _ in pts):9.2f} "
-              f"{sum(d for _, d in pts):9.2f} {fitted:9.2f}", file=sys.stderr)
+        if all(ms is not None for _, _, ms in pts):  # setup and sampling apart (the probe's split)
+            fixed, scale, sample_scale = fit_split([(m - ms, ms, d) for m, d, ms in pts], a.min_points)
+            fitted = sum(fixed + scale * (m - ms) + sample_scale * ms for m, _, ms in pts)
+        else:
+            fixed, scale = fit([(m, d) for m, d, _ in pts], a.min_points)
+            sample_scale = scale
+            fitted = sum(fixed + scale * m for m, _, _ in pts)
+        kinds[kind] = {"fixed_s": round(fixed, 6), "scale": round(scale, 6), "sample_scale": round(sample_scale, 6),
+                       "points": len(pts)}
+        print(f"{kind:26s} {len(pts):4d} {fixed:8.3f} {scale:8.3f} {sample_scale:8.3f} {sum(m for m, _, _ in pts):9.2f} "
+              f"{sum(d for _, d, _ in pts):9.2f} {fitted:9.2f}", file=sys.stderr)
     sweeps, family = {}, defaultdict(list)
     fullest = {}  # a sweep seen in several files: the file where it ran the most batches
     for (path, name), rows in by_sweep.items():
@@ -175,7 +232,8 @@ def main(argv=None):
         print(f"sweep {name:24s} last batch {v['last_batch']}", file=sys.stderr)
     doc = {
         "about": "The fit per cost kind that turns a case's model seconds (its cost function, bench/cost.hpp) into "
-                 "predicted seconds: predicted = fixed_s + scale x model. Written by scripts/dev/fit_costs.py from the "
+                 "predicted seconds: predicted = fixed_s + scale x the model's setup seconds + sample_scale x its "
+                 "sampling seconds (scale where sample_scale is absent). Written by scripts/dev/fit_costs.py from the "
                  "result files named in source (each record's model seconds against its duration_s); a kind not "
                  "listed takes the fit of its family (the part of its name before '/') where that is listed, else "
                  "is predicted by its model alone (fixed 0, scale 1). sweeps: where each batch sweep stopped in those "
