@@ -287,7 +287,7 @@ AxisValue copy_value(const std::string& memory, const std::string& engine, int64
 // whose times vary by more than the target CV sample until the sample or time cap
 // (sampling_to_cap_s): pageable ones (staged through the driver's buffers by a host core), both
 // directions at once (two streams contending), and copy-engine copies shorter than kSteadyCopyS.
-// In the calibration run (results/h200/2026-12-02-full-suite-4/calibrate.json) every copy-engine
+// In the calibration run (results/h200/2026-12-02-full-suite-4/calibrate.json.gz) every copy-engine
 // copy of 1 MiB (17 us) or less ran to 2,000 samples, every one of 4 MiB (66 us) or more converged
 // at 10 samples, pageable copies of 16 MiB or more and both-way copies of 256 MiB or more stopped
 // at the time cap.

@@ -20,6 +20,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import estimate_table  # noqa: E402
+import resultfile  # noqa: E402
 
 
 def main(argv=None):
@@ -44,7 +45,7 @@ def main(argv=None):
     out = []
     print(f"{'held out':48s} {'steps':>5s} {'total s':>8s} {'within 25%':>11s} {'worst':>7s} {'at':>5s}  worst step")
     for held in a.files:
-        name = os.path.splitext(os.path.basename(held))[0]
+        name = resultfile.stem(held)
         parent = os.path.basename(os.path.dirname(os.path.abspath(held)))
         tag = f"{parent}_{name}"
         fit = os.path.join(work, f"costs_without_{tag}.json")
@@ -55,7 +56,8 @@ def main(argv=None):
         if r.returncode != 0:
             print(f"estimate_holdout: the fit without {held} failed:\n{r.stderr}", file=sys.stderr)
             return 1
-        r = subprocess.run([a.probe, held, "--replay", replay, "--costs", fit], capture_output=True, text=True)
+        with resultfile.plain(held) as p:
+            r = subprocess.run([a.probe, p, "--replay", replay, "--costs", fit], capture_output=True, text=True)
         if r.returncode != 0:
             print(f"estimate_holdout: the replay of {held} failed:\n{r.stderr}", file=sys.stderr)
             return 1

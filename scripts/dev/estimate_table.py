@@ -10,6 +10,10 @@ usage: scripts/dev/estimate_table.py RESULT.json [--plot estimate.png] [--json o
 import argparse
 import json
 import sys
+import os
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resultfile  # noqa: E402
 
 
 def progress_points(doc):
@@ -68,9 +72,8 @@ def main(argv=None):
     ap.add_argument("--to", dest="end", type=float, default=0.95, help="and up to this fraction")
     a = ap.parse_args(argv)
     try:
-        with open(a.result) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
+        doc = resultfile.load(a.result)
+    except (OSError, ValueError, EOFError) as e:
         print(f"estimate_table: {a.result}: cannot read a result file: {e}", file=sys.stderr)
         return 2
     try:

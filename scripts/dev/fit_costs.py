@@ -21,10 +21,14 @@ usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--ou
 """
 import argparse
 import json
+import math
+import os
 import subprocess
 import sys
-import math
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resultfile  # noqa: E402
 
 PLATEAU_GAIN = 0.03  # bench/sweep.hpp kPlateauGain
 MIN_SCALE = 1e-3     # costs.json needs a scale > 0 (a kind whose steps took no measurable time)
@@ -33,9 +37,8 @@ MIN_SCALE = 1e-3     # costs.json needs a scale > 0 (a kind whose steps took no 
 def rows_of(path, probe):
     """One dict per record: kind, model_s, duration_s, status, reason_kind, sweep, batch, figure."""
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
+        doc = resultfile.load(path)
+    except (OSError, ValueError, EOFError) as e:
         raise SystemExit(f"fit_costs: {path}: cannot read a result file: {e}") from None
     rows, last = [], 0.0
     for r in doc.get("records", []):
@@ -57,7 +60,8 @@ def rows_of(path, probe):
     # With the probe, the kinds and model seconds are this build's (the model may have changed since
     # the run); the wall time is still the step's, where the file has progress.
     took = {q["id"]: q["duration_s"] for q in rows}
-    out = subprocess.run([probe, path], check=True, capture_output=True, text=True).stdout
+    with resultfile.plain(path) as p:
+        out = subprocess.run([probe, p], check=True, capture_output=True, text=True).stdout
     lines = [json.loads(line) for line in out.splitlines()]
     for q in lines:
         if q["id"] in took:
