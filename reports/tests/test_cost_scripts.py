@@ -165,6 +165,30 @@ def test_renew_takes_only_the_named_kinds_from_the_newest_file(tmp_path):
     assert k["gemm"]["points"] == 8 and k["hostlink/pinned"]["points"] == 4
 
 
+def test_fresh_files_alone_give_the_renewed_kinds_and_pool_the_rest(tmp_path):
+    fc = _load("fit_costs")
+
+    def doc(gemm_scale, host_scale):
+        recs = []
+        for kind, scale in (("gemm", gemm_scale), ("hostlink/pinned", host_scale)):
+            recs += [{"id": f"{kind}/{m}", "status": "ok", "duration_s": scale * m,
+                      "progress": {"kind": kind, "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]
+        return {"records": recs}
+    old, new1, new2 = tmp_path / "old.json", tmp_path / "new1.json", tmp_path / "new2.json"
+    old.write_text(json.dumps(doc(5.0, 6.0)))
+    new1.write_text(json.dumps(doc(2.0, 1.0)))
+    new2.write_text(json.dumps(doc(2.0, 2.0)))
+    out = tmp_path / "costs.json"
+    assert fc.main([str(old), "--renew", "hostlink", "--fresh", str(new1), "--fresh", str(new2), "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    k = d["kinds"]
+    # hostlink from the two fresh files pooled (durations m and 2m: the mean line, scale 1.5), not
+    # from the old one; gemm from all three (5m, 2m, 2m: scale 3).
+    assert k["hostlink/pinned"]["points"] == 8 and k["hostlink/pinned"]["scale"] == pytest.approx(1.5)
+    assert k["gemm"]["points"] == 12 and k["gemm"]["scale"] == pytest.approx(3.0)
+    assert d["source"] == [str(old), str(new1), str(new2)]
+
+
 def test_the_last_steps_are_judged_in_seconds():
     et = _load("estimate_table")
     # 98 s into a 100 s run the estimate said 5 s (2 remained): +150%, but past 95% of the run it

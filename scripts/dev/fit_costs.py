@@ -17,7 +17,7 @@ own takes it (bench/cost.hpp). And where each batch sweep stopped (or, in a run 
 plateau rule, would have): the estimate's prior for that sweep (bench/sweep.hpp).
 
 usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--out FILE] [--newest]
-       [--renew PREFIX ...] RESULT.json ...
+       [--renew PREFIX ...] [--fresh RESULT.json ...] RESULT.json ...
 """
 import argparse
 import json
@@ -179,13 +179,18 @@ def main(argv=None):
                          "instead of every file's points together")
     ap.add_argument("--renew", action="append", default=[], metavar="PREFIX",
                     help="the kinds whose name starts with PREFIX (a family whose cases changed since the older "
-                         "files: \"hostlink\") take their points from the last file that has them, as --newest does "
-                         "for every kind; the other kinds pool every file's points; may be repeated")
+                         "files: \"hostlink\") take their points from the --fresh files alone, or without --fresh from "
+                         "the last file that has them, as --newest does for every kind; the other kinds pool every "
+                         "file's points; may be repeated")
+    ap.add_argument("--fresh", action="append", default=[], metavar="RESULT.json",
+                    help="a result file run with the current code of the --renew kinds (its other kinds' points "
+                         "are pooled as any file's); may be repeated")
     a = ap.parse_args(argv)
     by_kind = defaultdict(list)
     by_sweep = defaultdict(list)
     renewed = lambda kind: a.newest or any(kind.startswith(p) for p in a.renew)  # noqa: E731
-    for path in a.files:
+    fresh_pts = defaultdict(list)
+    for path in a.files + a.fresh:
         try:
             rows = rows_of(path, a.probe)
         except SystemExit as e:
@@ -198,10 +203,15 @@ def main(argv=None):
         for kind, m, d, ms in points_of(rows):
             mine[kind].append((m, d, ms))
         for kind, pts in mine.items():
-            if renewed(kind):  # this file's points replace the older files' (files of older code first)
+            if a.fresh and renewed(kind) and not a.newest:
+                if path in a.fresh:
+                    fresh_pts[kind] += pts
+            elif renewed(kind):  # this file's points replace the older files' (files of older code first)
                 by_kind[kind] = pts
             else:
                 by_kind[kind] += pts
+    for kind, pts in fresh_pts.items():
+        by_kind[kind] = pts
     for kind in [k for k in by_kind if "/" in k]:  # the family's fit too: what a kind without its own takes
         by_kind[kind.split("/")[0]] += by_kind[kind]
     kinds = {}
@@ -242,7 +252,7 @@ def main(argv=None):
                  "listed takes the fit of its family (the part of its name before '/') where that is listed, else "
                  "is predicted by its model alone (fixed 0, scale 1). sweeps: where each batch sweep stopped in those "
                  "runs (its family's: the geometric mean of its sweeps'), the estimate's prior for how far it goes.",
-        "source": a.files,
+        "source": a.files + a.fresh,
         "kinds": kinds,
         "sweeps": sweeps,
     }
