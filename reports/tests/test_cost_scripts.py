@@ -144,18 +144,20 @@ def test_a_kind_takes_its_points_from_the_newest_file_or_from_all(tmp_path):
     assert k["scale"] == pytest.approx(3.5) and k["fixed_s"] == pytest.approx(0.0, abs=1e-9)
 
 
+def _two_kinds(gemm_scale, host_scale):
+    """A run of two kinds whose durations are their scale times their model seconds."""
+    recs = []
+    for kind, scale in (("gemm", gemm_scale), ("hostlink/pinned", host_scale)):
+        recs += [{"id": f"{kind}/{m}", "status": "ok", "duration_s": scale * m,
+                  "progress": {"kind": kind, "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]
+    return {"records": recs}
+
+
 def test_renew_takes_only_the_named_kinds_from_the_newest_file(tmp_path):
     fc = _load("fit_costs")
-
-    def doc(gemm_scale, host_scale):
-        recs = []
-        for kind, scale in (("gemm", gemm_scale), ("hostlink/pinned", host_scale)):
-            recs += [{"id": f"{kind}/{m}", "status": "ok", "duration_s": scale * m,
-                      "progress": {"kind": kind, "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]
-        return {"records": recs}
     old, new = tmp_path / "old.json", tmp_path / "new.json"
-    old.write_text(json.dumps(doc(5.0, 6.0)))
-    new.write_text(json.dumps(doc(2.0, 1.5)))
+    old.write_text(json.dumps(_two_kinds(5.0, 6.0)))
+    new.write_text(json.dumps(_two_kinds(2.0, 1.5)))
     out = tmp_path / "costs.json"
     assert fc.main([str(old), str(new), "--renew", "hostlink", "--out", str(out)]) == 0
     k = json.loads(out.read_text())["kinds"]
@@ -167,17 +169,10 @@ def test_renew_takes_only_the_named_kinds_from_the_newest_file(tmp_path):
 
 def test_fresh_files_alone_give_the_renewed_kinds_and_pool_the_rest(tmp_path):
     fc = _load("fit_costs")
-
-    def doc(gemm_scale, host_scale):
-        recs = []
-        for kind, scale in (("gemm", gemm_scale), ("hostlink/pinned", host_scale)):
-            recs += [{"id": f"{kind}/{m}", "status": "ok", "duration_s": scale * m,
-                      "progress": {"kind": kind, "model_s": m}} for m in (1.0, 2.0, 3.0, 4.0)]
-        return {"records": recs}
     old, new1, new2 = tmp_path / "old.json", tmp_path / "new1.json", tmp_path / "new2.json"
-    old.write_text(json.dumps(doc(5.0, 6.0)))
-    new1.write_text(json.dumps(doc(2.0, 1.0)))
-    new2.write_text(json.dumps(doc(2.0, 2.0)))
+    old.write_text(json.dumps(_two_kinds(5.0, 6.0)))
+    new1.write_text(json.dumps(_two_kinds(2.0, 1.0)))
+    new2.write_text(json.dumps(_two_kinds(2.0, 2.0)))
     out = tmp_path / "costs.json"
     assert fc.main([str(old), "--renew", "hostlink", "--fresh", str(new1), "--fresh", str(new2), "--out", str(out)]) == 0
     d = json.loads(out.read_text())
