@@ -10,6 +10,9 @@
 #include "kernels/common/kernels.cuh"
 #include "bench/measure.hpp"
 #include "base/resources.hpp"
+#include "run/plan.hpp"
+#include "run/result.hpp"
+#include "run/session.hpp"
 
 using namespace nb;
 
@@ -118,6 +121,43 @@ TEST_F(Gpu, WordFillWritesEveryWordOfItsFormulaPastOneGridStride) {
   EXPECT_EQ(bad, 0u) << "first wrong word at " << first_bad;
   EXPECT_EQ(h[n - 1], 0u) << "wrote past n";
   EXPECT_NE(h[1], h[2]);
+}
+
+// What a family keeps on a GPU (CaseContext::family_resources) lives while its cases follow one
+// another and goes before a case of another family runs there; then it is made anew.
+TEST_F(Gpu, FamilyResourcesLastWhileItsCasesRunAndGoBeforeAnotherFamilys) {
+  struct Kept {
+    int* alive;
+    explicit Kept(int* a) : alive(a) { ++*alive; }
+    ~Kept() { --*alive; }
+  };
+  int alive = 0, made = 0;
+  std::vector<int> seen;  // `alive` as each case started
+  auto keeper = [&](std::string family, std::string name, bool keep) {
+    Case c;
+    c.family = std::move(family);
+    c.name = std::move(name);
+    c.run = [&, keep](CaseContext& ctx) {
+      seen.push_back(alive);
+      if (keep) ctx.family_resources().get<Kept>([&] {
+        ++made;
+        return std::make_unique<Kept>(&alive);
+      });
+    };
+    return c;
+  };
+  Session session(ProfileDb::builtin(), Settings::from_map({}));
+  Plan plan;
+  plan.gpus = {0};
+  plan.cases = {keeper("fa", "one", true), keeper("fa", "two", true), keeper("fb", "one", false),
+                keeper("fa", "three", true)};
+  RunDocument file(nlohmann::json{{"run_id", "family-resources"}});
+  run_plan(plan, session, file);
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 0, 0}));  // kept for fa/two, gone before fb/one
+  EXPECT_EQ(made, 2);                                // fa/two used fa/one's; fa/three made its own
+  EXPECT_EQ(alive, 1);                               // fa/three's, until the session lets go
+  session.release_resources();
+  EXPECT_EQ(alive, 0);
 }
 
 TEST_F(Gpu, OutOfMemoryIsACatchableError) {

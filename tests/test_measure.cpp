@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/measure.hpp"
+#include "node/host_memory.hpp"
 #include "node/nvml.hpp"
 
 using namespace nb;
@@ -24,6 +25,50 @@ TEST(StopRule, FixedRepetitionsIgnoreNoiseAndTime) {
   c.fixed_samples = 7;
   EXPECT_EQ(should_stop(c, 6, 0.0, 100.0), StopReason::none);
   EXPECT_EQ(should_stop(c, 7, 0.9, 0.0), StopReason::fixed);
+}
+
+TEST(StopRule, ToCapNeverStopsOnTheCvOnlyAtASampleOrTimeCap) {
+  MeasureConfig c;
+  c.min_samples = 10;
+  c.target_cv = 0.01;
+  c.max_samples = 2000;
+  c.max_time_s = 1.0;
+  c.to_cap = true;
+  EXPECT_EQ(should_stop(c, 10, 0.0001, 0.1), StopReason::none);  // would have converged
+  EXPECT_EQ(should_stop(c, 1999, 0.0, 0.9), StopReason::none);
+  EXPECT_EQ(should_stop(c, 2000, 0.0001, 0.1), StopReason::max_samples);
+  EXPECT_EQ(should_stop(c, 12, 0.0001, 1.0), StopReason::time_cap);
+  c.to_cap = false;
+  EXPECT_EQ(should_stop(c, 10, 0.0001, 0.1), StopReason::converged);
+}
+
+// The pool hands out the buffer a (kind, slot, node) holds when it is large enough, makes a larger
+// one in its place otherwise, and keeps slots and nodes apart (pageable buffers: no GPU needed).
+TEST(HostBufferPool, ReusesALargeEnoughBufferAndReplacesASmallerOne) {
+  HostBufferPool pool;
+  HostBuffer& a = pool.get(HostMemKind::pageable, 0, 4096);
+  EXPECT_EQ(a.bytes(), 4096u);
+  EXPECT_EQ(pool.allocations(), 1);
+  static_cast<char*>(a.get())[4095] = 7;
+  HostBuffer& again = pool.get(HostMemKind::pageable, 0, 1024);  // smaller: the same buffer
+  EXPECT_EQ(&again, &a);
+  EXPECT_EQ(static_cast<char*>(again.get())[4095], 7);
+  EXPECT_EQ(pool.allocations(), 1);
+  HostBuffer& big = pool.get(HostMemKind::pageable, 0, 3 * 4096);  // larger: replaced, not added
+  EXPECT_EQ(big.bytes(), 3u * 4096u);
+  EXPECT_EQ(pool.allocations(), 2);
+  EXPECT_EQ(pool.held_bytes(), 3u * 4096u);
+  HostBuffer& other = pool.get(HostMemKind::pageable, 1, 1024);  // another slot: its own buffer
+  EXPECT_NE(other.get(), big.get());
+  EXPECT_EQ(pool.allocations(), 3);
+  EXPECT_EQ(pool.held_bytes(), 3u * 4096u + 1024u);
+  EXPECT_EQ(&pool.get(HostMemKind::pageable, 0, 3 * 4096), &big);  // slot 0 kept its largest
+  EXPECT_EQ(&pool.get(HostMemKind::pageable, 1, 512), &other);
+  EXPECT_EQ(pool.allocations(), 3);
+  HostBuffer& on_node = pool.get(HostMemKind::pageable, 0, 1024, 0);  // another node: its own buffer
+  EXPECT_NE(&on_node, &big);
+  EXPECT_EQ(pool.allocations(), 4);
+  EXPECT_EQ(pool.held_bytes(), 3u * 4096u + 1024u + 1024u);
 }
 
 TEST(Batch, ShortLaunchesAreBatchedColdNeverIs) {

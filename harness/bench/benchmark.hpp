@@ -328,6 +328,9 @@ struct CaseServices {
   ResourceStore* gpu_resources = nullptr;
   ResourceStore* session_resources = nullptr;
   AlgoCache* algo_cache = nullptr;
+  // What a family keeps on this GPU while its cases run one after another (host buffers whose
+  // page-locking costs more than the copies): emptied when a case of another family runs here.
+  ResourceStore* family_resources = nullptr;
 };
 
 class CaseContext {
@@ -355,6 +358,12 @@ class CaseContext {
   ResourceStore& gpu_resources() {
     if (!services_.gpu_resources) throw Error("a host-only case has no GPU resources");
     return *services_.gpu_resources;
+  }
+  // What a family keeps on this GPU for its next cases: made on first use with this GPU current,
+  // destroyed when a case of another family runs on this GPU (or with the Session).
+  ResourceStore& family_resources() {
+    if (!services_.family_resources) throw Error("this case has no family resources (a host-only case)");
+    return *services_.family_resources;
   }
   // What spans GPUs (NCCL teams over a GPU set), likewise.
   ResourceStore& session_resources() { return *services_.session_resources; }

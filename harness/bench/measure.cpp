@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 
 StopReason should_stop(const MeasureConfig& cfg, size_t n, double cv, double elapsed_s) {
   if (cfg.fixed_samples > 0) return n >= cfg.fixed_samples ? StopReason::fixed : StopReason::none;
-  if (n >= cfg.min_samples && cv <= cfg.target_cv) return StopReason::converged;
+  if (!cfg.to_cap && n >= cfg.min_samples && cv <= cfg.target_cv) return StopReason::converged;
   if (n >= cfg.max_samples) return StopReason::max_samples;
   if (elapsed_s >= cfg.max_time_s && n >= 1) return StopReason::time_cap;
   return StopReason::none;

@@ -32,6 +32,8 @@ struct MeasureConfig {
   size_t max_samples = 2000;
   double max_time_s = 1.0;     // wall-clock cap on sampling for one case
   size_t fixed_samples = 0;    // when > 0: exactly this many samples, no adaptive stop
+  bool to_cap = false;         // never stop on the CV: sample until max_samples or max_time_s (for work
+                               // whose CV hovers about the target, so that its cost does not flip)
   double warmup_s = 0.02;      // at least this long of warm-up launches (and >= 2 launches)
   double min_sample_s = 50e-6; // hot mode: batch launches so a sample lasts at least this long
   size_t max_batch = 256;

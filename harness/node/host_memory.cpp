@@ -97,4 +97,24 @@ HostBuffer::~HostBuffer() {
   else if (kind_ == HostMemKind::pageable) std::free(ptr_);
 }
 
+HostBuffer& HostBufferPool::get(HostMemKind kind, int slot, size_t bytes, std::optional<int> numa_node) {
+  for (Held& h : held_) {
+    if (h.kind != kind || h.slot != slot || h.node != numa_node) continue;
+    if (h.buffer && h.buffer->bytes() >= bytes) return *h.buffer;
+    h.buffer.reset();  // released before the larger one is made: never both at once
+    h.buffer = std::make_unique<HostBuffer>(kind, bytes, numa_node);
+    ++allocations_;
+    return *h.buffer;
+  }
+  held_.push_back(Held{kind, slot, numa_node, std::make_unique<HostBuffer>(kind, bytes, numa_node)});
+  ++allocations_;
+  return *held_.back().buffer;
+}
+
+size_t HostBufferPool::held_bytes() const {
+  size_t n = 0;
+  for (const Held& h : held_) n += h.buffer ? h.buffer->bytes() : 0;
+  return n;
+}
+
 }  // namespace nb

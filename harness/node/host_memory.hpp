@@ -2,8 +2,10 @@
 // mapped into the device, or plain pageable memory. RAII, move-only.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nb {
 
@@ -35,6 +37,28 @@ class HostBuffer {
   void* dev_ = nullptr;
   bool mmapped_ = false, registered_ = false, cuda_alloc_ = false;
   std::optional<int> bound_node_;
+};
+
+// Host buffers kept from one case to the next (a family's cases of growing sizes): page-locking
+// 1 GiB costs 0.3-1 s, more than its copies. `get` hands out the buffer of (kind, slot) when it
+// holds at least `bytes`, else releases it and makes one of `bytes` (so the largest is kept);
+// `slot` tells apart the buffers one case needs at once (a source and a destination). Not
+// thread-safe: one GPU's cases run one after another.
+class HostBufferPool {
+ public:
+  HostBuffer& get(HostMemKind kind, int slot, size_t bytes, std::optional<int> numa_node = std::nullopt);
+  size_t held_bytes() const;
+  int allocations() const { return allocations_; }
+
+ private:
+  struct Held {
+    HostMemKind kind;
+    int slot;
+    std::optional<int> node;
+    std::unique_ptr<HostBuffer> buffer;
+  };
+  std::vector<Held> held_;
+  int allocations_ = 0;
 };
 
 // Binds the pages of [p, p + bytes) (page-aligned, not yet touched) to NUMA node `node`

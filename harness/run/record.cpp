@@ -135,6 +135,7 @@ void add_timing(Record& r, const RecordInput& in, const CaseOutput& o) {
                    {"min_samples", cfg.min_samples},
                    {"max_time_s", cfg.max_time_s},
                    {"fixed_samples", cfg.fixed_samples},
+                   {"to_cap", cfg.to_cap},
                    {"stop", to_string(m.stop)}};
 }
 

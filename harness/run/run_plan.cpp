@@ -112,9 +112,14 @@ void run_on_gpu(const Case& c, const std::vector<const GpuInfo*>& all, const Pla
   }
   MeasureConfig cfg = plan.base;
   cfg.l2 = plan.l2.value_or(c.l2.value_or(L2Mode::hot));
+  if (st.family != c.family) {  // what the last family kept here goes before another family's case
+    st.family_resources->clear();
+    st.family = c.family;
+  }
   if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
   ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
-              CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache()});
+              CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache(),
+                           st.family_resources.get()});
   run_body(c, *ctx, in);
   if (in.status == Status::failed) {
     // A sticky error (illegal address, launch failure) poisons the context for good.

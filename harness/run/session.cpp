@@ -23,12 +23,18 @@ void Session::release_resources() {
   resources_.clear();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [gpu, slot] : slots_) {
-    if (!slot.resources || slot.resources->size() == 0) continue;
+    const bool held = (slot.resources && slot.resources->size() > 0) ||
+                      (slot.family_resources && slot.family_resources->size() > 0);
+    if (!held) continue;
+    auto clear = [&] {
+      if (slot.family_resources) slot.family_resources->clear();
+      if (slot.resources) slot.resources->clear();
+    };
     try {
       DeviceGuard guard(gpu);
-      slot.resources->clear();
+      clear();
     } catch (const std::exception&) {
-      slot.resources->clear();  // the GPU is gone: release what can be released
+      clear();  // the GPU is gone: release what can be released
     }
   }
 }

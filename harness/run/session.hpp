@@ -25,6 +25,10 @@ struct GpuSlot {
   std::string broken;
   // What families keep on this GPU (handles, algorithm choices); emptied before the slot goes.
   std::unique_ptr<ResourceStore> resources = std::make_unique<ResourceStore>();
+  // What the family of the last case run here keeps for its next cases (CaseContext::
+  // family_resources); emptied before a case of another family runs (`family`: whose it is).
+  std::unique_ptr<ResourceStore> family_resources = std::make_unique<ResourceStore>();
+  std::string family;
 };
 
 class Session {

@@ -36,11 +36,14 @@ STEPS=(build calibrate fit full wait report gputests quick-before quick-after qu
 # default list) run scripts/dev/gpu_session.sh train-fused for one case each (TRAIN_FUSED_TESTS=0):
 # the fused step against every PyTorch mode, alternated; quick-after2 and quick-after3 run the quick
 # suite from this tree again, each in a new process; gtest runs build/tests/nodebench_gpu_tests
-# with GTEST_FILTER (build it: BUILD_TARGETS).
+# with GTEST_FILTER (build it: BUILD_TARGETS); fit-fresh refits from this session's runs of the new
+# code and rebuilds (see step_fit_fresh), after which quick-fit1..3 and full2 wait2 report2 run the
+# quick and the full suite again with the new fit.
 [ -n "${SESSION_STEPS:-}" ] && read -r -a STEPS <<< "$SESSION_STEPS"
 declare -A NEED=([build]=150 [calibrate]=200 [fit]=60 [full]=30 [wait]=60 [report]=20 [gputests]=420
                  [quick-before]=100 [quick-after]=100 [quick-after2]=100 [quick-after3]=100 [quick-before2]=100
-                 [quick-report]=20 [gtest]=60
+                 [quick-report]=20 [gtest]=60 [fit-fresh]=90 [full2]=30 [wait2]=60 [report2]=20
+                 [quick-fit1]=100 [quick-fit2]=100 [quick-fit3]=100
                  [peer-fp16-b64]=200 [peer-fp16-b256]=200 [peer-fp16-b1024]=300 [peer-tf32-b256]=270)
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
@@ -50,7 +53,6 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 tmo() { local l=$(( BUDGET_S - $(elapsed) - 5 )); [ "$l" -lt "$1" ] && echo $(( l > 1 ? l : 1 )) || echo "$1"; }  # min(N, time left)
 log() { echo "== [run $RUN, $(elapsed) s] $*" | tee -a "$LOG"; }
 done_step() { [ -f "$S/done.$1" ]; }
-full_running() { [ -f "$S/full.pid" ] && kill -0 "$(cat "$S/full.pid")" 2>/dev/null; }
 
 step_build() {  # BUILD_TARGETS: a space list of targets (default: every target)
   local targets=()
@@ -71,6 +73,27 @@ step_fit() {
   cp "$S/fit.log" "$BOX/fit.txt"
   cmake --build build -j "$(nproc)" --target nodebench >> "$S/build.log" 2>&1
 }
+full_running() { [ -f "$S/$1.pid" ] && kill -0 "$(cat "$S/$1.pid")" 2>/dev/null; }  # full_running NAME
+full_start() {  # full_start NAME: `run --suite full` into $S/NAME.json, started in its own session
+  setsid nohup bash -c "build/nodebench run --suite full --out-file $S/$1.json > $S/$1.log 2>&1; echo \$? > $S/$1.rc" \
+    > /dev/null 2>&1 < /dev/null &
+  echo $! > "$S/$1.pid"
+  sleep 10
+  head -n 3 "$S/$1.log" | cut -c1-200 | tee -a "$LOG"
+}
+full_wait() {  # full_wait NAME: waits while the budget allows; not done until that run has ended
+  while full_running "$1" && [ "$(elapsed)" -lt "$BUDGET_S" ]; do sleep 5; done
+  tail -n 1 "$S/$1.log" 2>/dev/null | cut -c1-160 | tee -a "$LOG"
+  ! full_running "$1"
+}
+full_report() {  # full_report NAME: its file, log and estimate-against-actual table to the outbox
+  log "$1 rc $(cat "$S/$1.rc" 2>/dev/null)"
+  grep -E "cases:|recommended|PAYS|pays" "$S/$1.log" | cut -c1-220 | tail -20 | tee -a "$LOG"
+  python3 scripts/dev/estimate_table.py "$S/$1.json" --plot "$BOX/estimate_$1.png" --json "$S/estimate_$1.json" \
+    | tee "$BOX/estimate_$1.txt" | tee -a "$LOG"
+  gzip -c "$S/$1.json" > "$BOX/$1.json.gz"
+  gzip -c "$S/$1.log" > "$BOX/$1.log.gz"
+}
 step_full() {  # after the calibration run, when there was one, only if its training-step cases ran
   if [ ! -f "$S/calibrate.json" ] || python3 - "$S/calibrate.json" <<'PY'; then
 import json, sys
@@ -78,28 +101,31 @@ bad = [r["id"] for r in json.load(open(sys.argv[1]))["records"] if r["family"] =
 print("calibration: training-step cases failed or wrong: " + ", ".join(bad) if bad else "calibration: training-step cases ok")
 sys.exit(1 if bad else 0)
 PY
-    setsid nohup bash -c "build/nodebench run --suite full --out-file $S/full.json > $S/full.log 2>&1; echo \$? > $S/full.rc" \
-      > /dev/null 2>&1 < /dev/null &
-    echo $! > "$S/full.pid"
-    sleep 10
-    head -n 3 "$S/full.log" | cut -c1-200 | tee -a "$LOG"
+    full_start full
   else
     touch "$S/full.skipped"
   fi
 }
-step_wait() {  # waits while the budget allows; not done until the full suite has ended
-  while full_running && [ "$(elapsed)" -lt "$BUDGET_S" ]; do sleep 5; done
-  tail -n 1 "$S/full.log" 2>/dev/null | cut -c1-160 | tee -a "$LOG"
-  ! full_running
-}
+step_wait() { full_wait full; }
 step_report() {
   [ -f "$S/full.skipped" ] && return 0
-  log "full suite rc $(cat "$S/full.rc" 2>/dev/null)"
-  grep -E "cases:|recommended|PAYS|pays" "$S/full.log" | cut -c1-220 | tail -20 | tee -a "$LOG"
-  python3 scripts/dev/estimate_table.py "$S/full.json" --plot "$BOX/estimate_full.png" --json "$S/estimate_full.json" \
-    | tee "$BOX/estimate_full.txt" | tee -a "$LOG"
-  gzip -c "$S/full.json" > "$BOX/full.json.gz"
-  gzip -c "$S/full.log" > "$BOX/full.log.gz"
+  full_report full
+}
+# A second full run (after fit-fresh: printed with the new fit), in the same way.
+step_full2() { full_start full2; }
+step_wait2() { full_wait full2; }
+step_report2() { full_report full2; }
+# The fit again with the new code's runs of this session (FRESH, a space list of files in $S;
+# default the full run and the first two quick runs) for the kinds FIT_ARGS renews (--renew
+# PREFIX), over the committed runs (FIT_RUNS); nodebench rebuilt with it.
+step_fit_fresh() {
+  local fresh=() f
+  for f in ${FRESH:-full.json quick-after.json quick-after2.json}; do fresh+=(--fresh "$S/$f"); done
+  python3 scripts/dev/fit_costs.py --probe build/tests/nodebench_cost_probe "${FIT_ARGS[@]}" "${OLD_RUNS[@]}" \
+    "${fresh[@]}" --out harness/profiles/costs.json > "$S/fit.log" 2>&1 || { cat "$S/fit.log"; return 1; }
+  cp harness/profiles/costs.json "$BOX/costs.json"
+  cp "$S/fit.log" "$BOX/fit.txt"
+  cmake --build build -j "$(nproc)" --target nodebench >> "$S/build.log" 2>&1
 }
 step_gputests() {
   PYTHONPATH="$PWD/tests/data/no_jsonschema" timeout "$(tmo 450)" ctest --test-dir build -L gpu --output-on-failure > "$S/ctest-gpu.log" 2>&1
@@ -126,6 +152,9 @@ step_quick_after() { quick after; }
 step_quick_after2() { quick after2; }
 step_quick_after3() { quick after3; }
 step_quick_before2() { quick before2; }
+step_quick_fit1() { quick after-fit1; }
+step_quick_fit2() { quick after-fit2; }
+step_quick_fit3() { quick after-fit3; }
 step_quick_report() {  # each quick run of this tree: its estimate table
   local f n
   for f in "$S"/quick-after*.json; do
@@ -164,7 +193,7 @@ for s in "${STEPS[@]}"; do
   if [ $(( $(elapsed) + ${NEED[$s]} )) -gt "$BUDGET_S" ]; then log "$s: left for the next run (needs ${NEED[$s]} s)"; break; fi
   log "$s"
   if "step_${s//-/_}"; then touch "$S/done.$s"
-  elif [ "$s" = wait ]; then log "the full suite still runs"; break
+  elif [ "$s" = wait ] || [ "$s" = wait2 ]; then log "the full suite still runs"; break
   else log "$s failed"; rc=1; touch "$S/done.$s"; fi
 done
 # Results to $OUT: at most 7 files a run (the rest stay for the next), and this run's log.
