@@ -234,10 +234,14 @@ enum class Search { full, seeded, none };
 CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch, Search searched) {
   const GpuInfo& g = in.gpu;
   CaseCost k;
-  // cuDNN's whole search (a series' first batch) grows with the batch far beyond what its runs
-  // of the pass's own time say (the slow algorithms it tries): a kind of its own, fitted apart.
-  k.kind = std::string("train/") + P.name + (searched == Search::full ? "/full_search" : "");
+  // A kind per precision and layout: on an H200 the FP16 NCHW steps took 1.3x what the model of
+  // the two layouts together predicts and the NHWC ones 0.8x, so the pace of one layout's sweep
+  // misled the estimate for the other's (+28% at 80% of two full runs,
+  // results/h200/2026-12-02-hostlink-pool/). cuDNN's whole search (a series' first batch) grows
+  // with the batch far beyond what its runs of the pass's own time say (the slow algorithms it
+  // tries): a kind of its own, fitted apart.
   k.sweep = std::string("train/") + P.name + "/" + (nhwc ? "nhwc" : "nchw");
+  k.kind = k.sweep + (searched == Search::full ? "/full_search" : "");
   k.batch = batch;
   // A batch the memory plan puts over the device, or that cuDNN cannot describe, is skipped
   // before anything is allocated.
