@@ -10,6 +10,7 @@
 #include "run/plan.hpp"
 #include "run/result.hpp"
 #include "run/run_combine.hpp"
+#include "run/session.hpp"
 #include "bench/resources_store.hpp"
 #include "bench/settings.hpp"
 #include "base/status.hpp"
@@ -170,6 +171,36 @@ Case make(const std::string& name, bool shares_host, bool multi) {
   return c;
 }
 }  // namespace
+
+// A family that runs one GPU at a time lets go of what it kept on the other GPUs (no GPU is
+// needed: the slots are made without one, and a GPU that cannot be made current is released too).
+TEST(Session, ReleasingAFamilysResourcesSparesOneGpuAndOtherFamilies) {
+  struct Kept {
+    int* alive;
+    explicit Kept(int* a) : alive(a) { ++*alive; }
+    ~Kept() { --*alive; }
+  };
+  Session session(ProfileDb::builtin(), Settings::from_map({}));
+  int alive = 0;
+  auto keep = [&](int gpu, const std::string& family) {
+    GpuSlot& s = session.slot(gpu);
+    s.family = family;
+    s.family_resources->get<Kept>([&] { return std::make_unique<Kept>(&alive); });
+  };
+  keep(0, "hostlink");
+  keep(1, "hostlink");
+  keep(2, "hostlink");
+  keep(3, "latency");
+  ASSERT_EQ(alive, 4);
+  session.release_family_resources("hostlink", 1);
+  EXPECT_EQ(alive, 2);  // GPU 1's and the other family's stay
+  EXPECT_EQ(session.slot(0).family_resources->size(), 0u);
+  EXPECT_EQ(session.slot(0).family, "");
+  EXPECT_EQ(session.slot(1).family_resources->size(), 1u);
+  EXPECT_EQ(session.slot(2).family_resources->size(), 0u);
+  EXPECT_EQ(session.slot(3).family_resources->size(), 1u);
+  EXPECT_EQ(session.slot(3).family, "latency");
+}
 
 TEST(Schedule, CasesThatShareNothingRunOnEveryGpuAtOnce) {
   Plan p;

@@ -156,6 +156,8 @@ CaseRecords run_local(const Step& step, const Plan& plan, Session& session) {
       in.reason_kind = no->kind;
       in.reason = no->reason;
     } else {
+      // A family that runs one GPU at a time keeps its buffers on one GPU at a time.
+      if (c.shares_host && step.mode == RunMode::alone) session.release_family_resources(c.family, ids.front());
       run_on_gpu(c, all, plan, session, st, ctx, in);
     }
   } catch (const std::exception& e) {

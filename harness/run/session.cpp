@@ -39,4 +39,18 @@ void Session::release_resources() {
   }
 }
 
+void Session::release_family_resources(const std::string& family, int except_gpu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [gpu, slot] : slots_) {
+    if (gpu == except_gpu || slot.family != family || !slot.family_resources) continue;
+    try {
+      DeviceGuard guard(gpu);
+      slot.family_resources->clear();
+    } catch (const std::exception&) {
+      slot.family_resources->clear();  // the GPU is gone: release what can be released
+    }
+    slot.family.clear();
+  }
+}
+
 }  // namespace nb

@@ -54,6 +54,10 @@ class Session {
   // Destroys what the families kept (session-wide first, then each GPU's with that GPU current),
   // while the CUDA contexts are still there; the destructor calls it.
   void release_resources();
+  // Empties what `family` keeps on every GPU but `except_gpu` (GpuSlot::family_resources): a
+  // family whose cases run one GPU at a time (Family::shares_host) holds its buffers on one GPU
+  // at a time, not on each GPU it has been through. Only while no other GPU runs a case.
+  void release_family_resources(const std::string& family, int except_gpu);
   ~Session();
 
  private:
