@@ -251,3 +251,24 @@ def test_seeded_vs_cache_pairs_the_same_path_only(tmp_path, capsys):
     bad.write_text("{")
     assert svc.main([str(bad), str(tgz)]) == 2
     assert svc.main([str(full), str(tmp_path / "none.tar.gz")]) == 2
+
+
+def test_a_family_change_compares_figures_of_cases_ok_in_both_and_their_step_times():
+    fc = _load("family_change")
+
+    def rec(rid, fam, elapsed, gbps, status="ok"):
+        return {"id": rid, "family": fam, "status": status, "primary_metric": "gbps",
+                "metrics": {"gbps": gbps}, "progress": {"elapsed_s": elapsed}}
+
+    before = {"records": [rec("g/a", "gemm", 5, 1), rec("h/a", "hostlink", 7, 10), rec("h/b", "hostlink", 10, 20),
+                          rec("h/c", "hostlink", 11, 30), rec("h/d", "hostlink", 12, 5)]}
+    after = {"records": [rec("h/a", "hostlink", 1, 11), rec("h/b", "hostlink", 4, 10),
+                         rec("h/c", "hostlink", 4.5, 30, status="wrong"), rec("h/d", "hostlink", 6, 5)]}
+    lines, ratios = fc.compare("hostlink", before, after)
+    # h/c is wrong after: left out; the others after / before.
+    assert ratios == pytest.approx(sorted([1.1, 0.5, 1.0]))
+    # Step times from the previous step's end: before 2 + 3 + 1 + 1 (the GEMM's 5 s not counted),
+    # after 1 + 3 + 0.5 + 1.5.
+    assert lines[0] == "wall time of its steps: 7.0 s -> 6.0 s"
+    assert lines[-1].startswith("3 cases: ratio median 1.000")
+    assert "all 0.500-1.100" in lines[-1]
