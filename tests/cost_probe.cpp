@@ -107,7 +107,7 @@ int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::ma
       const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
       const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &u.model_s);
       u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch;
-      if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep);
+      if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
     }
     units.push_back(u);
   }

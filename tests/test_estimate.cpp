@@ -100,6 +100,43 @@ TEST(Estimator, ASweepIsCountedOnlyToWhereAnEarlierRunStopped) {
   EXPECT_DOUBLE_EQ(e.predicted_s(4), 0.0);
 }
 
+// Earlier runs of a sweep stopped at 4 in one and 8 in three: before anything ran, batch 8 counts
+// three quarters of its prior, 16 nothing; once the points measured say the sweep goes on (or
+// stops), the weight follows them.
+TEST(Estimator, ABatchSomeEarlierRunsReachedCountsTheirShare) {
+  std::vector<CostUnit> u;
+  for (int64_t b : {1, 2, 4, 8, 16}) {
+    CostUnit c{"k", 10.0, "s", b};
+    c.sweep_last = 8;
+    c.sweep_lasts = {4, 8, 8, 8};
+    u.push_back(c);
+  }
+  Estimator e(u);
+  EXPECT_DOUBLE_EQ(e.run_weight(2), 1.0);
+  EXPECT_DOUBLE_EQ(e.run_weight(3), 0.75);
+  EXPECT_DOUBLE_EQ(e.run_weight(4), 0.0);
+  EXPECT_DOUBLE_EQ(e.prior_total_s(), 10 + 10 + 10 + 7.5);
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 7.5);
+  for (size_t i = 0; i < 3; ++i) e.done(i, 10.0);  // at the prior's pace
+  // Still gaining 10% a doubling at batch 4: the next batch runs in every case.
+  for (size_t i = 0; i < 3; ++i) e.observe(i, 100.0 * std::pow(1.1, double(i)));
+  EXPECT_DOUBLE_EQ(e.run_weight(3), 1.0);
+  EXPECT_DOUBLE_EQ(e.run_weight(4), 0.0);
+  EXPECT_DOUBLE_EQ(e.predicted_s(3), 10.0);
+  // A sweep that has reached its plateau at batch 4 (under 3% over batch 2): nothing after it.
+  Estimator f(u);
+  f.observe(0, 100.0);
+  f.observe(1, 150.0);
+  f.observe(2, 151.0);
+  EXPECT_DOUBLE_EQ(f.run_weight(3), 0.0);
+  EXPECT_DOUBLE_EQ(f.predicted_s(3), 0.0);
+  // Without the runs' stops, where one stopped decides: all or nothing.
+  for (CostUnit& c : u) c.sweep_lasts.clear();
+  Estimator g(u);
+  EXPECT_DOUBLE_EQ(g.run_weight(3), 1.0);
+  EXPECT_DOUBLE_EQ(g.run_weight(4), 0.0);
+}
+
 TEST(Estimator, LearnReadsTheRecords) {
   Estimator e({{"k", 10, "s", 1}, {"k", 10, "s", 2}, {"k", 10, "s", 4}, {"k", 10, "s", 8}});
   using nlohmann::json;

@@ -137,6 +137,22 @@ TEST(CostFit, SampleScaleAppliesToSamplingAndDefaultsToTheScale) {
   EXPECT_THROW(parse_cost_fits(nlohmann::json::parse(R"({"kinds": {"x": {"scale": 1, "sample_scale": -2}}})")), Error);
 }
 
+// The sweeps' stops: where the run that ran most of it stopped, and where each run did.
+TEST(CostFit, SweepStopsAndEachRunsStopAreParsedAndBadOnesRefused) {
+  const auto doc = nlohmann::json::parse(
+      R"({"sweeps": {"train/fp16/nhwc": {"last_batch": 2048, "last_batches": [1024, 1024, 2048]},
+                     "train": {"last_batch": 512}}})");
+  EXPECT_EQ(parse_sweep_stops(doc).at("train/fp16/nhwc"), 2048);
+  const auto h = parse_sweep_histories(doc);
+  EXPECT_EQ(h.at("train/fp16/nhwc"), (std::vector<int64_t>{1024, 1024, 2048}));
+  EXPECT_EQ(h.count("train"), 0u);
+  EXPECT_THROW(parse_sweep_histories(nlohmann::json::parse(R"({"sweeps": {"s": {"last_batch": 4, "last_batches": 4}}})")),
+               Error);
+  EXPECT_THROW(
+      parse_sweep_histories(nlohmann::json::parse(R"({"sweeps": {"s": {"last_batch": 4, "last_batches": [4, 0]}}})")),
+      Error);
+}
+
 // A measurement expected to stop at the time cap costs the cap, whatever the suite's cap; one that
 // converges costs its minimum samples; a short one runs to the sample cap.
 TEST(CostFit, SamplingToTheCapCostsTheCapOrTheSampleCap) {

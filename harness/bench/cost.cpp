@@ -24,8 +24,11 @@ constexpr double kSampleOverheadS = 2e-4;
 struct Costs {
   std::map<std::string, CostFit> fits;
   std::map<std::string, int64_t> stops;
+  std::map<std::string, std::vector<int64_t>> histories;
 };
-Costs costs_of(const nlohmann::json& doc) { return Costs{parse_cost_fits(doc), parse_sweep_stops(doc)}; }
+Costs costs_of(const nlohmann::json& doc) {
+  return Costs{parse_cost_fits(doc), parse_sweep_stops(doc), parse_sweep_histories(doc)};
+}
 Costs& costs() {
   static Costs c = costs_of(nlohmann::json::parse(kBuiltinCostsJson));
   return c;
@@ -107,6 +110,30 @@ std::map<std::string, int64_t> parse_sweep_stops(const nlohmann::json& doc) {
     out[name] = v["last_batch"].get<int64_t>();
   }
   return out;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_sweep_histories(const nlohmann::json& doc) {
+  std::map<std::string, std::vector<int64_t>> out;
+  if (!doc.contains("sweeps") || !doc["sweeps"].is_object()) return out;
+  for (const auto& [name, v] : doc["sweeps"].items()) {
+    if (!v.is_object() || !v.contains("last_batches")) continue;
+    const nlohmann::json& l = v["last_batches"];
+    if (!l.is_array()) throw Error("costs.json: sweep " + name + ": last_batches must be a list of positive integers");
+    std::vector<int64_t> b;
+    for (const auto& x : l) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 1)
+        throw Error("costs.json: sweep " + name + ": last_batches must be a list of positive integers");
+      b.push_back(x.get<int64_t>());
+    }
+    out[name] = std::move(b);
+  }
+  return out;
+}
+
+std::vector<int64_t> sweep_last_batches(const std::string& sweep) {
+  const auto& h = costs().histories;
+  auto it = h.find(sweep);
+  return it == h.end() ? std::vector<int64_t>{} : it->second;
 }
 
 std::optional<int64_t> sweep_last_batch(const std::string& sweep) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -55,8 +56,13 @@ std::map<std::string, CostFit> parse_cost_fits(const nlohmann::json& doc);
 // Where an earlier run of the sweep `sweep` (CaseCost::sweep, e.g. "train/fp16/nhwc") stopped:
 // costs.json's "sweeps", else its family's (the part before the first '/'); nullopt: unknown.
 std::optional<int64_t> sweep_last_batch(const std::string& sweep);
+// Where each earlier run of the sweep stopped (costs.json's "last_batches", one per run fitted,
+// e.g. FP16 NHWC on an H200 at 1024 in some runs and 2048 in others, near the 3% line); empty
+// when not given (then last_batch alone).
+std::vector<int64_t> sweep_last_batches(const std::string& sweep);
 // Parses the "sweeps" of a costs.json document (tests).
 std::map<std::string, int64_t> parse_sweep_stops(const nlohmann::json& doc);
+std::map<std::string, std::vector<int64_t>> parse_sweep_histories(const nlohmann::json& doc);
 // Replaces the built-in costs document by `doc` for the rest of the process (a developer tool
 // replaying a run with another fit; not thread-safe). Throws nb::Error on a bad one.
 void use_costs(const nlohmann::json& doc);

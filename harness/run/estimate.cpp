@@ -34,6 +34,7 @@ Estimator::Estimator(std::vector<CostUnit> units) : units_(std::move(units)), fi
       Sweep& s = sweeps_[u.sweep];
       s.batches.push_back(u.batch);
       if (u.sweep_last) s.prior_last = u.sweep_last;
+      if (!u.sweep_lasts.empty()) s.prior_lasts = u.sweep_lasts;
     }
   for (auto& [name, s] : sweeps_) {
     std::sort(s.batches.begin(), s.batches.end());
@@ -83,13 +84,19 @@ void Estimator::learn(size_t i, const std::vector<nlohmann::json>& records, doub
   else if (figure) observe(i, *figure);
 }
 
-bool Estimator::expected_to_run(size_t i) const {
-  const CostUnit& u = units_[i];
-  if (u.sweep.empty()) return true;
+double Estimator::run_weight(size_t i) const {
+  const CostUnit& u = units_.at(i);
+  if (u.sweep.empty()) return 1;
   const Sweep& s = sweeps_.at(u.sweep);
-  if (s.stopped) return u.batch < s.stopped_at;
-  const std::optional<int64_t> last = predicted_last_batch(s.points, s.batches, s.prior_last);
-  return last && u.batch <= *last;
+  if (s.stopped) return u.batch < s.stopped_at ? 1 : 0;
+  auto runs_with = [&](std::optional<int64_t> prior) {
+    const std::optional<int64_t> last = predicted_last_batch(s.points, s.batches, prior);
+    return last && u.batch <= *last;
+  };
+  if (s.prior_lasts.empty()) return runs_with(s.prior_last) ? 1 : 0;
+  size_t n = 0;
+  for (int64_t l : s.prior_lasts) n += runs_with(l) ? 1 : 0;
+  return double(n) / double(s.prior_lasts.size());
 }
 
 void Estimator::done(size_t i, double actual_s) {
@@ -124,7 +131,8 @@ double Estimator::shrunk_(double actual, double prior) const { return (actual + 
 
 double Estimator::predicted_s(size_t i) const {
   const CostUnit& u = units_.at(i);
-  if (!expected_to_run(i)) return 0;
+  const double w = run_weight(i);
+  if (!(w > 0)) return 0;
   // In a sweep, the pace of its own cases done: they share its layers' shapes and searches.
   std::optional<double> p;
   if (!u.sweep.empty())
@@ -134,7 +142,7 @@ double Estimator::predicted_s(size_t i) const {
   // which share its model, else its own prior: the fit per kind, made from earlier runs. (Not the
   // pace of all units: a GEMM or a training step slower than its fit says nothing of a copy.)
   if (!p) p = family_pace(u.kind);
-  return u.prior_s * p.value_or(1.0);
+  return w * u.prior_s * p.value_or(1.0);
 }
 
 std::optional<double> Estimator::family_pace(const std::string& kind) const {
@@ -158,7 +166,7 @@ double Estimator::remaining_s() const {
 double Estimator::prior_total_s() const {
   double total = 0;
   for (size_t i = 0; i < units_.size(); ++i)
-    if (expected_to_run(i)) total += units_[i].prior_s;
+    total += run_weight(i) * units_[i].prior_s;
   return total;
 }
 

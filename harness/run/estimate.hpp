@@ -26,6 +26,7 @@ struct CostUnit {
   int64_t batch = 0;   // its batch in that sweep
   double model_s = 0;  // the model seconds behind prior_s (bench/cost.hpp), for refitting
   std::optional<int64_t> sweep_last;  // where an earlier run of its sweep stopped (bench/cost.hpp)
+  std::vector<int64_t> sweep_lasts;   // where each earlier run of it stopped, when known
 };
 
 class Estimator {
@@ -51,13 +52,18 @@ class Estimator {
   // trusted by the predicted seconds it has seen) -- of its sweep's units where it is in a sweep
   // with some done, else of its kind's, else of its family's (the kinds sharing the part of its
   // name before '/'), else its prior as it is (a kind's fit says more of it than other kinds' paces
-  // do). Units past their sweep's (predicted) end count nothing.
+  // do), times the chance it runs (run_weight).
   double remaining_s() const;
-  // The predicted seconds of unit i (calibrated as remaining_s does; 0 when it is predicted not
-  // to run: past its sweep's predicted or actual end).
+  // The predicted seconds of unit i (calibrated as remaining_s does, times run_weight: 0 past its
+  // sweep's actual or certain end).
   double predicted_s(size_t i) const;
-  // Before anything ran: the sum of the priors of the units expected to run (a sweep to where an
-  // earlier run of it stopped).
+  // The chance unit i runs: 1 outside a sweep; in a sweep, 0 or 1 once its points or its stop
+  // decide, else the share of the earlier runs of the sweep (CostUnit::sweep_lasts) that would
+  // have reached its batch from the points measured so far (a sweep near its plateau stops at one
+  // batch in some runs and the next in others: counting half of a 20 s case errs by 10 s either
+  // way, counting all or none by 20 s one way); without such runs, 0 or 1 from where one stopped.
+  double run_weight(size_t i) const;
+  // Before anything ran: the sum of the priors of the units, each times its run weight.
   double prior_total_s() const;
   size_t size() const { return units_.size(); }
   const CostUnit& unit(size_t i) const { return units_.at(i); }
@@ -73,11 +79,11 @@ class Estimator {
     double actual = 0, prior = 0;
     size_t n = 0;
   };
-  bool expected_to_run(size_t i) const;
   struct Sweep {
     std::vector<SweepPoint> points;
     std::vector<int64_t> batches;  // planned, ascending
     std::optional<int64_t> prior_last;  // where an earlier run of it stopped
+    std::vector<int64_t> prior_lasts;   // where each earlier run of it stopped
     bool stopped = false;
     int64_t stopped_at = 0;
     double actual = 0, prior = 0;  // of its units done: their pace guides its next ones

@@ -101,7 +101,7 @@ std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const Gpu
                                    int(s.gpus.size()), &model);
       if (k.total() > u.prior_s || u.kind.empty()) {
         u.kind = k.kind, u.sweep = k.sweep, u.batch = k.batch, u.model_s = model;
-        if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep);
+        if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
       }
       u.prior_s = std::max(u.prior_s, k.total());
     }

@@ -125,6 +125,33 @@ def test_fit_writes_kinds_families_and_sweeps(tmp_path):
     assert doc["sweeps"]["train"]["last_batch"] == 8
 
 
+def test_each_runs_stop_of_a_sweep_is_written_beside_the_fullest_runs(tmp_path):
+    fc = _load("fit_costs")
+
+    def run(name, figures, skipped_at=None):
+        recs = [{"id": f"t/b{b}", "status": "ok", "duration_s": 1.0, "primary_metric": "images_per_s",
+                 "metrics": {"images_per_s": v},
+                 "progress": {"kind": "train/fp16/nhwc", "model_s": 1.0, "sweep": "train/fp16/nhwc", "batch": b}}
+                for b, v in figures]
+        if skipped_at:
+            recs.append({"id": f"t/b{skipped_at}", "status": "skipped", "reason_kind": "plateau", "duration_s": 0.0,
+                         "progress": {"kind": "train/fp16/nhwc", "model_s": 0.0, "sweep": "train/fp16/nhwc",
+                                      "batch": skipped_at}})
+        f = tmp_path / name
+        f.write_text(json.dumps({"records": recs}))
+        return str(f)
+    # Three runs: stopped after 4 (4 gained 2% over 2), after 8, and one that ran 1 to 8 without a
+    # plateau record (its last batch).
+    a = run("a.json", [(1, 10), (2, 19), (4, 19.4)], skipped_at=8)
+    b = run("b.json", [(1, 10), (2, 19), (4, 25), (8, 25.2)], skipped_at=16)
+    c = run("c.json", [(1, 10), (2, 19), (4, 25), (8, 30)])
+    out = tmp_path / "costs.json"
+    assert fc.main([a, b, c, "--out", str(out)]) == 0
+    sw = json.loads(out.read_text())["sweeps"]["train/fp16/nhwc"]
+    assert sw["last_batches"] == [4, 8, 8]
+    assert sw["last_batch"] == 8  # the run that ran the most batches (b, with its skipped one)
+
+
 def test_a_kind_takes_its_points_from_the_newest_file_or_from_all(tmp_path):
     fc = _load("fit_costs")
 

@@ -14,7 +14,8 @@ the scales > 0; a kind with fewer than --min-points points gets one scale = its 
 total model seconds. For kinds named
 "<family>/<sub>" the family's fit over all its kinds is written too: a kind without a fit of its
 own takes it (bench/cost.hpp). And where each batch sweep stopped (or, in a run from before the
-plateau rule, would have): the estimate's prior for that sweep (bench/sweep.hpp).
+plateau rule, would have), in the run that ran most of it and in each run: the estimate's prior for
+that sweep (bench/sweep.hpp), a batch weighted by the share of the runs that reached it.
 
 usage: scripts/dev/fit_costs.py [--probe build/tests/nodebench_cost_probe] [--out FILE] [--newest]
        [--renew PREFIX ...] [--fresh RESULT.json ...] RESULT.json ...
@@ -235,15 +236,20 @@ def main(argv=None):
     for (path, name), rows in by_sweep.items():
         if name not in fullest or len(rows) > len(fullest[name]):
             fullest[name] = rows
+    each = defaultdict(list)  # where the sweep stopped in each file that ran it, in the files' order
+    for (path, name), rows in by_sweep.items():
+        stop = sweep_stop(rows)
+        if stop:
+            each[name].append(stop)
     for name, rows in sorted(fullest.items()):
         last = sweep_stop(rows)
         if last:
-            sweeps[name] = {"last_batch": last}
+            sweeps[name] = {"last_batch": last, "last_batches": sorted(each[name])}
             family[name.split("/")[0]].append(last)
     for fam, lasts in family.items():  # a sweep of the family not seen: the geometric mean, a power of two
         sweeps.setdefault(fam, {"last_batch": 2 ** round(sum(math.log2(x) for x in lasts) / len(lasts))})
     for name, v in sorted(sweeps.items()):
-        print(f"sweep {name:24s} last batch {v['last_batch']}", file=sys.stderr)
+        print(f"sweep {name:24s} last batch {v['last_batch']}, in each run {v.get('last_batches', '-')}", file=sys.stderr)
     doc = {
         "about": "The fit per cost kind that turns a case's model seconds (its cost function, bench/cost.hpp) into "
                  "predicted seconds: predicted = fixed_s + scale x the model's setup seconds + sample_scale x its "
@@ -251,7 +257,9 @@ def main(argv=None):
                  "result files named in source (each record's model seconds against its duration_s); a kind not "
                  "listed takes the fit of its family (the part of its name before '/') where that is listed, else "
                  "is predicted by its model alone (fixed 0, scale 1). sweeps: where each batch sweep stopped in those "
-                 "runs (its family's: the geometric mean of its sweeps'), the estimate's prior for how far it goes.",
+                 "runs (last_batch: in the run that ran most of it; last_batches: in each run, whose share that "
+                 "reaches a batch is the estimate's weight for it; its family's: the geometric mean of its sweeps'), "
+                 "the estimate's prior for how far it goes.",
         "source": a.files + a.fresh,
         "kinds": kinds,
         "sweeps": sweeps,
