@@ -5,7 +5,7 @@ step's end). Prints a table at every tenth of the run and the worst relative err
 95% of the run (--from, --to); in the last 5% a few seconds remain, where a relative error says
 little, so there the worst error in seconds is given instead. With --plot FILE, draws both curves.
 
-usage: scripts/dev/estimate_table.py RESULT.json [--plot estimate.png] [--json out.json]
+usage: scripts/dev/estimate_table.py RESULT.json [--plot estimate.png] [--label TEXT] [--json out.json]
 """
 import argparse
 import json
@@ -70,6 +70,8 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--from", dest="start", type=float, default=0.1, help="judge from this fraction of the run on")
     ap.add_argument("--to", dest="end", type=float, default=0.95, help="and up to this fraction")
+    ap.add_argument("--label", default="printed estimate",
+                    help="the estimate's name in the plot (e.g. 'replayed estimate' for a replay's file)")
     a = ap.parse_args(argv)
     try:
         doc = resultfile.load(a.result)
@@ -101,7 +103,7 @@ def main(argv=None):
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4))
         ax.plot([r["elapsed_s"] / 60 for r in rows], [r["actual_s"] / 60 for r in rows], label="time that remained", color="black")
-        ax.plot([r["elapsed_s"] / 60 for r in rows], [r["estimate_s"] / 60 for r in rows], label="printed estimate", color="tab:orange")
+        ax.plot([r["elapsed_s"] / 60 for r in rows], [r["estimate_s"] / 60 for r in rows], label=a.label, color="tab:orange")
         lo = [0.75 * r["actual_s"] / 60 for r in rows]
         hi = [1.25 * r["actual_s"] / 60 for r in rows]
         ax.fill_between([r["elapsed_s"] / 60 for r in rows], lo, hi, color="grey", alpha=0.2, label="within 25%")
