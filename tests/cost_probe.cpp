@@ -105,9 +105,9 @@ int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::ma
     });
     if (it != by_id.end() && !not_built) {
       const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
-      const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &u.model_s);
-      u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch;
-      if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
+      double model = 0;
+      const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &model);
+      u = cost_unit(k, model);
     }
     units.push_back(u);
   }

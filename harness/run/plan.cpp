@@ -88,6 +88,13 @@ CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, 
   return apply_fit(k);
 }
 
+CostUnit cost_unit(const CaseCost& k, double model_s) {
+  CostUnit u;
+  u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch, u.model_s = model_s;
+  if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
+  return u;
+}
+
 std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
                                  const std::vector<Step>& steps) {
   std::vector<CostUnit> units;
@@ -99,11 +106,9 @@ std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const Gpu
       double model = 0;
       const CaseCost k = case_cost(*s.c, s.gpus.empty() ? nullptr : &gpu_of(s.gpus.front()), plan.base,
                                    int(s.gpus.size()), &model);
-      if (k.total() > u.prior_s || u.kind.empty()) {
-        u.kind = k.kind, u.sweep = k.sweep, u.batch = k.batch, u.model_s = model;
-        if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
-      }
-      u.prior_s = std::max(u.prior_s, k.total());
+      const double top = std::max(u.prior_s, k.total());
+      if (k.total() > u.prior_s || u.kind.empty()) u = cost_unit(k, model);
+      u.prior_s = top;
     }
     units.push_back(u);
     i = j;

@@ -67,6 +67,9 @@ std::vector<Step> schedule(const Plan& plan);
 // any work.
 CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr,
                    double* model_sample_s = nullptr);
+// The estimator's unit of one case's cost: its kind, prediction, sweep and batch, and where earlier
+// runs of its sweep stopped (costs.json).
+CostUnit cost_unit(const CaseCost& k, double model_s);
 // One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator;
 // `gpu_of` gives a GPU of the plan by index (the session's, or assumed ones for a forecast).
 std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
