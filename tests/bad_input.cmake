@@ -59,6 +59,10 @@ add_test(NAME guard_exit_3_skips COMMAND ${CMAKE_COMMAND} -E env FAKE_NODEBENCH_
          ${NB_EXPECT} 77 "SKIP: no usable GPU" -- ${NB_GUARD_FAKE})
 add_test(NAME guard_runs_the_test_on_a_gpu COMMAND ${CMAKE_COMMAND} -E env FAKE_NODEBENCH_MODE=gpu
          ${NB_EXPECT} 5 "" -- ${NB_GUARD_FAKE})
+# A GPU test whose program is not built fails saying so (not a traceback).
+add_test(NAME guard_unbuilt_test_fails COMMAND ${CMAKE_COMMAND} -E env FAKE_NODEBENCH_MODE=gpu
+         ${NB_EXPECT} 1 "FAIL: cannot run the test .*no_such_test_program.*is its target built" --
+         ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu_guard.py ${NB_FAKE} -- ${CMAKE_CURRENT_BINARY_DIR}/no_such_test_program)
 
 # The GPU tests' schema check without jsonschema (a fresh GPU node): the loader's checks, said so.
 set(NB_NO_JSONSCHEMA ${CMAKE_COMMAND} -E env PYTHONPATH=${NB_DATA}/no_jsonschema)

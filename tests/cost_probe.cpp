@@ -69,13 +69,17 @@ std::vector<ReplayStep> steps_of(const json& doc) {
   return steps;
 }
 
-// A record's case in this build: by its id, else (the input family's CPU cases are named by the
+// A record's case in this build: by its id, or its id less a GPU count's step suffix, else (the input family's CPU cases are named by the
 // core count of the machine that ran them, "c16") the case of this machine whose id differs only in
 // that count.
 std::map<std::string, const Case*>::const_iterator find_case(const std::map<std::string, const Case*>& by_id,
                                                              const std::string& id) {
   auto it = by_id.find(id);
   if (it != by_id.end()) return it;
+  // A multi-GPU case's step on a GPU count is named with it ("train_dp/.../b32/g1").
+  if (const size_t g = id.rfind("/g"); g != std::string::npos && g + 2 < id.size() &&
+      std::all_of(id.begin() + long(g) + 2, id.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+    if (auto base = by_id.find(id.substr(0, g)); base != by_id.end()) return base;
   auto stem = [](const std::string& s) {
     const size_t slash = s.rfind('/');
     if (slash == std::string::npos || slash + 2 > s.size() || s[slash + 1] != 'c') return std::string();
@@ -105,8 +109,14 @@ int replay(json doc, const GpuInfo& gpu, const MeasureConfig& cfg, const std::ma
     });
     if (it != by_id.end() && !not_built) {
       const int gpus = r.contains("gpus") && r["gpus"].is_array() ? std::max<int>(1, int(r["gpus"].size())) : 1;
+      // Whether a case can run is a fact of that machine (its NUMA nodes, its build), not of this
+      // one: a step that ran there is costed as a case that runs, one skipped there as this build
+      // would have costed it here (nothing when this machine cannot run it either).
+      Case c = *it->second;
+      const bool ran = std::any_of(st.records.begin(), st.records.end(), [](const json& x) { return x.value("status", "") != "skipped"; });
+      if (ran) c.available = nullptr;
       double model = 0;
-      const CaseCost k = case_cost(*it->second, &gpu, cfg, it->second->multi_gpu ? gpus : 1, &model);
+      const CaseCost k = case_cost(c, &gpu, cfg, c.multi_gpu ? gpus : 1, &model);
       u = cost_unit(k, model);
     }
     units.push_back(u);

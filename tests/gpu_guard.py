@@ -72,7 +72,10 @@ def main() -> int:
     if not gpus:
         print(f"SKIP: no GPU visible ({env.get('cuda_error') or 'CUDA sees none'}); a GPU test")
         return SKIP
-    return subprocess.call(command)
+    try:
+        return subprocess.call(command)
+    except OSError as e:
+        return fail(f"cannot run the test `{' '.join(command)}`: {e} (is its target built?)")
 
 
 if __name__ == "__main__":

@@ -304,6 +304,26 @@ TEST(InputCpus, ListsOrderAndSweeps) {
   std::vector<Cpu> amd;
   for (int id = 0; id < 8; ++id) amd.push_back({id, id / 2, 0, 0});
   EXPECT_EQ(pin_order(amd), (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
+  // A NUMA placement: the GPU's node or the other one on two sockets; on one socket, an unknown
+  // GPU node or a node none of whose CPUs is allowed, the reason (known before the run: the case
+  // is skipped before any work and costs nothing in the estimate of time left).
+  EXPECT_EQ(numa_node_for(intel, "gpu_node", 1, 0).node, 1);
+  EXPECT_EQ(numa_node_for(intel, "other_node", 1, 0).node, 0);
+  EXPECT_EQ(numa_node_for(intel, "other_node", 0, 0).node, 1);
+  EXPECT_TRUE(numa_node_for(intel, "gpu_node", 0, 0).problem.empty());
+  const NumaChoice one = numa_node_for(amd, "gpu_node", 0, 3);
+  EXPECT_FALSE(one.node);
+  EXPECT_NE(one.problem.find("one NUMA node (node 0)"), std::string::npos) << one.problem;
+  EXPECT_FALSE(numa_node_for(amd, "other_node", 0, 3).node);
+  const NumaChoice unknown = numa_node_for(intel, "gpu_node", std::nullopt, 3);
+  EXPECT_FALSE(unknown.node);
+  EXPECT_NE(unknown.problem.find("GPU 3"), std::string::npos) << unknown.problem;
+  std::vector<Cpu> socket0(intel.begin(), intel.end());
+  socket0.erase(std::remove_if(socket0.begin(), socket0.end(), [](const Cpu& c) { return c.node == 1; }), socket0.end());
+  socket0.push_back({8, 9, 2, 2});  // a third node, so that two nodes remain in the list
+  const NumaChoice barred = numa_node_for(socket0, "gpu_node", 1, 0);
+  EXPECT_FALSE(barred.node);
+  EXPECT_NE(barred.problem.find("no CPU of node 1"), std::string::npos) << barred.problem;
   EXPECT_EQ(sweep_counts(1), std::vector<int>{1});
   EXPECT_EQ(sweep_counts(2), (std::vector<int>{1, 2}));
   EXPECT_EQ(sweep_counts(6), (std::vector<int>{1, 2, 4, 6}));
@@ -345,25 +365,32 @@ TEST(InputPool, WorkersDecodeAndCount) {
 // The CPU cases say before the run whether this build can run them (so that a plan costs a case
 // it will skip at nothing): available exactly when libjpeg-turbo was built in, else skipped as
 // not_built with the reason.
-TEST(InputCases, CpuCasesAreAvailableExactlyWhenTheCodecIsBuilt) {
+TEST(InputCases, CpuCasesAreAvailableExactlyWhenTheyCanRun) {
   const nb::Family* input = nullptr;
   for (const auto& f : nb::family_registry())
     if (f->name() == "input") input = f.get();
   ASSERT_NE(input, nullptr);
+  // A GPU without a PCI address: its NUMA node is unknown, so a NUMA placement cannot be made
+  // (whatever this host's nodes), and is known not to run before the run; a spread can.
   nb::GpuInfo g;
   g.cc_major = 9;
-  int cpu_cases = 0;
+  int spread = 0, numa = 0;
   for (nb::Suite suite : {nb::Suite::quick, nb::Suite::full})
     for (const nb::Case& c : input->cases(suite)) {
       if (c.name.rfind("cpu/", 0) != 0) continue;
-      ++cpu_cases;
+      const bool is_numa = c.name.find("/numa_") != std::string::npos;
+      ++(is_numa ? numa : spread);
       ASSERT_TRUE(bool(c.available)) << c.name;
       const nb::Availability a = c.available(g);
-      EXPECT_EQ(a.ok, jpeg_built()) << c.name;
-      if (!a.ok) {
+      EXPECT_EQ(a.ok, jpeg_built() && !is_numa) << c.name;
+      if (!jpeg_built()) {
         EXPECT_EQ(a.kind, nb::ReasonKind::not_built) << c.name;
         EXPECT_NE(a.reason.find("libjpeg-turbo"), std::string::npos) << a.reason;
+      } else if (is_numa) {
+        EXPECT_EQ(a.kind, nb::ReasonKind::unsupported) << c.name;
+        EXPECT_TRUE(a.reason.find("NUMA node") != std::string::npos) << a.reason;
       }
     }
-  EXPECT_GT(cpu_cases, 1);
+  EXPECT_GT(spread, 1);
+  EXPECT_EQ(numa, 4);
 }

@@ -120,6 +120,19 @@ std::vector<int> nodes_of(const std::vector<Cpu>& cpus) {
   return n;
 }
 
+NumaChoice numa_node_for(const std::vector<Cpu>& cpus, const std::string& placement, std::optional<int> gpu_node,
+                         int gpu_index) {
+  const std::vector<int> nodes = nodes_of(cpus);
+  if (nodes.size() < 2)
+    return {std::nullopt, "one NUMA node (node " + std::to_string(nodes.empty() ? 0 : nodes[0]) +
+                              "): no other socket to compare the GPU's with"};
+  if (!gpu_node) return {std::nullopt, "the NUMA node of GPU " + std::to_string(gpu_index) + " is unknown (sysfs numa_node)"};
+  int node = *gpu_node;
+  if (placement == "other_node") node = *std::find_if(nodes.begin(), nodes.end(), [&](int n) { return n != *gpu_node; });
+  if (pin_order(cpus, node).empty()) return {std::nullopt, "this process may run on no CPU of node " + std::to_string(node)};
+  return {node, ""};
+}
+
 std::vector<int> sweep_counts(int n) {
   std::vector<int> out;
   for (int k = 1; k < n; k *= 2) out.push_back(k);

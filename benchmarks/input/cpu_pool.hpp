@@ -32,6 +32,16 @@ std::vector<int> pin_order(const std::vector<Cpu>& cpus, std::optional<int> node
 int physical_core_count(const std::vector<Cpu>& cpus);
 std::vector<int> nodes_of(const std::vector<Cpu>& cpus);
 
+// The node whose CPUs the workers of a NUMA placement ("gpu_node": the GPU's node; "other_node":
+// the first other node) run on, or why the placement cannot be made: one node only (nothing to
+// compare), the GPU's node unknown, or none of that node's CPUs allowed to this process.
+struct NumaChoice {
+  std::optional<int> node;
+  std::string problem;  // empty when node is set
+};
+NumaChoice numa_node_for(const std::vector<Cpu>& cpus, const std::string& placement, std::optional<int> gpu_node,
+                         int gpu_index);
+
 // Worker counts of the sweep: 1, 2, 4, ... below n, and n.
 std::vector<int> sweep_counts(int n);
 

@@ -86,19 +86,13 @@ std::vector<int> choose_cpus(CaseContext& ctx, const std::vector<Cpu>& cpus, con
     order.resize(size_t(cores));
     return order;
   }
-  const std::vector<int> nodes = nodes_of(cpus);
-  if (nodes.size() < 2)
-    ctx.skip("one NUMA node (node " + std::to_string(nodes.empty() ? 0 : nodes[0]) +
-             "): no other socket to compare the GPU's with", ReasonKind::unsupported);
   if (ctx.gpus().empty()) ctx.skip("no GPU: the GPU's NUMA node is unknown", ReasonKind::unsupported);
   const GpuInfo& g = *ctx.gpus().front();
   const auto gpu_node = gpu_numa_node(g.pci_bus_id);
-  if (!gpu_node) ctx.skip("the NUMA node of GPU " + std::to_string(g.index) + " is unknown (sysfs numa_node)", ReasonKind::unsupported);
-  int node = *gpu_node;
-  if (placement == "other_node")
-    node = *std::find_if(nodes.begin(), nodes.end(), [&](int n) { return n != *gpu_node; });
+  const NumaChoice choice = numa_node_for(cpus, placement, gpu_node, g.index);
+  if (!choice.node) ctx.skip(choice.problem, ReasonKind::unsupported);
+  const int node = *choice.node;
   std::vector<int> order = pin_order(cpus, node);
-  if (order.empty()) ctx.skip("this process may run on no CPU of node " + std::to_string(node), ReasonKind::unsupported);
   memory_node = *gpu_node;
   ctx.details()["gpu"] = g.index;
   ctx.details()["gpu_numa_node"] = *gpu_node;
@@ -175,9 +169,17 @@ Case cpu_case(const std::string& layout, const std::string& dtype, const std::st
   if (placement == "spread") c.params["cores"] = cores;
   c.host_only = true;
   // Known before the run (and so costed at nothing by the estimate of time left).
-  c.available = [](const GpuInfo&) {
-    return jpeg_built() ? Availability::yes()
-                        : Availability::no("built without libjpeg-turbo (" + jpeg_missing() + ")", ReasonKind::not_built);
+  c.available = [placement](const GpuInfo& g) {
+    if (!jpeg_built()) return Availability::no("built without libjpeg-turbo (" + jpeg_missing() + ")", ReasonKind::not_built);
+    if (placement == "spread") return Availability::yes();
+    std::vector<Cpu> cpus;
+    try {
+      cpus = allowed_cpus();
+    } catch (const std::exception&) {
+      return Availability::yes();  // the case itself reports the host's topology it cannot read
+    }
+    const NumaChoice choice = numa_node_for(cpus, placement, gpu_numa_node(g.pci_bus_id), g.index);
+    return choice.node ? Availability::yes() : Availability::no(choice.problem, ReasonKind::unsupported);
   };
   c.run = [=](CaseContext& ctx) { run_cpu(ctx, parse_layout(layout), parse_dtype(dtype), placement, cores); };
   return c;
