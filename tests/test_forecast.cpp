@@ -103,6 +103,19 @@ TEST(Forecast, ACaseItsGpuCannotRunCostsNothing) {
   EXPECT_DOUBLE_EQ(case_cost(pair, &g, MeasureConfig{}, 2).total(), 3.0);
 }
 
+// A host-only case has no GPU of its own: whether it can run is judged on the run's first GPU (the
+// input family's NUMA placements need that GPU's node), and one that cannot costs nothing.
+TEST(Forecast, AHostOnlyCaseIsJudgedOnTheRunsFirstGpu) {
+  Case host = fixed("input", "h", 1, 2), numa = fixed("input", "n", 1, 2);
+  host.host_only = numa.host_only = true;
+  numa.available = [](const GpuInfo& g) { return g.index == 0 ? Availability::no("not on GPU 0") : Availability::yes(); };
+  // Two GPUs: each host-only case once (3 s), the one GPU 0 cannot run nothing.
+  EXPECT_DOUBLE_EQ(forecast(plan_on({host, numa}, 2)), 3.0);
+  Plan from_1 = plan_on({host, numa}, 3);
+  from_1.gpus = {1, 2};  // the run's first GPU is GPU 1: both run
+  EXPECT_DOUBLE_EQ(forecast(from_1), 6.0);
+}
+
 TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {
   const std::vector<Case> full = select_cases(Suite::full, {}, "");
   const double one = forecast(plan_on(full, 1));

@@ -74,7 +74,9 @@ struct Case {
   std::string family;
   std::string name;  // unique within the family; built from params
   nlohmann::json params = nlohmann::json::object();
-  std::function<Availability(const GpuInfo&)> available;  // null: runs anywhere
+  // Whether the case can run on a GPU, known before any work (null: runs anywhere); a host-only
+  // case's is judged on the run's first GPU (not at all in a run without one), by the run and its estimate.
+  std::function<Availability(const GpuInfo&)> available;
   std::function<void(CaseContext&)> run;
   std::optional<L2Mode> l2;  // the family's default when the user did not choose
   // Runs once over every selected GPU (ctx.gpus()) instead of once per GPU; `min_gpus` says

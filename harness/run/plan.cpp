@@ -104,8 +104,10 @@ std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const Gpu
     while (j < steps.size() && steps[j].wave == steps[i].wave) {
       const Step& s = steps[j++];
       double model = 0;
-      const CaseCost k = case_cost(*s.c, s.gpus.empty() ? nullptr : &gpu_of(s.gpus.front()), plan.base,
-                                   int(s.gpus.size()), &model);
+      // A host-only step has no GPU of its own: it is costed (and judged able to run) on the run's
+      // first GPU, as run_host judges it.
+      const int on = !s.gpus.empty() ? s.gpus.front() : plan.gpus.empty() ? -1 : plan.gpus.front();
+      const CaseCost k = case_cost(*s.c, on < 0 ? nullptr : &gpu_of(on), plan.base, int(s.gpus.size()), &model);
       const double top = std::max(u.prior_s, k.total());
       if (k.total() > u.prior_s || u.kind.empty()) u = cost_unit(k, model);
       u.prior_s = top;

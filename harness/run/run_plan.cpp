@@ -48,10 +48,18 @@ CaseRecords run_host(const Step& step, const Plan& plan, Session& session) {
   const auto t0 = std::chrono::steady_clock::now();
   MeasureConfig cfg = plan.base;
   cfg.timer = Timer::host;
-  CaseContext ctx(session.nvml(), cfg, all,
-                  CaseServices{&session.settings(), nullptr, &session.resources(), &session.algo_cache()});
-  run_body(c, ctx, in);
-  in.out = &ctx.output();
+  std::optional<CaseContext> ctx;
+  // Known before any work (Case::available, judged on the run's first GPU, as the estimate is).
+  const Availability a = c.available && !all.empty() ? c.available(*all.front()) : Availability::yes();
+  if (!a.ok) {
+    in.status = Status::skipped;
+    in.reason_kind = a.kind == ReasonKind::none ? ReasonKind::unsupported : a.kind;
+    in.reason = a.reason;
+  } else {
+    ctx.emplace(session.nvml(), cfg, all, CaseServices{&session.settings(), nullptr, &session.resources(), &session.algo_cache()});
+    run_body(c, *ctx, in);
+    in.out = &ctx->output();
+  }
   in.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CaseRecords made = make_case_records(in, session.env().gpus);
   for (json& r : made.records) r["mode"] = to_string(RunMode::alone);
