@@ -69,9 +69,9 @@ std::vector<ReplayStep> steps_of(const json& doc) {
   return steps;
 }
 
-// A record's case in this build: by its id, or its id less a GPU count's step suffix, else (the input family's CPU cases are named by the
-// core count of the machine that ran them, "c16") the case of this machine whose id differs only in
-// that count.
+// A record's case in this build: by its id, or its id less a GPU count's step suffix ("/g1"), else
+// (the input family's CPU cases are named by the core count of the machine that ran them, "c16")
+// the case of this machine whose id differs only in that count.
 std::map<std::string, const Case*>::const_iterator find_case(const std::map<std::string, const Case*>& by_id,
                                                              const std::string& id) {
   auto it = by_id.find(id);

@@ -362,9 +362,9 @@ TEST(InputPool, WorkersDecodeAndCount) {
   }
 }
 
-// The CPU cases say before the run whether this build can run them (so that a plan costs a case
-// it will skip at nothing): available exactly when libjpeg-turbo was built in, else skipped as
-// not_built with the reason.
+// The CPU cases say before the run whether they can run (so that a plan costs a case it will skip
+// at nothing): not without libjpeg-turbo (not_built, with the reason), and a NUMA placement not
+// where it cannot be made (unsupported, with the reason).
 TEST(InputCases, CpuCasesAreAvailableExactlyWhenTheyCanRun) {
   const nb::Family* input = nullptr;
   for (const auto& f : nb::family_registry())
