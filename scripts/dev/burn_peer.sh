@@ -8,7 +8,8 @@
 #   GPU_BURN_DIR  a folder holding a built gpu_burn and its compare.ptx (gpu-burn reads it from its cwd)
 #   OUTDIR        where the logs, samples and result files go
 #   STEP          peer:SECONDS or burn:SECONDS, in the order to run them; e.g. peer:150 burn:300 peer:150
-# Environment: PRECISION (default tf32: nodebench --precision tf32 against gpu_burn -tc; fp32
+# Environment: FIRST_STEP (default 1) numbers the steps' files, so that steps split over several
+# invocations into one OUTDIR keep their order; PRECISION (default tf32: nodebench --precision tf32 against gpu_burn -tc; fp32
 # against gpu_burn's default SGEMM, fp64 against gpu_burn -d).
 # Then scripts/dev/burn_peer_summary.py OUTDIR writes the ratio table (burn_peer.json).
 set -uo pipefail
@@ -23,7 +24,7 @@ esac
 [ -x "$GB/gpu_burn" ] || { echo "burn_peer: no gpu_burn in $GB" >&2; exit 2; }
 mkdir -p "$OUTDIR"
 export NCCL_NVLS_ENABLE=0
-n=0
+n=$(( ${FIRST_STEP:-1} - 1 ))
 for step in "$@"; do
   n=$((n + 1))
   kind=${step%%:*} secs=${step#*:}
