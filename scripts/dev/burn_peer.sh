@@ -13,7 +13,7 @@
 # against gpu_burn's default SGEMM, fp64 against gpu_burn -d).
 # Then scripts/dev/burn_peer_summary.py OUTDIR writes the ratio table (burn_peer.json).
 set -uo pipefail
-[ $# -ge 4 ] || { sed -n 2,15p "$0"; exit 2; }
+[ $# -ge 4 ] || { sed -n 2,14p "$0"; exit 2; }
 NB=$1 GB=$2 OUTDIR=$3; shift 3
 PRECISION=${PRECISION:-tf32}
 case $PRECISION in
