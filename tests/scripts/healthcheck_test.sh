@@ -52,10 +52,20 @@ exec bash $repo/scripts/nodebench-healthcheck.sh --nodebench $tmp/bin/nodebench 
 EOF
 chmod 0755 "$tmp/hc-program"
 
+# And its Prolog: the same, armed by its own file.
+cat > "$tmp/prolog" <<EOF
+#!/bin/sh
+[ -e $tmp/prolog-armed ] || exit 0
+exec bash $repo/scripts/nodebench-healthcheck.sh --nodebench $tmp/bin/nodebench --state-dir $tmp/prolog-state >> $tmp/prolog.log 2>&1
+EOF
+chmod 0755 "$tmp/prolog"
+
 t0=$(date +%s.%N)
 if ! slurm_cluster_start "$tmp/slurm" "HealthCheckProgram=$tmp/hc-program
 HealthCheckInterval=1
-HealthCheckNodeState=ANY"; then
+HealthCheckNodeState=ANY
+Prolog=$tmp/prolog
+PrologFlags=Alloc"; then
   echo "FAIL - the throw-away Slurm cluster did not start"
   exit 1
 fi
@@ -208,7 +218,21 @@ else
   echo "skip - the real binary's case: build/nodebench is not built"
 fi
 
-# 12. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then resumes.
+# 12. As a Prolog: a failing node is drained with the script's reason before the job starts,
+#     and the job goes back to the queue (Slurm requeues it, held, on a Prolog's non-zero exit).
+mode ecc; touch "$tmp/prolog-armed"
+job=$(sbatch --parsable -o /dev/null --wrap 'true' 2>&1)
+job_held() { squeue -h -j "$job" -o '%T|%r' | grep -q '^PENDING|launch failed requeued held'; }
+if await "drained|$ECC" && slurm_wait_for 15 job_held; then
+  ok "as a Prolog it drains with its reason, and the job is requeued ($(squeue -h -j "$job" -o '%T %r'))"
+else
+  bad "as a Prolog: node '$seen', job '$(squeue -h -j "$job" -o '%T %r' 2>&1)'"; cat "$tmp/prolog.log" 2>/dev/null
+fi
+rm -f "$tmp/prolog-armed"
+scancel "$job" 2>/dev/null
+mode pass; hc; expect "a pass resumes the node the Prolog drained" 0 $? "idle|none"
+
+# 13. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then resumes.
 mode ecc; touch "$tmp/hc-armed"
 if await "drained|$ECC"; then ok "slurmd's HealthCheckProgram drains the failing node"
 else bad "HealthCheckProgram did not drain: '$seen'"; tail -n 20 "$tmp/hc-program.log" 2>/dev/null; fi
