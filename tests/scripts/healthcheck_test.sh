@@ -194,11 +194,31 @@ fi
 scancel "$job" 2>/dev/null
 await "idle|none" || bad "the node did not come back after the job: $seen"
 
-# 10. scontrol cannot act on the node: exit 4.
+# 10. --prometheus: validate's textfile goes to FILE whole, the script's own status beside it.
+mkdir -p "$tmp/textfile"
+mode ecc; hc --prometheus "$tmp/textfile/nodebench.prom"; rc=$?
+own=$tmp/textfile/nodebench_healthcheck.prom
+if [ $rc = 1 ] && cmp -s "$tmp/textfile/nodebench.prom" tests/data/healthcheck/ecc.prom &&
+   grep -qx 'nodebench_healthcheck_status{level="1"} 1' "$own" &&
+   grep -qE '^nodebench_healthcheck_timestamp_seconds [0-9]+$' "$own" &&
+   [ -z "$(find "$tmp/textfile" -name '*.tmp.*')" ]; then
+  ok "--prometheus writes validate's textfile and the script's status (1)"
+else
+  bad "--prometheus (exit $rc): $(ls "$tmp/textfile"; cat "$own" 2>&1)"
+fi
+if command -v promtool > /dev/null; then
+  promtool check metrics < "$own" > "$tmp/lint" 2>&1 && ok "promtool check metrics accepts the script's textfile" ||
+    bad "promtool check metrics: $(cat "$tmp/lint")"
+fi
+mode pass; hc --prometheus "$tmp/textfile/nodebench.prom"
+grep -qx 'nodebench_healthcheck_status{level="1"} 0' "$own" && await "idle|none" &&
+  ok "and after a pass, status 0 and the node resumed" || bad "after a pass: $(cat "$own") / $seen"
+
+# 11. scontrol cannot act on the node: exit 4.
 mode ecc; hc --node no-such-node; rc=$?
 [ $rc = 4 ] && ok "an unknown node: exit 4" || { bad "an unknown node: exit $rc"; show; }
 
-# 11. The real binary, where this machine has no GPU: its own textfile names the failing checks.
+# 12. The real binary, where this machine has no GPU: its own textfile names the failing checks.
 if [ -x build/nodebench ]; then
   timeout 60 build/nodebench validate --level 1 --quiet --out "$tmp/real" --prometheus "$tmp/real.prom" > /dev/null 2>&1
   real_rc=$?
@@ -218,7 +238,7 @@ else
   echo "skip - the real binary's case: build/nodebench is not built"
 fi
 
-# 12. As a Prolog: a failing node is drained with the script's reason before the job starts,
+# 13. As a Prolog: a failing node is drained with the script's reason before the job starts,
 #     and the job goes back to the queue (Slurm requeues it, held, on a Prolog's non-zero exit).
 mode ecc; touch "$tmp/prolog-armed"
 job=$(sbatch --parsable -o /dev/null --wrap 'true' 2>&1)
@@ -232,7 +252,7 @@ rm -f "$tmp/prolog-armed"
 scancel "$job" 2>/dev/null
 mode pass; hc; expect "a pass resumes the node the Prolog drained" 0 $? "idle|none"
 
-# 13. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then resumes.
+# 14. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then resumes.
 mode ecc; touch "$tmp/hc-armed"
 if await "drained|$ECC"; then ok "slurmd's HealthCheckProgram drains the failing node"
 else bad "HealthCheckProgram did not drain: '$seen'"; tail -n 20 "$tmp/hc-program.log" 2>/dev/null; fi
