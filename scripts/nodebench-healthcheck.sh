@@ -60,8 +60,9 @@ Exit status:
   2  bad usage of this script
   3  the check could not run or timed out (the node drained saying so, unless --on-error ignore)
   4  the verdict is known but scontrol could not drain or resume the node
-In a Prolog a non-zero exit makes Slurm requeue the job and drain the node itself; in an Epilog
-likewise it drains the node. HealthCheckProgram's exit status is only logged by slurmd.
+slurmd only logs a HealthCheckProgram's exit status. In a Prolog the script drains the node first,
+with its reason; its exit 1 then makes Slurm requeue the job (held), and the node keeps the
+script's reason. A non-zero exit of an Epilog drains the node too.
 EOF
 }
 
@@ -98,7 +99,7 @@ done
 case "$heavy_level" in 2|3) ;; *) die "--heavy-level must be 2 or 3, not '$heavy_level'" ;; esac
 case "$force_level" in ""|1|2|3) ;; *) die "--level must be 1, 2 or 3, not '$force_level'" ;; esac
 for v in heavy_every timeout_s heavy_timeout_s lock_wait; do
-  is_uint "${!v}" || die "--${v%_s} must be a whole number of seconds, not '${!v}'"
+  opt=${v%_s}; is_uint "${!v}" || die "--${opt//_/-} must be a whole number of seconds, not '${!v}'"
 done
 if [ "$timeout_s" -eq 0 ] || [ "$heavy_timeout_s" -eq 0 ]; then die "--timeout and --heavy-timeout must be above 0"; fi
 case "$on_error" in drain|ignore) ;; *) die "--on-error must be drain or ignore, not '$on_error'" ;; esac
@@ -126,6 +127,7 @@ slurmd_conf() {
   return 1
 }
 if [ -n "$slurm_conf" ]; then
+  [ -f "$slurm_conf" ] && [ -r "$slurm_conf" ] || die "--slurm-conf '$slurm_conf' is not a readable file"
   export SLURM_CONF=$slurm_conf
 elif [ -z "${SLURM_CONF:-}" ] && c=$(slurmd_conf) && [ -n "$c" ]; then
   export SLURM_CONF=$c

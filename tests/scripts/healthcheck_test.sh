@@ -21,6 +21,22 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 
+# Bad usage: exit 2 with a message naming the input, before anything is touched.
+usage_case() {  # TEXT WANTED, ARGS...
+  local want=$1 out rc; shift
+  out=$(bash scripts/nodebench-healthcheck.sh --node node1 "$@" 2>&1); rc=$?
+  if [ $rc = 2 ] && [[ $out == *"$want"* ]]; then echo "ok   - $*: exit 2, says so"
+  else echo "FAIL - $*: exit $rc, '$out'"; usage_failed=1; fi
+}
+usage_case "--level must be 1, 2 or 3" --level 4
+usage_case "--timeout must be a whole number" --timeout 5s
+usage_case "--heavy-every must be a whole number" --heavy-every -1
+usage_case "--on-error must be drain or ignore" --on-error maybe
+usage_case "'/nonexistent/slurm.conf' is not a readable file" --slurm-conf /nonexistent/slurm.conf
+usage_case "'a;b' is not a Slurm node name" --node 'a;b'
+usage_case "unknown argument '--frobnicate'" --frobnicate
+[ -z "${usage_failed:-}" ] || exit 1
+
 tmp=$(mktemp -d /tmp/nodebench-hc-test.XXXXXX)
 chmod 0755 "$tmp"
 # shellcheck source=tests/scripts/slurm_cluster.sh
