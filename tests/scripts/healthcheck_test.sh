@@ -79,7 +79,7 @@ chmod 0755 "$tmp/prolog"
 t0=$(date +%s.%N)
 if ! slurm_cluster_start "$tmp/slurm" "HealthCheckProgram=$tmp/hc-program
 HealthCheckInterval=1
-HealthCheckNodeState=ANY
+HealthCheckNodeState=IDLE
 Prolog=$tmp/prolog
 PrologFlags=Alloc"; then
   echo "FAIL - the throw-away Slurm cluster did not start"
@@ -268,7 +268,8 @@ rm -f "$tmp/prolog-armed"
 scancel "$job" 2>/dev/null
 mode pass; hc; expect "a pass resumes the node the Prolog drained" 0 $? "idle|none"
 
-# 14. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then resumes.
+# 14. slurmd's HealthCheckProgram (no SLURM_CONF: the script finds slurmd's -f) drains, then
+#     resumes: with HealthCheckNodeState=IDLE, as README advises, a drained idle node is still checked.
 mode ecc; touch "$tmp/hc-armed"
 if await "drained|$ECC"; then ok "slurmd's HealthCheckProgram drains the failing node"
 else bad "HealthCheckProgram did not drain: '$seen'"; tail -n 20 "$tmp/hc-program.log" 2>/dev/null; fi
