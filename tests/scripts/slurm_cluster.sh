@@ -3,7 +3,8 @@
 # (node "node1" on 127.0.0.1), every file in one temporary folder. Sourced, not run:
 #   slurm_cluster_start DIR [EXTRA_CONF_LINES]   start; SLURM_CONF is exported; returns 1 with a
 #                                               message (and the daemons' logs) when it cannot
-#   slurm_cluster_stop                          SIGTERM to the three daemons, wait for them
+#   slurm_cluster_stop                          cancel the jobs left, SIGTERM to the three daemons,
+#                                               wait for them (SIGKILL after 10 s)
 # Needs root (slurmd runs jobs as any user) and Debian's slurm-wlm and munge packages.
 
 slurm_cluster_pids=()
@@ -78,11 +79,22 @@ CONF
 }
 
 slurm_cluster_stop() {
-  local pid
+  local pid left
+  [ ${#slurm_cluster_pids[@]} -gt 0 ] || return 0
+  # Jobs first (a job step still running keeps slurmd from exiting), with a deadline.
+  squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null
+  slurm_wait_for 10 slurm_no_jobs
   for pid in "${slurm_cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
-  for pid in "${slurm_cluster_pids[@]}"; do
-    # munged is no child of ours (it forks): wait for it by polling.
-    wait "$pid" 2>/dev/null || slurm_wait_for 10 eval "! kill -0 $pid"
-  done
+  # munged is no child of ours (it forks): every PID is awaited by polling, with a deadline, and
+  # what is left then is killed.
+  slurm_all_gone() { local p; for p in "${slurm_cluster_pids[@]}"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+  if ! slurm_wait_for 10 slurm_all_gone; then
+    left=()
+    for pid in "${slurm_cluster_pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
+    echo "slurm_cluster: still running after SIGTERM and 10 s, killed: ${left[*]}"
+    kill -KILL "${left[@]}" 2>/dev/null
+  fi
+  for pid in "${slurm_cluster_pids[@]}"; do wait "$pid" 2>/dev/null; done
   slurm_cluster_pids=()
 }
+slurm_no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
