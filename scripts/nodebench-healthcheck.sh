@@ -39,6 +39,9 @@ Options:
                        (default: 0, never); it waits for a node without jobs (state IDLE)
   --level N            run validate level N (1, 2 or 3) now, whatever the schedule (a timer's
                        or the nightly job's call); N >= 2 counts as the heavy run
+  --no-heavy-drain     do not drain the node while a level 2 or 3 check runs (by default it
+                       does, reason "$PREFIX level N check running", so that no job starts
+                       beside the benchmarks; the verdict then resumes it or sets its reason)
   --timeout S          time limit of the level 1 check (default: 45)
   --heavy-timeout S    time limit of a level 2 or 3 check (default: 50). slurmd kills a
                        HealthCheckProgram after 60 s: keep both under that there, and give a
@@ -73,7 +76,7 @@ node=${SLURMD_NODENAME:-}
 nodebench=${NODEBENCH_BIN:-}
 state_dir=/var/lib/nodebench-healthcheck
 heavy_level=2 heavy_every=0 timeout_s=45 heavy_timeout_s=50 lock_wait=0 force_level=""
-prom="" slurm_conf="" on_error=drain no_drain=0
+prom="" slurm_conf="" on_error=drain no_drain=0 heavy_drain=1
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 need() { [ $# -ge 2 ] || die "$1 needs a value"; }
@@ -93,6 +96,7 @@ while [ $# -gt 0 ]; do
     --slurm-conf) need "$@"; slurm_conf=$2; shift 2 ;;
     --on-error) need "$@"; on_error=$2; shift 2 ;;
     --no-drain) no_drain=1; shift ;;
+    --no-heavy-drain) heavy_drain=0; shift ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -258,6 +262,13 @@ elif [ "$heavy_every" -gt 0 ] && [ $((now - last_heavy)) -ge "$heavy_every" ]; t
   else
     log "the level $heavy_level check is due but $node is ${node_state:-unknown}: level 1 now, level $heavy_level when it is idle"
   fi
+fi
+
+# A level 2 or 3 run benchmarks the GPUs: drain the node for its length, so that no job lands
+# beside it (a pass resumes it, as any drain of this script; so does the next pass after a run
+# that slurmd killed).
+if [ "$level" -gt 1 ] && [ "$heavy_drain" = 1 ] && [ "$no_drain" = 0 ]; then
+  drain "$PREFIX level $level check running" || exit 4
 fi
 
 work=$(mktemp -d "$state_dir/run.XXXXXX") || fail_to_run "cannot make a folder in $(clean "$state_dir")" "$level"

@@ -3,7 +3,8 @@
 # answers as the file $FAKE_HC_DIR/mode says, and logs "start ARGS" / "end" lines to
 # $FAKE_HC_DIR/calls.log:
 #   pass | ecc | many   write tests/data/healthcheck/MODE.prom to FILE; exit 0, 1, 1
-#   gate                touch $FAKE_HC_DIR/started, wait for $FAKE_HC_DIR/open, then as ecc
+#   gate                touch $FAKE_HC_DIR/started, wait for $FAKE_HC_DIR/open, then answer as
+#                       the mode in $FAKE_HC_DIR/open says (pass or ecc)
 #   hang                never end (the caller's time limit must stop it)
 #   crash               die of SIGSEGV
 #   usage               exit 2, as nodebench does on bad usage
@@ -32,7 +33,12 @@ case "$mode" in
   many) answer many 1 ;;
   gate)
     touch "$FAKE_HC_DIR/started"
-    for _ in $(seq 600); do [ -e "$FAKE_HC_DIR/open" ] && answer ecc 1; sleep 0.1; done
+    for _ in $(seq 600); do
+      if [ -e "$FAKE_HC_DIR/open" ]; then
+        case "$(cat "$FAKE_HC_DIR/open")" in pass) answer pass 0 ;; *) answer ecc 1 ;; esac
+      fi
+      sleep 0.1
+    done
     echo "fake nodebench: the gate never opened" >&2; exit 5 ;;
   hang) exec sleep 600 ;;
   crash) kill -SEGV $$ ;;

@@ -198,6 +198,23 @@ grep -q -- '--level 2' "$fake/calls.log" && [ $rc = 0 ] && ok "the heavy level r
 mode pass; hc --heavy-every 3600
 grep -q -- '--level 1' "$fake/calls.log" && ok "and not again before --heavy-every has passed" ||
   bad "the heavy level ran again: $(cat "$fake/calls.log")"
+# While the heavy level runs the node is drained (no job lands beside the benchmarks); its pass
+# resumes it. The stand-in holds the run until the drain has been seen.
+rm -f "$tmp/state/last-heavy"
+mode gate; hc --heavy-every 3600 & heavy=$!
+slurm_wait_for 15 test -e "$fake/started" || bad "the heavy check did not start"
+if await "drained|nodebench-hc: level 2 check running"; then ok "the node is drained while the level 2 check runs"
+else bad "the node is not drained during the level 2 check: '$seen'"; fi
+echo pass > "$fake/open"
+wait $heavy; rc=$?
+expect "and its pass resumes it" 0 $rc "idle|none"
+rm -f "$tmp/state/last-heavy"
+mode gate; hc --heavy-every 3600 --no-heavy-drain & heavy=$!
+slurm_wait_for 15 test -e "$fake/started" || bad "the heavy check did not start"
+seen=$(now_state)
+[ "$seen" = "idle|none" ] && ok "--no-heavy-drain leaves the node up while it runs" || bad "--no-heavy-drain: '$seen'"
+echo pass > "$fake/open"
+wait $heavy
 rm -f "$tmp/state/last-heavy"
 job=$(sbatch --parsable -o /dev/null --wrap 'sleep 300' 2>&1)
 if await "allocated|none"; then
