@@ -229,11 +229,20 @@ fail_to_run() {  # WHAT (already clean), LEVEL, [timeout]
   write_own_metrics 3 "$2"
   if [ "$on_error" = drain ] || [ "$kind" = timeout ]; then
     drain "$reason" || exit 4
+  elif [ "$predrained" = 1 ]; then
+    resume || exit 4  # the drain for the heavy run is not left behind
   fi
   exit 3
 }
 
 # ---- The run --------------------------------------------------------------------------------
+predrained=0
+# slurmd may start this with a short PATH.
+PATH=$PATH:/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin
+if [ "$no_drain" = 0 ] && ! command -v scontrol > /dev/null; then
+  log "scontrol is not on PATH ($PATH): cannot drain or resume $node"
+  exit 4
+fi
 if ! mkdir -p "$state_dir" 2>/dev/null || ! [ -w "$state_dir" ]; then
   fail_to_run "state folder $(clean "$state_dir") not writable" 1
 fi
@@ -267,8 +276,10 @@ fi
 # A level 2 or 3 run benchmarks the GPUs: drain the node for its length, so that no job lands
 # beside it (a pass resumes it, as any drain of this script; so does the next pass after a run
 # that slurmd killed).
+predrained=0
 if [ "$level" -gt 1 ] && [ "$heavy_drain" = 1 ] && [ "$no_drain" = 0 ]; then
   drain "$PREFIX level $level check running" || exit 4
+  predrained=1
 fi
 
 work=$(mktemp -d "$state_dir/run.XXXXXX") || fail_to_run "cannot make a folder in $(clean "$state_dir")" "$level"

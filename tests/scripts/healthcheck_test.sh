@@ -216,6 +216,9 @@ seen=$(now_state)
 echo pass > "$fake/open"
 wait $heavy
 rm -f "$tmp/state/last-heavy"
+mode crash; hc --heavy-every 3600 --on-error ignore
+expect "--on-error ignore: a heavy check that crashes leaves no drain behind" 3 $? "idle|none"
+rm -f "$tmp/state/last-heavy"
 job=$(sbatch --parsable -o /dev/null --wrap 'sleep 300' 2>&1)
 if await "allocated|none"; then
   mode pass; hc --heavy-every 3600
