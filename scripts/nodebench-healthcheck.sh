@@ -62,7 +62,7 @@ Exit status:
   1  a check failed: the node is drained (or was already drained by an admin: left alone)
   2  bad usage of this script
   3  the check could not run or timed out (the node drained saying so, unless --on-error ignore)
-  4  the verdict is known but scontrol could not drain or resume the node
+  4  scontrol could not drain or resume the node (or is not found); the verdict is in the log
 slurmd only logs a HealthCheckProgram's exit status. In a Prolog the script drains the node first,
 with its reason; its exit 1 then makes Slurm requeue the job (held), and the node keeps the
 script's reason. A non-zero exit of an Epilog drains the node too.
