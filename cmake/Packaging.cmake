@@ -16,6 +16,10 @@ install(FILES harness/profiles/compat.json harness/profiles/devices.json
               harness/profiles/frameworks.json harness/profiles/thresholds.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/nodebench/profiles)
 install(FILES harness/schema/result-v1.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/nodebench/schema)
+# For a cluster (README "On a cluster"): the Slurm health check and the Prometheus alerting rules.
+install(PROGRAMS scripts/nodebench-healthcheck.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/nodebench/slurm)
+install(FILES scripts/prometheus/nodebench.rules.yml scripts/prometheus/nodebench.rules.test.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/nodebench/prometheus)
 file(GLOB _nb_docs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
 install(FILES README.md ${_nb_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

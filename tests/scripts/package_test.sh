@@ -40,6 +40,9 @@ if [ -n "$deb" ]; then
   done
   check "the result schema is installed" cmp -s "$r/share/nodebench/schema/result-v1.schema.json" "$repo/harness/schema/result-v1.schema.json"
   check "README and docs under share/doc/nodebench" test -f "$r/share/doc/nodebench/README.md" -a -f "$r/share/doc/nodebench/SCHEMA.md"
+  check "the Slurm health check is installed, executable" test -x "$r/share/nodebench/slurm/nodebench-healthcheck.sh"
+  check "and its --help runs from there" bash -c "'$r/share/nodebench/slurm/nodebench-healthcheck.sh' --help | grep -q 'Exit status'"
+  check "the alerting rules are installed" cmp -s "$r/share/nodebench/prometheus/nodebench.rules.yml" "$repo/scripts/prometheus/nodebench.rules.yml"
   bin="$r/bin/nodebench"
   CUDA_VISIBLE_DEVICES='' "$bin" --version > "$tmp/version.out" 2>&1; rc=$?
   check "nodebench --version from the unpacked .deb exits 0 (rc=$rc)" test "$rc" = 0
