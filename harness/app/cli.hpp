@@ -70,6 +70,8 @@ ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the
 // The usage (--help text) of a subcommand: printed after a usage error found later (an unknown
 // --family, say), as after a parse error.
 std::string usage_of(const std::string& subcommand);
+// The one line a usage error ends with: the command's synopsis and where its options are listed.
+std::string usage_line(const std::string& subcommand);
 
 // Parses every declared NODEBENCH_* setting into the settings in force (bench/settings.hpp);
 // throws nb::Error naming a bad one, warns on stderr about names that are no setting.
