@@ -128,7 +128,7 @@ nb_i38(cli_run_empty_families_exits_2 2 "^nodebench: --family: ',,,' has an empt
 # Readers: a device or a FIFO is refused at once (no read for ever), a gzip-compressed file is read.
 nb_i38(cli_advise_dev_zero_exits_2 2 "/dev/zero: not a regular file" $<TARGET_FILE:nodebench> advise /dev/zero)
 nb_i38(cli_doctor_from_dev_zero_exits_2 2 "/dev/zero: not a regular file" $<TARGET_FILE:nodebench> doctor --from /dev/zero)
-nb_i38(cli_run_profiles_dev_zero_exits_2 2 "/dev/zero" ${NB_RUN} --profiles /dev/zero)
+nb_i38(cli_run_profiles_dev_zero_exits_2 2 "/dev/zero: not a regular file" ${NB_RUN} --profiles /dev/zero)
 nb_i38(cli_advise_fifo_exits_2 2 "not a regular file" sh -c
        "f=$(mktemp -u) && mkfifo \"$f\" && \"$0\" advise \"$f\"; rc=$?; rm -f \"$f\"; exit $rc" $<TARGET_FILE:nodebench>)
 nb_i38(cli_advise_reads_gzip 0 "(?s)all-reduce" sh -c
@@ -153,3 +153,8 @@ add_test(NAME cli_run_out_file_held_by_another_run_exits_2
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/output_lock_check.py $<TARGET_FILE:nodebench> ${CMAKE_CURRENT_BINARY_DIR})
 list(APPEND NB_I38 cli_run_out_file_held_by_another_run_exits_2)
 set_tests_properties(${NB_I38} PROPERTIES LABELS "cli" TIMEOUT 30)
+# A signal stops a run at once during a case that would last hours (the input family's CPU case:
+# no GPU needed), the file says "interrupted" and names the case; a second run on the same file is refused.
+add_test(NAME cli_run_signal_stops_a_long_case
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/signal_check.py $<TARGET_FILE:nodebench> ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli_run_signal_stops_a_long_case PROPERTIES LABELS "cli" TIMEOUT 90 SKIP_RETURN_CODE 77)
