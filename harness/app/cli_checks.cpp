@@ -82,7 +82,7 @@ std::string unwritable(const std::string& path, bool folder) {
     }
     if (S_ISDIR(st.st_mode)) return "'" + path + "' is a folder, not a file path";
     if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file (a device, FIFO or socket)";
-    if (::access(path.c_str(), W_OK) != 0) return "cannot write '" + path + "' (" + std::strerror(errno) + ")";
+    // An existing file is replaced through its folder (below), whatever its own mode.
   }
   // The first folder above that exists must be a folder one can write in (a file is replaced
   // through a temporary file beside it; missing folders are made).
