@@ -9,7 +9,7 @@
 # usage: scripts/setup.sh [--for build|tests] [--no-install]
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
-#                 CLI11, a Python 3 interpreter (the build's tests use it); reports the optional
+#                 CLI11, zlib, a Python 3 interpreter (the build's tests use it); reports the optional
 #                 cuDNN, NCCL, MPI, RE2 (--filter's engine; without it a built-in one), libjpeg-turbo
 #                 (the input family's CPU cases) and Ninja. Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
@@ -44,6 +44,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 declare -A DEB=(
   [cmake]=cmake [ninja]=ninja-build [cxx]=g++ [benchmark]=libbenchmark-dev [GTest]=libgtest-dev
   [nlohmann_json]=nlohmann-json3-dev [CLI11]=libcli11-dev [MPI]="libopenmpi-dev openmpi-bin" [RE2]=libre2-dev
+  [ZLIB]=zlib1g-dev
   [JPEG]="libturbojpeg0-dev libjpeg62-turbo-dev"
   [python3]="python3 python3-pip" [Python3]=python3)
 declare -A PIP=([cmake]="cmake>=3.25" [ninja]=ninja)
@@ -56,6 +57,7 @@ declare -A HOWTO=(
   [GTest]="GoogleTest: apt-get install libgtest-dev (or set CMAKE_PREFIX_PATH)"
   [nlohmann_json]="nlohmann_json >= 3.10: apt-get install nlohmann-json3-dev (or set CMAKE_PREFIX_PATH)"
   [CLI11]="CLI11: apt-get install libcli11-dev (or set CMAKE_PREFIX_PATH)"
+  [ZLIB]="zlib (the readers of .json.gz result files): apt-get install zlib1g-dev"
   [python3]="python3 with pip: apt-get install python3 python3-pip"
   [Python3]="a Python 3 interpreter (the build's tests run with it): apt-get install python3"
   [py:pytest]="python3 -m pip install pytest"
@@ -110,6 +112,8 @@ find_package(nlohmann_json 3.10 QUIET)
 report(nlohmann_json "${nlohmann_json_FOUND}" "${nlohmann_json_VERSION}")
 find_package(CLI11 QUIET)
 report(CLI11 "${CLI11_FOUND}" "${CLI11_VERSION}")
+find_package(ZLIB QUIET)
+report(ZLIB "${ZLIB_FOUND}" "${ZLIB_VERSION_STRING}")
 # tests/CMakeLists.txt runs its schema and CLI checks with the Python interpreter (no package).
 find_package(Python3 COMPONENTS Interpreter QUIET)
 report(Python3 "${Python3_Interpreter_FOUND}" "${Python3_VERSION} (${Python3_EXECUTABLE})")
@@ -192,7 +196,7 @@ probe() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 Python3 cuDNN NCCL MPI RE2 JPEG \
+  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done

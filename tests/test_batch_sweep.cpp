@@ -2,6 +2,8 @@
 // time left predicts it will. Expectations worked out by hand from the rule's definition.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "bench/sweep.hpp"
 
 using namespace nb;
@@ -22,7 +24,14 @@ TEST(SweepPlateau, StopsOnceADoublingGainsUnderThreePercent) {
 }
 
 TEST(SweepPlateau, AGainOfThreePercentOrMoreGoesOn) {
-  EXPECT_FALSE(plateau_stop({{64, 1000}, {128, 1030}}, 256).has_value());  // exactly +3%: goes on
+  // Exactly +3%, in throughputs exact in binary (100 x 1030 = 103 x 1000 = 103000, and 100 x
+  // 2060 = 103 x 2000): goes on. A rule that went on only above 3% would stop here.
+  EXPECT_FALSE(plateau_stop({{64, 1000}, {128, 1030}}, 256).has_value());
+  EXPECT_FALSE(plateau_stop({{64, 2000}, {128, 2060}}, 256).has_value());
+  EXPECT_FALSE(plateau_stop({{64, 100}, {128, 103}}, 256).has_value());
+  // Just under 3% (the next double below 1030): stops; just over: goes on.
+  EXPECT_TRUE(plateau_stop({{64, 1000}, {128, std::nextafter(1030.0, 0.0)}}, 256).has_value());
+  EXPECT_FALSE(plateau_stop({{64, 1000}, {128, std::nextafter(1030.0, 2000.0)}}, 256).has_value());
   EXPECT_TRUE(plateau_stop({{64, 1000}, {128, 1029}}, 256).has_value());
   EXPECT_TRUE(plateau_stop({{64, 1000}, {128, 900}}, 256).has_value());  // a loss stops it too
 }

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "app/cli.hpp"
+#include "app/cli_options.hpp"
 #include "base/error.hpp"
 #include "app/runner.hpp"
 #include "bench/settings.hpp"
@@ -152,7 +156,9 @@ TEST(Cli, BudgetDurations) {
   EXPECT_DOUBLE_EQ(nb::parse_duration("2h"), 7200);
   EXPECT_DOUBLE_EQ(nb::parse_duration("45"), 45);
   EXPECT_DOUBLE_EQ(nb::parse_duration("1.5m"), 90);
-  for (const char* bad : {"", "m", "10x", "1h30", "-5m", "0", "1..5s", "99999999999999999999h"})
+  EXPECT_DOUBLE_EQ(nb::parse_duration("1h30m20s"), 5420);
+  for (const char* bad : {"", "m", "10x", "1h30", "-5m", "0", "1..5s", "99999999999999999999h", "1h1h", "30m1h", "5s5s",
+                          "1m2m"})
     EXPECT_THROW((void)nb::parse_duration(bad), nb::Error) << bad;
   auto p = parse({"run", "--budget", "10m"});
   ASSERT_TRUE(p.command) << p.err;
@@ -188,4 +194,121 @@ TEST(Cli, UnknownCommandIsNamed) {
   EXPECT_EQ(q.exit_code, 2);
   EXPECT_NE(q.err.find("bogus2"), std::string::npos) << q.err;
   EXPECT_NE(usage_of("run").find("--family"), std::string::npos);
+}
+
+// Issue 38: a usage error is its message and one line pointing at the command's --help (the
+// whole help, over 60 lines, scrolled the message away on a terminal).
+TEST(Cli, AUsageErrorIsItsMessageAndOneLinePointingAtHelp) {
+  for (auto args : std::vector<std::vector<std::string>>{{"run", "--budget", "0"},
+                                                         {"run", "--repetitions", "0"},
+                                                         {"run", "--no-such-flag"},
+                                                         {"run", "--gpus", "abc"},
+                                                         {"advise", "--bucket-mib", "nan"},
+                                                         {"bogus"},
+                                                         {}}) {
+    const std::string what = args.empty() ? "(none)" : args.back();
+    auto p = parse(args);
+    EXPECT_FALSE(p.command) << what;
+    EXPECT_EQ(p.exit_code, 2) << what;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 2) << p.err;  // the message, the pointer
+    const std::string sub = args.empty() || args[0] == "bogus" ? "" : " " + args[0];
+    EXPECT_NE(p.err.find("\nUsage: nodebench" + sub + " "), std::string::npos) << p.err;
+    EXPECT_NE(p.err.find("'nodebench" + sub + " --help'"), std::string::npos) << p.err;
+    EXPECT_EQ(p.err.find("--target-cv"), std::string::npos) << p.err;  // not the option list
+  }
+}
+
+// NaN and infinities are out of every range (a plain range check lets NaN through: every
+// comparison with it is false); a count must be a whole number, and says so.
+TEST(Cli, NumbersAreFiniteAndInTheirRangeAndCountsWhole) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"run", "--max-time", "nan"},        {"run", "--max-time", "inf"},          {"run", "--memory-fraction", "nan"},
+      {"run", "--target-cv", "nan"},       {"run", "--target-cv", "-inf"},        {"run", "--max-time", "1e400"},
+      {"advise", "--bucket-mib", "nan"},   {"advise", "--inter-node-gbps", "nan"}, {"advise", "--step-ms", "inf"},
+      {"advise", "--params", "nan"},       {"run", "--runs", "0"},                {"run", "--runs", "1001"},
+      {"run", "--runs", "-1"},             {"run", "--min-samples", "2.5"},       {"run", "--global-batch", "1e3"},
+      {"validate", "--level", "2.0"},      {"run", "--repetitions", "99999999999999999999"}};
+  for (const auto& args : bad) {
+    auto p = parse(args);
+    EXPECT_FALSE(p.command) << args[1] << " " << args[2];
+    EXPECT_EQ(p.exit_code, 2) << args[1] << " " << args[2];
+    EXPECT_NE(p.err.find(args[1] + ": '" + args[2] + "' is "), std::string::npos) << p.err;
+  }
+  EXPECT_NE(parse({"run", "--min-samples", "2.5"}).err.find("'2.5' is not a whole number (expected a whole number from 1"),
+            std::string::npos);
+  EXPECT_NE(parse({"run", "--runs", "0"}).err.find("'0' is out of range (expected a whole number from 1 to 1000)"),
+            std::string::npos);
+  // The bounds themselves are accepted.
+  for (const char* n : {"1", "1000"}) {
+    auto p = parse({"run", "--runs", n});
+    ASSERT_TRUE(p.command) << p.err;
+    EXPECT_EQ(p.command->as<RunCommand>()->options.runs, size_t(std::stoul(n)));
+  }
+  auto m = parse({"run", "--max-time", "0.001", "--memory-fraction", "1", "--target-cv", "0"});
+  ASSERT_TRUE(m.command) << m.err;
+  EXPECT_DOUBLE_EQ(*m.command->as<RunCommand>()->options.max_time_s, 0.001);
+}
+
+// An empty value is a mistake, not "the default": named, exit 2.
+TEST(Cli, EmptyValuesAreRefusedAndNamed) {
+  for (auto args : std::vector<std::vector<std::string>>{{"run", "--gpus", ""},
+                                                         {"run", "--budget", ""},
+                                                         {"run", "--out-file", ""},
+                                                         {"run", "--out", ""},
+                                                         {"run", "--filter", ""},
+                                                         {"validate", "--junit", ""},
+                                                         {"monitor", "--gpus", ""},
+                                                         {"doctor", "--from", ""},
+                                                         {"advise", "--json", ""}}) {
+    auto p = parse(args);
+    EXPECT_FALSE(p.command) << args[1];
+    EXPECT_EQ(p.exit_code, 2) << args[1];
+    EXPECT_EQ(p.err.rfind("nodebench: " + args[1] + ": an empty value", 0), 0u) << p.err;
+  }
+  // ',,,' then --quiet: the flag is a flag, not a family; an empty name among names is named.
+  for (const char* given : {",,,", "gemm,,memory", "gemm,", ","}) {
+    auto q = parse({"run", "--family", given, "--quiet"});
+    EXPECT_EQ(q.exit_code, 2) << given;
+    EXPECT_EQ(q.err.find("'--quiet'"), std::string::npos) << q.err;
+    EXPECT_EQ(q.err.rfind(std::string("nodebench: --family: '") + given + "' has an empty family name", 0), 0u) << q.err;
+  }
+  auto two = parse({"list", "--family", "gemm,memory", "--family", "peak"});
+  ASSERT_TRUE(two.command) << two.err;
+  EXPECT_EQ(two.command->as<ListCommand>()->selection.families, (std::vector<std::string>{"gemm", "memory", "peak"}));
+}
+
+// Where a command writes, judged before it runs: a folder as a file, a file as a folder, a path
+// under a file, a device; a new file in a folder still to be made is fine.
+TEST(Cli, OutputPathsAreJudgedBeforeTheRun) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(NB_TEST_OUTPUT_DIR) / "cli_output_paths";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string file = (dir / "a_file.json").string();
+  std::ofstream(file) << "{}";
+  using nb::cli::unwritable;
+  EXPECT_EQ(unwritable(dir.string(), false), "'" + dir.string() + "' is a folder, not a file path");
+  EXPECT_EQ(unwritable(file, true), "'" + file + "' is a file, not a folder");
+  EXPECT_EQ(unwritable(file + "/r.json", false), "'" + file + "/r.json' is under '" + file + "', which is a file, not a folder");
+  EXPECT_EQ(unwritable(file + "/x/y/r.json", false),
+            "'" + file + "/x/y/r.json' is under '" + file + "', which is a file, not a folder");
+  EXPECT_EQ(unwritable(file + "/sub", true), "'" + file + "/sub' is under '" + file + "', which is a file, not a folder");
+  EXPECT_EQ(unwritable("/dev/null", false), "'/dev/null' is not a regular file (a device, FIFO or socket)");
+  EXPECT_EQ(unwritable((dir / "new" / "deeper" / "r.json").string(), false), "");
+  EXPECT_EQ(unwritable((dir / "new_folder").string(), true), "");
+  EXPECT_EQ(unwritable(file, false), "");  // an existing file is replaced
+  EXPECT_EQ(unwritable("relative_new_file.json", false), "");
+  // Through the parser: the run is refused before anything (exit 2, the option named).
+  for (auto args : std::vector<std::vector<std::string>>{{"run", "--out-file", dir.string()},
+                                                         {"run", "--out", file},
+                                                         {"run", "--gbench-out", file + "/g.json"},
+                                                         {"validate", "--prometheus", dir.string()},
+                                                         {"monitor", "--out", dir.string()}}) {
+    auto p = parse(args);
+    EXPECT_FALSE(p.command) << args[1];
+    EXPECT_EQ(p.exit_code, 2) << args[1];
+    EXPECT_EQ(p.err.rfind("nodebench: " + args[1] + ": '", 0), 0u) << p.err;
+  }
+  auto ok = parse({"run", "--out-file", (dir / "made" / "r.json").string()});
+  EXPECT_TRUE(ok.command) << ok.err;
 }

@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "bench/cost.hpp"
 #include "node/profiles.hpp"
+#include "run/estimate.hpp"
 #include "run/plan.hpp"
 
 using namespace nb;
@@ -127,6 +130,51 @@ TEST(Forecast, TheFullSuiteOnOneNodeStaysWithinOnePointTwoTimesFifteenMinutes) {
     EXPECT_LE(t, 1.2 * 15 * 60) << n << " GPUs";
     EXPECT_GE(t, one) << "more GPUs cannot make the node's suite shorter";
   }
+}
+
+// The forecast is the committed fit's figure (harness/profiles/costs.json): recomputed here from
+// that file's numbers, case by case -- fixed_s + scale x the model's setup seconds + sample_scale
+// x its sampling seconds, the kind's fit else its family's, nothing for a case its GPU cannot run
+// -- each case counted by the chance it runs (a sweep's later batches by where earlier runs of it
+// stopped). Without the fit the forecast is the model's seconds alone, less than half of it.
+TEST(Forecast, TheFullSuitesForecastIsTheCommittedFitsFigure) {
+  std::ifstream f(NB_COSTS_FILE);
+  ASSERT_TRUE(f) << NB_COSTS_FILE;
+  const nlohmann::json kinds = nlohmann::json::parse(f).at("kinds");
+  const auto fit_of = [&](const std::string& kind) -> nlohmann::json {
+    if (kinds.contains(kind)) return kinds[kind];
+    const std::string family = kind.substr(0, kind.find('/'));
+    return kinds.contains(family) ? kinds[family] : nlohmann::json();
+  };
+  const Plan plan = plan_on(select_cases(Suite::full, {}, ""), 1);
+  const GpuInfo g = h200(0);
+  const std::vector<Step> steps = schedule(plan);
+  const std::vector<CostUnit> units = wave_costs(plan, [&](int) -> const GpuInfo& { return g; }, steps);
+  ASSERT_EQ(units.size(), steps.size());  // one GPU: a wave is one case
+  const Estimator est(units);
+  double expected = 0, model_only = 0;
+  size_t fitted = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Case& c = *steps[i].c;
+    if (c.available && !c.available(g).ok) continue;  // skipped before any work: nothing
+    double model = 0, model_sample = 0;
+    const std::string kind = case_cost(c, &g, plan.base, 1, &model, &model_sample).kind;
+    const nlohmann::json fit = fit_of(kind);
+    double seconds = model;
+    if (!fit.is_null()) {
+      const double scale = fit.value("scale", 1.0);
+      seconds = fit.value("fixed_s", 0.0) + scale * (model - model_sample) + fit.value("sample_scale", scale) * model_sample;
+      ++fitted;
+    }
+    expected += est.run_weight(i) * seconds;
+    model_only += est.run_weight(i) * model;
+  }
+  const double forecast_s = forecast(plan);
+  std::printf("full suite, 1 H200: %.1f s predicted, %.1f s from costs.json recomputed, %.1f s by the model alone\n",
+              forecast_s, expected, model_only);
+  EXPECT_GT(fitted, steps.size() / 2);  // the fit covers most of the suite's cases
+  EXPECT_NEAR(forecast_s, expected, 1e-6 * expected);
+  EXPECT_GT(std::abs(expected - model_only), 0.2 * expected);  // the fit matters: this test sees its removal
 }
 
 // costs.json: a kind's sampling scale, where given, applies to the model's sampling seconds and its

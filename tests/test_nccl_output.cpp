@@ -27,31 +27,6 @@ TEST(NcclSingleRank, TheNoteSaysWhatTheTimeIs) {
   EXPECT_NE(single_rank_note(coll::Collective::reduce_scatter, true).find("device copy"), std::string::npos);
 }
 
-TEST(NcclSingleRank, TheFamilysFlagIsWrittenIntoTheRecord) {
-  Case c;
-  c.family = "nccl";
-  c.name = "all_reduce/float/in_place/eager/64MiB";
-  std::vector<GpuInfo> gpus(1);
-  CaseOutput out;
-  out.measurement.emplace();
-  out.measurement->samples_s = {3e-7, 3e-7, 3e-7};
-  out.measurement->stop = StopReason::fixed;
-  out.metrics = {{"gpu_count", 1}, {"data_bytes", 67108864.0}};
-  out.flags = {kSingleRankFlag};
-  RecordInput in;
-  in.c = &c;
-  in.gpus = {0};
-  in.gpu = &gpus[0];
-  in.status = Status::ok;
-  in.out = &out;
-  in.started_at = "2026-12-01T00:00:00.000Z";
-  const json r = make_case_records(in, gpus).records.at(0);
-  EXPECT_EQ(r["status"], "ok");
-  EXPECT_NE(std::find(r["flags"].begin(), r["flags"].end(), json("single_rank")), r["flags"].end()) << r["flags"];
-  EXPECT_FALSE(r["metrics"].contains("busbw_gbps"));
-  EXPECT_EQ(r["primary_metric"], "time_us");  // with no bandwidth, the time is its figure
-}
-
 #if NB_HAVE_NCCL
 
 namespace {
@@ -104,6 +79,46 @@ TEST(NcclSingleRank, OneRankHasNoBandwidthAndTheFlag) {
   EXPECT_TRUE(out2.flags.empty());
   EXPECT_TRUE(out2.metrics.empty());  // every metric typed
   EXPECT_FALSE(d2.contains("note"));
+}
+
+// The family's rule (fill_output) flags a one-rank collective, and the record carries the flag;
+// over two ranks the same measurement is not flagged.
+TEST(NcclSingleRank, TheFamilysFlagIsWrittenIntoTheRecord) {
+  Case c;
+  c.family = "nccl";
+  c.name = "all_reduce/float/in_place/eager/64MiB";
+  Spec spec;
+  spec.coll = coll::Collective::all_reduce;
+  spec.bytes = 64u << 20;
+  spec.in_place = true;
+  const Teams teams(Settings::from_map({}));
+  std::vector<GpuInfo> gpus(2);
+  const auto record_of = [&](int nranks, double median_s) {
+    CaseOutput out;
+    out.measurement.emplace();
+    out.measurement->samples_s = {median_s, median_s, median_s};
+    out.measurement->stop = StopReason::fixed;
+    fill_output(out, measured(67108864.0, median_s, nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0), spec, nranks, teams);
+    RecordInput in;
+    in.c = &c;
+    in.gpus = nranks > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
+    in.gpu = &gpus[0];
+    in.status = Status::ok;
+    in.out = &out;
+    in.started_at = "2026-12-01T00:00:00.000Z";
+    return make_case_records(in, gpus).records.at(0);
+  };
+  const auto flagged = [](const json& r) {
+    return std::find(r["flags"].begin(), r["flags"].end(), json("single_rank")) != r["flags"].end();
+  };
+  const json one = record_of(1, 3e-7);
+  EXPECT_EQ(one["status"], "ok");
+  EXPECT_TRUE(flagged(one)) << one["flags"];
+  EXPECT_FALSE(one["metrics"].contains("busbw_gbps"));
+  EXPECT_EQ(one["primary_metric"], "time_us");  // with no bandwidth, the time is its figure
+  const json two = record_of(2, 400e-6);
+  EXPECT_FALSE(flagged(two)) << two["flags"];
+  EXPECT_TRUE(two["metrics"].contains("busbw_gbps"));
 }
 
 TEST(NcclSingleRank, TheSweepsReferenceIsTheSmallestCountAboveOne) {

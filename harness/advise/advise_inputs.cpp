@@ -1,8 +1,11 @@
 #include "advise/advise_inputs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
+
+#include "base/error.hpp"
 
 namespace nb::advise {
 namespace {
@@ -191,6 +194,73 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
   }
   g.finish(grad_dtype);
   return in;
+}
+
+namespace {
+
+// The figures the advisor reads, by family (the id's first part), and the least each may be:
+// strict: above `least`; else at least `least`.
+struct FieldRule {
+  const char* family;
+  const char* section;
+  const char* key;
+  double least;
+  bool strict;
+};
+constexpr FieldRule kRules[] = {
+    {"nccl", "metrics", "busbw_gbps", 0, false}, {"nccl", "metrics", "data_bytes", 0, true},
+    {"nccl", "metrics", "time_us", 0, true},     {"nccl", "metrics", "gpu_count", 1, false},
+    {"nccl", "params", "bytes", 0, true},        {"nccl", "params", "ngpus", 1, false},
+    {"hostlink", "metrics", "gbps", 0, true},    {"hostlink", "params", "bytes", 0, true},
+    {"train", "metrics", "step_time_ms", 0, true}, {"train", "params", "batch", 1, false},
+    {"conv", "metrics", "time_us", 0, true},     {"conv", "params", "batch", 1, false},
+    {"train_dp", "metrics", "images_per_s", 0, false}, {"train_dp", "metrics", "step_time_ms", 0, true},
+    {"train_dp", "params", "batch", 1, false},   {"train_dp", "params", "gpus", 1, false},
+    {"train_dp", "params", "accumulation", 1, false},
+};
+
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+}  // namespace
+
+void check_result_document(const json& doc, const std::string& path) {
+  if (!doc.is_object())
+    throw Error(path + ": not a nodebench result file (a JSON object with 'records'; found " + doc.type_name() + ")");
+  const std::string schema = str(doc, "schema");
+  if (doc.contains("benchmarks") && !doc.contains("records"))
+    throw Error(path + ": a Google Benchmark JSON file (run --gbench-out), not a nodebench result file: give the "
+                       "result file written beside it");
+  if (!schema.empty() && schema != "nodebench.result")
+    throw Error(path + ": a '" + schema + "' document, not a nodebench result file ('nodebench.result')");
+  if (!doc.contains("records")) throw Error(path + ": not a nodebench result file (no 'records')");
+  const json& recs = doc["records"];
+  if (!recs.is_array()) throw Error(path + ": 'records' must be an array (found " + recs.type_name() + ")");
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const json& r = recs[i];
+    const std::string at = path + ": records[" + std::to_string(i) + "]";
+    if (!r.is_object()) throw Error(at + " must be an object (a case's record), found " + r.type_name() + " " + shown(r));
+    if (r.contains("id") && !r["id"].is_string()) throw Error(at + ": 'id' must be a string, found " + shown(r["id"]));
+    if (str(r, "status") != "ok") continue;
+    const std::string id = str(r, "id");
+    const std::string family = id.substr(0, id.find('/'));
+    for (const FieldRule& rule : kRules) {
+      if (family != rule.family) continue;
+      if (!r.contains(rule.section) || r[rule.section].is_null()) continue;
+      const json& sec = r[rule.section];
+      const std::string field = std::string(rule.section) + "." + rule.key;
+      if (!sec.is_object()) throw Error(at + " (" + id + "): '" + rule.section + "' must be an object, found " + shown(sec));
+      const auto it = sec.find(rule.key);
+      if (it == sec.end() || it->is_null()) continue;
+      const bool ok = it->is_number() && std::isfinite(it->get<double>()) &&
+                      (rule.strict ? it->get<double>() > rule.least : it->get<double>() >= rule.least);
+      if (!ok)
+        throw Error(at + " (" + id + "): '" + field + "' must be a number " + (rule.strict ? "above " : "of at least ") +
+                    std::to_string(int(rule.least)) + ", found " + shown(*it));
+    }
+  }
 }
 
 }  // namespace nb::advise

@@ -64,4 +64,11 @@ struct Inputs {
 // train record exists for a (precision, layout, batch), conv records for it are not used.
 Inputs gather_inputs(const std::vector<nlohmann::json>& docs, const std::string& grad_dtype);
 
+// Whether `doc`, read from `path`, is a result file the advisor can read: a JSON object with a
+// 'records' array of objects (not a Google Benchmark JSON file, not another nodebench document),
+// whose ok records of the families the advisor reads give each figure it uses as a number in its
+// range (a step time of -5 or "fast" is refused, not dropped). Throws nb::Error naming the file,
+// the record and the field.
+void check_result_document(const nlohmann::json& doc, const std::string& path);
+
 }  // namespace nb::advise

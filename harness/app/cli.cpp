@@ -4,6 +4,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "app/cli_options.hpp"
 #include "bench/settings.hpp"
 #include "cluster/mpi.hpp"
@@ -23,9 +25,17 @@ const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
     "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU (for\n"
     "monitor: NVML cannot be loaded).\n"
-    "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
+    "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes; a signal\n"
+    "(SIGINT, SIGTERM) ends a run within a second, the file keeping the cases measured so far.\n"
+    "Readers (advise, doctor --from, validate --profile, --profiles, --algo-cache) take .json.gz as well as .json.\n"
     "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n";
 const char* kFooterEnd = "See docs/MULTIGPU.md for the NCCL settings.";
+
+// Whether `path` is an existing character device or FIFO (/dev/stdout, a pipe): written as a stream.
+bool is_stream(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
 
 // Every subcommand's options bound to its own command value; the parsed one is kept.
 struct Parser {
@@ -60,7 +70,8 @@ struct Parser {
   // The command that was parsed, its typed values finished and checked.
   cli::Problem finish(Command& cmd) {
     const std::string name = parsed_sub()->get_name();
-    cli::Problem p;
+    cli::Problem p = cli::refuse_empty_values(*parsed_sub(), raw.monitor_opt);
+    if (!p.message.empty()) return p;
     if (name == "list") {
       p = cli::finish_selection(list.selection, raw);
       cmd.what = list;
@@ -68,18 +79,31 @@ struct Parser {
       p = cli::finish_run(run.options, raw, true);
       if (p.message.empty()) p = cli::check_run_inputs(run.options);
       if (p.message.empty()) p = cli::apply_setting_options(raw);
+      // Where the run writes, judged before anything is measured (and before the GPU is probed).
+      const RunOptions& o = run.options;
+      if (p.message.empty())
+        p = cli::check_output_paths({{"--out-file", o.out_file}, {"--gbench-out", o.gbench_out}, {"--algo-cache", o.algo_cache_file}},
+                                    {{"--out", o.out_file.empty() ? o.out_dir : ""}});
       cmd.what = run;
     } else if (name == "doctor") {
       p = cli::finish_doctor(doctor.options);
       cmd.what = doctor;
     } else if (name == "validate") {
       p = cli::check_run_inputs(validate.run);
+      if (p.message.empty())
+        p = cli::check_output_paths({{"--junit", validate.options.junit_file}, {"--prometheus", validate.options.prometheus_file},
+                                     {"--algo-cache", validate.run.algo_cache_file}},
+                                    {{"--out", validate.run.out_dir}});
       cmd.what = validate;
     } else if (name == "monitor") {
       p = cli::finish_monitor(monitor.options);
       if (p.message.empty()) p = cli::check_run_inputs(RunOptions{});
+      // A stream (/dev/stdout, a FIFO) takes csv or JSON lines; a prometheus textfile is replaced whole.
+      if (p.message.empty() && (monitor.options.format == "prometheus" || !is_stream(monitor.options.out_file)))
+        p = cli::check_output_paths({{"--out", monitor.options.out_file}}, {});
       cmd.what = monitor;
     } else if (name == "advise") {
+      if (!is_stream(advise.options.json_file)) p = cli::check_output_paths({{"--json", advise.options.json_file}}, {});
       cmd.what = advise;
     } else {
       cmd.what = env;
@@ -112,7 +136,7 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     res.exit_code = kExitUsage;
-    res.err = "nodebench: unknown command '" + args[1] + "' (expected one of: " + list + ")\n\n" + p.app.help();
+    res.err = "nodebench: unknown command '" + args[1] + "' (expected one of: " + list + ")\n" + usage_line("");
     return res;
   }
   std::vector<std::string> rev(args.begin() + (args.empty() ? 0 : 1), args.end());
@@ -121,11 +145,17 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   try {
     p.app.parse(rev);
   } catch (const CLI::ParseError& e) {
-    const int rc = p.app.exit(e, out, err);
-    res.out = out.str();
-    res.err = err.str();
-    res.exit_code = rc == 0 ? kExitOk : kExitUsage;  // 0: --help, --version
-    if (rc != 0) res.err += "\n" + p.parsed_sub()->help();  // the usage of the subcommand that failed
+    if (e.get_exit_code() == 0) {  // --help, --version
+      p.app.exit(e, out, err);
+      res.out = out.str();
+      res.err = err.str();
+      res.exit_code = kExitOk;
+      return res;
+    }
+    // The message, then one line pointing at the help of the command that failed (the whole help
+    // would scroll the message away).
+    res.exit_code = kExitUsage;
+    res.err = "nodebench: " + std::string(e.what()) + "\n" + usage_line(p.parsed_sub()->get_name());
     return res;
   }
   Command cmd;
@@ -133,11 +163,17 @@ ParseOutcome parse_cli(const std::vector<std::string>& args) {
   const cli::Problem problem = p.finish(cmd);
   if (!problem.message.empty()) {
     res.exit_code = kExitUsage;
-    res.err = "nodebench: " + problem.message + "\n" + (problem.usage ? "\n" + p.parsed_sub()->help() : "");
+    res.err = "nodebench: " + problem.message + "\n" + (problem.usage ? usage_line(p.parsed_sub()->get_name()) : "");
     return res;
   }
   res.command = std::move(cmd);
   return res;
+}
+
+std::string usage_line(const std::string& subcommand) {
+  const std::string cmd = "nodebench" + (subcommand.empty() || subcommand == "nodebench" ? "" : " " + subcommand);
+  return "Usage: " + cmd + (subcommand.empty() || subcommand == "nodebench" ? " COMMAND [OPTIONS]" : " [OPTIONS]") + "; '" +
+         cmd + " --help' lists " + (subcommand.empty() || subcommand == "nodebench" ? "the commands" : "its options") + "\n";
 }
 
 std::string usage_of(const std::string& subcommand) {

@@ -62,14 +62,15 @@ struct ParseOutcome {
   std::optional<Command> command;  // set when there is something to do
   int exit_code = 0;               // when no command: 0 for --help/--version, 2 for errors
   std::string out;                 // text for stdout (help, version)
-  std::string err;                 // text for stderr (error and usage)
+  std::string err;                 // text for stderr (the error and one line pointing at --help)
 };
 
 ParseOutcome parse_cli(const std::vector<std::string>& args);  // args[0] is the program name
 
-// The usage (--help text) of a subcommand: printed after a usage error found later (an unknown
-// --family, say), as after a parse error.
+// The usage (--help text) of a subcommand (tests, and what --help prints).
 std::string usage_of(const std::string& subcommand);
+// The one line a usage error ends with: the command's synopsis and where its options are listed.
+std::string usage_line(const std::string& subcommand);
 
 // Parses every declared NODEBENCH_* setting into the settings in force (bench/settings.hpp);
 // throws nb::Error naming a bad one, warns on stderr about names that are no setting.

@@ -1,6 +1,14 @@
 // `advise`'s options, and what the parser checks once CLI11 has parsed (cli_options.hpp).
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "app/cli_options.hpp"
 #include "base/error.hpp"
@@ -11,38 +19,141 @@
 
 namespace nb::cli {
 
+namespace {
+
+std::string shown(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+CLI::Validator count_in(long long lo, long long hi) {
+  const std::string range = "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        long long v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size())
+          return "'" + s + "' is not a whole number (expected " + range + ")";
+        if (ec == std::errc::result_out_of_range || v < lo || v > hi) return "'" + s + "' is out of range (expected " + range + ")";
+        return "";
+      },
+      "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
+CLI::Validator number_in(double lo, double hi) {
+  const std::string range = "a number from " + shown(lo) + " to " + shown(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size()) return "'" + s + "' is not a number (expected " + range + ")";
+        if (!std::isfinite(v) || v < lo || v > hi) return "'" + s + "' is out of range (expected " + range + ")";
+        return "";
+      },
+      "NUMBER in [" + shown(lo) + " - " + shown(hi) + "]");
+}
+
+Problem refuse_empty_values(const CLI::App& sub, const CLI::Option* skip) {
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt == skip || opt->count() == 0 || opt->get_expected_max() == 0) continue;  // a flag takes no value
+    for (const std::string& v : opt->results())
+      if (v.find_first_not_of(" \t") == std::string::npos) {
+        const std::string name = opt->get_lnames().empty() ? opt->get_name() : "--" + opt->get_lnames().front();
+        return {name + ": an empty value (leave the option out for its default)", true};
+      }
+  }
+  return {};
+}
+
+std::string unwritable(const std::string& path, bool folder) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return "an empty path";
+  const fs::path p(path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (folder) {
+      if (!S_ISDIR(st.st_mode)) return "'" + path + "' is a file, not a folder";
+      if (::access(path.c_str(), W_OK | X_OK) != 0) return "cannot write into the folder '" + path + "' (" + std::strerror(errno) + ")";
+      return "";
+    }
+    if (S_ISDIR(st.st_mode)) return "'" + path + "' is a folder, not a file path";
+    if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file (a device, FIFO or socket)";
+    // An existing file is replaced through its folder (below), whatever its own mode.
+  }
+  // The first folder above that exists must be a folder one can write in (a file is replaced
+  // through a temporary file beside it; missing folders are made).
+  fs::path up = p.parent_path();
+  for (;;) {
+    const std::string u = up.empty() ? "." : up.string();
+    if (::stat(u.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return "'" + path + "' is under '" + u + "', which is a file, not a folder";
+      if (::access(u.c_str(), W_OK | X_OK) != 0)
+        return "cannot write '" + path + "': the folder '" + u + "' is not writable (" + std::strerror(errno) + ")";
+      return "";
+    }
+    if (errno == ENOTDIR) {
+      // A part of `up` is a file: name the first such part.
+      fs::path part;
+      for (const auto& piece : up) {
+        part /= piece;
+        if (::stat(part.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+          return "'" + path + "' is under '" + part.string() + "', which is a file, not a folder";
+      }
+    }
+    if (up.empty() || up == up.parent_path()) return "";
+    up = up.parent_path();
+  }
+}
+
+Problem check_output_paths(const std::vector<std::pair<std::string, std::string>>& files,
+                           const std::vector<std::pair<std::string, std::string>>& folders) {
+  for (const auto& [opt, path] : files)
+    if (!path.empty())
+      if (const std::string why = unwritable(path, false); !why.empty()) return {opt + ": " + why, false};
+  for (const auto& [opt, path] : folders)
+    if (!path.empty())
+      if (const std::string why = unwritable(path, true); !why.empty()) return {opt + ": " + why, false};
+  return {};
+}
+
 void add_advise(CLI::App& app, AdviseCommand& c) {
   AdviseOptions& a = c.options;
   CLI::App* advise = app.add_subcommand(
       "advise",
       "Predict data-parallel training from result files: step time, images/s, efficiency and the bottleneck per "
       "GPU count, batch and accumulation, and the strategy to use (docs/ADVISE.md)");
-  advise->add_option("files", a.files, "Result files (nccl all-reduce, hostlink, train or conv, train_dp records)")
-      ->type_name("RESULT.json");
+  advise->add_option("files", a.files,
+                     "Result files (nccl all-reduce, hostlink, train or conv, train_dp records), plain or gzip-compressed "
+                     "(.json.gz); regular files of at most 256 MiB")
+      ->type_name("RESULT.json[.gz]");
   advise->add_option("--gpus", a.gpus, "GPU counts (per node) to predict, e.g. 1,2,4,8 (default: the measured counts)")
       ->type_name("N,...");
   advise->add_option("--nodes", a.nodes, "Nodes, each with --gpus GPUs (above 1 needs --inter-node-gbps)")
-      ->check(CLI::Range(1, 1 << 16))
+      ->check(count_in(1, 1 << 16))
       ->capture_default_str();
   advise->add_option("--inter-node-gbps", a.inter_node_gbps,
                      "Network bandwidth between nodes in GB/s per node (bytes: 100 Gb/s Ethernet is 12.5)")
-      ->check(CLI::Range(1e-3, 1e6));
+      ->check(number_in(1e-3, 1e6));
   advise->add_option("--step-ms", a.step_ms, "A framework's own one-GPU step time in ms (with --batch): predict its "
                                              "multi-GPU throughput")
-      ->check(CLI::Range(1e-3, 1e7));
+      ->check(number_in(1e-3, 1e7));
   advise->add_option("--params", a.params, "Parameter count of that model (default: ResNet-50, 25557032)")
-      ->check(CLI::Range(1.0, 1e13));
+      ->check(number_in(1.0, 1e13));
   advise->add_option("--batch", a.batch, "Per-GPU batch of --step-ms, and of the --profile what-if (default 64)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(count_in(1, 1 << 20));
   advise->add_option("--profile", a.profile,
                      "What-if for hardware not at hand: a device profile name (e.g. \"Tesla P40\"), with --gpus and "
                      "--link; labelled 'predicted from profile, not measured'");
   advise->add_option("--link", a.link, "What-if link between the GPUs")
       ->check(CLI::IsMember({"pcie-gen3", "pcie-gen4", "nvlink"}));
   advise->add_option("--global-batch", a.global_batch, "Global batch to reach: gradient accumulation steps per count")
-      ->check(CLI::Range(1, 1 << 24));
+      ->check(count_in(1, 1 << 24));
   advise->add_option("--bucket-mib", a.bucket_mib, "Gradient bucket size in MiB (PyTorch DDP's default is 25)")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(number_in(0.001, 1e6))
       ->capture_default_str();
   advise->add_option("--grad-dtype", a.grad_dtype, "Gradient type all-reduced: fp32 (4 bytes, as AMP's FP32 master "
                                                    "weights) or fp16 (2 bytes)")
@@ -56,6 +167,19 @@ void add_advise(CLI::App& app, AdviseCommand& c) {
 
 Problem finish_selection(RunOptions& o, const RawText& raw) {
   o.suite = *parse_suite(raw.suite);
+  std::vector<std::string> families;
+  for (const std::string& given : o.families) {
+    size_t from = 0;
+    for (;;) {
+      const size_t comma = given.find(',', from);
+      const std::string name = given.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (name.empty()) return {"--family: '" + given + "' has an empty family name (e.g. --family gemm,memory)"};
+      families.push_back(name);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
+  o.families = std::move(families);
   if (!o.filter.empty()) {
     try {
       Pattern re(o.filter);  // linear time (base/pattern.hpp): std::regex can backtrack for ever

@@ -21,8 +21,9 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   sub->add_option("--suite", suite, "Which sweep: quick (a minute) or full (every size and precision)")
       ->check(CLI::IsMember({"quick", "full"}))
       ->capture_default_str();
-  sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm")
-      ->delimiter(',');
+  // Split on commas after parsing (finish_selection): CLI11's own delimiter drops empty pieces and
+  // then takes the next argument as the value (',,,' then --quiet made --quiet a family).
+  sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm");
   sub->add_option("--filter", o.filter,
                   std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
                               "without backreferences or lookaround, matched in linear time by the ") +
@@ -32,14 +33,14 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
 // How each case is sampled.
 void add_sampling(CLI::App* run, RunOptions& o, RawText& raw) {
   run->add_option("--repetitions", o.repetitions, "Take exactly N timed samples per case (turns off the adaptive stop)")
-      ->check(CLI::Range(size_t(1), size_t(1000000)));
+      ->check(count_in(1, 1000000));
   run->add_option("--max-time", raw.max_time, "Cap in seconds on sampling one case (default: 0.4 quick, 1.0 full)")
-      ->check(CLI::Range(0.001, 3600.0));
+      ->check(number_in(0.001, 3600.0));
   run->add_option("--target-cv", o.target_cv, "Stop sampling a case once its coefficient of variation is at most this")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in(0.0, 1.0))
       ->capture_default_str();
   run->add_option("--min-samples", o.min_samples, "Fewest samples before the adaptive stop may end a case")
-      ->check(CLI::Range(size_t(1), size_t(1000000)))
+      ->check(count_in(1, 1000000))
       ->capture_default_str();
   run->add_option("--l2", raw.l2, "hot: L2 keeps data between samples; cold: flush L2 before each sample "
                                   "(default: each family's own; GEMM hot)")
@@ -54,11 +55,11 @@ void add_sampling(CLI::App* run, RunOptions& o, RawText& raw) {
 void add_analysis_and_mode(CLI::App* run, RunOptions& o) {
   run->add_option("--memory-fraction", o.memory_fraction,
                   "Batch-size recommendation: the largest fraction of device memory a batch may use")
-      ->check(CLI::Range(0.05, 1.0))
+      ->check(number_in(0.05, 1.0))
       ->capture_default_str();
   run->add_option("--global-batch", o.global_batch,
                   "Training recommendation: the global batch to reach, with gradient accumulation where needed")
-      ->check(CLI::Range(1, 1 << 24))
+      ->check(count_in(1, 1 << 24))
       ->capture_default_str();
   run->add_flag("--one-gpu-at-a-time", o.one_gpu_at_a_time,
                 "Run every per-GPU case GPU after GPU (default: cases that share nothing run on every GPU at once; "
@@ -66,7 +67,7 @@ void add_analysis_and_mode(CLI::App* run, RunOptions& o) {
   run->add_option("--runs", o.runs,
                   "Repeat the whole run N times, each in a fresh process, and record each case's run-to-run spread "
                   "(run_to_run) in one combined file beside the N run files")
-      ->check(CLI::Range(size_t(1), size_t(1000)))
+      ->check(count_in(1, 1000))
       ->capture_default_str();
 }
 
@@ -84,7 +85,9 @@ void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
   add_selection(run, o, raw.suite);
   run->add_option("--gpus", o.gpus, "Devices to run on: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
   run->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
-  run->add_option("--out-file", o.out_file, "Exact result file path (overrides --out's generated name)");
+  run->add_option("--out-file", o.out_file,
+                  "Exact result file path (overrides --out's generated name); the run's alone while it runs (a second "
+                  "run given the same FILE is refused, exit 2)");
   add_sampling(run, o, raw);
   run->add_option("--profiles", o.profiles_file, "Device profile file (expected peaks) instead of the built-in one")
       ->check(CLI::ExistingFile);
@@ -125,7 +128,7 @@ void add_doctor(CLI::App& app, DoctorCommand& c) {
   doctor->add_flag("--no-load", o.no_load, "Read PCIe links without loading the GPUs (links train down at idle)");
   doctor->add_option("--from", o.from,
                      "Judge a node captured elsewhere instead of this one, no GPU needed: FILE is an `env --json` "
-                     "capture, a result file or a `doctor --json` report")
+                     "capture, a result file or a `doctor --json` report, plain or gzip-compressed (.json.gz)")
       ->type_name("FILE");
   doctor->add_option("--archs", o.archs,
                      "With --from: the CUDA architectures of the binary the node runs (CMake notation, e.g. 61-real), "
@@ -139,11 +142,12 @@ void add_validate(CLI::App& app, ValidateCommand& c) {
   CLI::App* validate = app.add_subcommand(
       "validate", "Judge the node: doctor, then benchmarks by level against the device profile's thresholds");
   validate->add_option("--profile", v.profile,
-                       "Thresholds: auto (by GPU model), a model name of the thresholds file, or a thresholds FILE")
+                       "Thresholds: auto (by GPU model), a model name of the thresholds file, or a thresholds FILE "
+                       "(plain or gzip-compressed)")
       ->capture_default_str();
   validate->add_option("--level", v.level,
                        "1 checks only (seconds); 2 plus quick bandwidth and GEMM (about a minute); 3 every family, full sweeps")
-      ->check(CLI::Range(1, 3))
+      ->check(count_in(1, 3))
       ->capture_default_str();
   validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
   validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");

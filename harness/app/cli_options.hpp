@@ -21,6 +21,12 @@ struct RawText {
   std::map<std::string, std::string> setting_options;  // run's options of declared settings (run_option)
 };
 
+// Validators that say what they expect: a whole number from lo to hi (CLI11's Range alone says
+// "Value 2.5 not in range"), and a finite number from lo to hi (NaN passes a plain range check:
+// every comparison with it is false).
+CLI::Validator count_in(long long lo, long long hi);
+CLI::Validator number_in(double lo, double hi);
+
 void add_list(CLI::App& app, ListCommand& c, RawText& raw);
 void add_run(CLI::App& app, RunCommand& c, RawText& raw);
 void add_env(CLI::App& app, EnvCommand& c);
@@ -41,6 +47,17 @@ Problem finish_doctor(const DoctorOptions& o);
 Problem finish_monitor(const MonitorOptions& o);
 // The environment settings and the files named by options (read before anything runs).
 Problem check_run_inputs(const RunOptions& o);
+// Every option of `sub` given an empty value ('--gpus ""'), named: an empty value is a mistake, not
+// "the default" (leave the option out for that). `skip` is an option whose empty value means
+// something (run --monitor).
+Problem refuse_empty_values(const CLI::App& sub, const CLI::Option* skip);
+// Why `path` cannot be written as a file (is a folder, not a regular file, under a file, in a
+// folder that cannot be written), or, with `folder`, used as the folder files are written into;
+// empty when it can. Judged before anything runs, so that no measurement is lost to the path.
+std::string unwritable(const std::string& path, bool folder);
+// The output paths of run, validate, monitor and advise, each judged (unwritable) and named.
+Problem check_output_paths(const std::vector<std::pair<std::string, std::string>>& files,
+                           const std::vector<std::pair<std::string, std::string>>& folders);
 // run's options of declared settings (SettingSpec::run_option) applied over the environment's.
 Problem apply_setting_options(const RawText& raw);
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "advise/advice.hpp"
+#include "advise/advise_inputs.hpp"
 #include "base/error.hpp"
 #include "base/json_file.hpp"
 #include "bench/benchmark.hpp"
@@ -17,10 +18,9 @@ int cmd_advise(const AdviseCommand& c) {
       throw Error("give result files (nodebench advise RESULT.json...) or a what-if (--profile NAME --gpus N --link L)");
     std::vector<nlohmann::json> docs;
     for (const auto& f : o.files) {
-      docs.push_back(read_json_file(f));  // a folder, unreadable or not JSON: named, exit 2
-      if (!docs.back().is_object() || !docs.back().contains("records"))
-        throw Error(f + ": not a nodebench result file (no 'records')");
+      docs.push_back(read_json_file(f));  // a folder, a device, unreadable or not JSON: named, exit 2
       check_schema_version(docs.back(), f);
+      advise::check_result_document(docs.back(), f);  // a record or a figure out of place: named
     }
     advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
     // The host's decoding, judged by the family that measures it (when built).

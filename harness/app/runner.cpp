@@ -11,12 +11,20 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <cstdlib>
 #include <ctime>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <mutex>
+#include <thread>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -50,6 +58,9 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 
 std::atomic<int64_t> g_first_signal_ns{0};
+std::atomic<int> g_signal{0};
+// The self-pipe through which the handler wakes the run's signal watcher (SignalWatcher).
+int g_signal_pipe[2] = {-1, -1};
 
 extern "C" void on_signal(int sig) {
   timespec ts{};
@@ -58,7 +69,14 @@ extern "C" void on_signal(int sig) {
   switch (interrupt_action(int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, first)) {
     case InterruptAction::stop_after_case:
       g_first_signal_ns.store(first);
+      g_signal.store(sig);
       g_interrupted.store(true);
+      if (g_signal_pipe[1] >= 0) {
+        const char wake = 1;
+        const int saved = errno;
+        (void)!write(g_signal_pipe[1], &wake, 1);  // async-signal-safe
+        errno = saved;
+      }
       break;
     case InterruptAction::ignore: break;
     case InterruptAction::terminate:
@@ -69,6 +87,7 @@ extern "C" void on_signal(int sig) {
 }
 
 void install_signal_handlers() {
+  if (g_signal_pipe[0] < 0 && pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_signal_pipe[0] = g_signal_pipe[1] = -1;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -76,6 +95,136 @@ void install_signal_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 }
+
+// Watches a run's signals on its own thread: on the first SIGINT/SIGTERM it gives the run
+// kInterruptGraceMs to reach the end of its case by itself (then the run's analyses are made as
+// usual), and past that ends the run at once through RunHooks' end_now (the result file written
+// "interrupted" with every case measured so far) and the process, so that a signal stops a run
+// within a second even during a case that lasts minutes.
+class SignalWatcher {
+ public:
+  // `lock_path`: the result file's lock (OutputLock), removed when the run ends at once.
+  SignalWatcher(std::string path, std::string lock_path) : path_(std::move(path)), lock_path_(std::move(lock_path)) {
+    if (g_signal_pipe[0] >= 0) thread_ = std::thread([this] { loop(); });
+  }
+  ~SignalWatcher() {
+    over();
+    if (thread_.joinable()) {
+      const char quit = 0;
+      (void)!write(g_signal_pipe[1], &quit, 1);
+      thread_.join();
+    }
+  }
+  void add_to(RunHooks& hooks) {
+    hooks.on_start = [this](std::function<bool(const std::string&)> end_now) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!over_) end_now_ = std::move(end_now);
+    };
+    hooks.on_end = [this] { over(); };
+  }
+
+ private:
+  void over() {
+    std::lock_guard<std::mutex> lock(mu_);  // waits for an end_now under way (which ends the process)
+    over_ = true;
+    end_now_ = nullptr;
+  }
+  // A byte from the pipe: 1 a signal, 0 quit; none within timeout_ms: -1.
+  static int next_byte(int timeout_ms) {
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return -1;
+    char c = 0;
+    return ::read(g_signal_pipe[0], &c, 1) == 1 ? c : -1;
+  }
+  void loop() {
+    for (;;) {
+      const int b = next_byte(-1);
+      if (b == 0) return;
+      if (b == 1) break;
+    }
+    const int sig = g_signal.load();
+    const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
+    std::cerr << "nodebench: " << name << ": stopping the run\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (over_) return;  // the run reached the end of its case and finishes by itself
+        if (end_now_ && std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(kInterruptGraceMs)) {
+          if (!end_now_("interrupted by " + name)) return;
+          std::cout.flush();
+          std::cerr << "nodebench: interrupted by " << name << " during a case, which is not recorded; the cases "
+                    << "measured so far are in " << path_ << "\n";
+          std::cerr.flush();
+          std::fflush(nullptr);
+          if (!lock_path_.empty()) ::unlink(lock_path_.c_str());
+          std::_Exit(kExitCaseFailed);
+        }
+      }
+      if (next_byte(20) == 0) return;
+    }
+  }
+  std::string path_, lock_path_;
+  std::mutex mu_;
+  bool over_ = false;
+  std::function<bool(const std::string&)> end_now_;
+  std::thread thread_;
+};
+
+// An exclusive lock on a result file's path for the run's life: the file `.NAME.lock` beside it,
+// held with flock and holding the holder's pid, so that a second run given the same --out-file is
+// refused (exit 2, naming the pid) instead of both writing it and one result being lost. The lock
+// goes with the process (a killed run leaves a lock file that no one holds: the next run takes it).
+class OutputLock {
+ public:
+  OutputLock() = default;
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+  ~OutputLock() {
+    if (fd_ < 0) return;
+    ::unlink(lock_path_.c_str());
+    ::close(fd_);
+  }
+  // Empty when taken, else why not.
+  std::string take(const std::string& path) {
+    const fs::path p(path);
+    lock_path_ = (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
+    std::error_code ec;
+    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return "cannot create the lock file '" + lock_path_ + "' (" + std::strerror(errno) + ")";
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        char buf[32] = {};
+        const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+        ::close(fd);
+        if (err != EWOULDBLOCK) return "cannot lock '" + lock_path_ + "' (" + std::strerror(err) + ")";
+        std::string pid = n > 0 ? std::string(buf, size_t(n)) : "unknown";
+        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+        return "'" + path + "' is the result file of another run under way (pid " + pid + ", lock file " + lock_path_ +
+               "): give another --out-file, or wait for that run to end";
+      }
+      // The previous holder may have removed the lock file between our open and our flock.
+      struct stat held {}, now {};
+      if (::fstat(fd, &held) == 0 && ::stat(lock_path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+          held.st_dev == now.st_dev) {
+        const std::string pid = std::to_string(::getpid()) + "\n";
+        if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+        fd_ = fd;
+        return "";  // held
+      }
+      ::close(fd);
+    }
+    return "cannot lock '" + lock_path_ + "' (it keeps being replaced)";
+  }
+  // The lock file while held, else empty.
+  std::string held() const { return fd_ >= 0 ? lock_path_ : std::string(); }
+
+ private:
+  int fd_ = -1;
+  std::string lock_path_;
+};
 
 ProfileDb load_profiles(const RunOptions& o) {
   return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
@@ -105,7 +254,7 @@ int cmd_list(const ListCommand& lc) {
   try {
     cases = select_cases(o.suite, o.families, o.filter);
   } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("list");
+    std::cerr << "nodebench: " << e.what() << "\n" << usage_line("list");
     return kExitUsage;
   }
   Nvml nvml;
@@ -334,6 +483,12 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
                    "repeat mpirun instead\n";
       return kExitUsage;
     }
+    OutputLock lock;
+    if (!o.out_file.empty())
+      if (const std::string why = lock.take(o.out_file); !why.empty()) {
+        std::cerr << "nodebench: --out-file: " << why << "\n";
+        return kExitUsage;
+      }
     try {
       return run_repeated(o, argv);
     } catch (const std::exception& e) {
@@ -347,7 +502,7 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
     profiles = load_profiles(o);
     cases = select_cases(o.suite, o.families, o.filter);
   } catch (const Error& e) {
-    std::cerr << "nodebench: " << e.what() << "\n\n" << usage_of("run");
+    std::cerr << "nodebench: " << e.what() << "\n" << usage_line("run");
     return kExitUsage;
   }
   if (cases.empty()) {
@@ -359,6 +514,13 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   // Under an MPI launcher: one process per GPU, rank 0 writes the file (docs/MULTIGPU.md).
   // Every step that can fail on one process only is agreed on, so no process waits alone.
   if (const std::string note = cluster::start(); !note.empty() && cluster::root()) std::cerr << note << "\n";
+  // The result file is this run's alone (before the GPU is probed: a refusal costs nothing).
+  OutputLock lock;
+  const std::string lock_error = cluster::root() && !o.out_file.empty() ? lock.take(o.out_file) : "";
+  if (!cluster::all_ok(lock_error.empty())) {
+    std::cerr << "nodebench: --out-file: " << (lock_error.empty() ? "rank 0 could not lock the result file" : lock_error) << "\n";
+    return kExitUsage;
+  }
   Session session(std::move(profiles), current_settings());
   if (!runnable_here(session, cases)) return kExitNoGpu;
   std::vector<int> gpus;
@@ -398,7 +560,10 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   if (cluster::root()) outs.attach(o, start_line(o, plan, path));
   RunHooks hooks;
   hooks.stop_requested = [] { return g_interrupted.load(); };
+  std::optional<SignalWatcher> watcher;
+  if (cluster::root() && !cluster::active()) watcher.emplace(path, lock.held()).add_to(hooks);  // under MPI: at a case's end
   const RunOutcome outcome = run_plan(plan, session, doc, outs.list, hooks);
+  watcher.reset();
   return finish_run(o, outcome, doc, path);
 }
 

@@ -11,7 +11,18 @@ namespace nb {
 // nodebench.doctor, nodebench.advise); run/result.hpp's kSchemaVersion is the same (a test says so).
 constexpr int kReadableSchemaVersion = 1;
 
-// The file parsed as JSON. Throws naming `path`: missing, a folder, unreadable, empty, not JSON.
+// The most bytes a command reads from one input file (after decompression): far above any result
+// file nodebench writes, and a bound on what a device, a FIFO or a gzip bomb could make it hold.
+constexpr size_t kMaxInputBytes = size_t(256) << 20;
+
+// The text of a file a command is given, gzip-decompressed when it is gzip-compressed (its first
+// bytes say so, whatever its name; a .json.gz result reads as its .json). Only a regular file is
+// read (a device such as /dev/zero, a FIFO or a socket is refused at once, never waited on), and
+// at most `max_bytes` of it (before and after decompression). Throws naming `path`: missing, a
+// folder, not a regular file, unreadable, too large, a damaged gzip stream.
+std::string read_input_file(const std::string& path, size_t max_bytes = kMaxInputBytes);
+
+// The file (read_input_file) parsed as JSON. Throws naming `path`: as read_input_file, empty, not JSON.
 nlohmann::json read_json_file(const std::string& path);
 
 // A nodebench document (one with "schema": "nodebench.*" or a "schema_version") must be of the

@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "base/json_file.hpp"
 
 namespace nb {
 using nlohmann::json;
@@ -183,13 +184,15 @@ void AlgoCache::load(const std::string& path) {
   std::map<AlgoCacheKey, Slot> read;
   if (exists) {
     if (fs::is_directory(path, ec)) throw Error("algorithm cache '" + path + "': is a folder, not a file");
-    std::ifstream in(path);
-    if (!in) throw Error("algorithm cache '" + path + "': cannot be read: " + std::strerror(errno));
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string text;
+    try {
+      text = read_input_file(path);  // a device, FIFO or huge file: refused, never waited on
+    } catch (const Error& e) {
+      throw Error("algorithm cache '" + path + "': cannot be read: " + e.what());
+    }
     json doc;
     try {
-      doc = json::parse(ss.str());
+      doc = json::parse(text);
     } catch (const json::exception& e) {
       throw Error("algorithm cache '" + path + "': not valid JSON (" + e.what() + ")");
     }

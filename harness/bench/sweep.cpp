@@ -30,7 +30,7 @@ std::optional<std::string> plateau_stop(std::vector<SweepPoint> measured, int64_
   const SweepPoint& a = below[below.size() - 2];
   const SweepPoint& b = below.back();
   const std::optional<double> g = doubling_gain(a, b);
-  if (!g || *g >= kPlateauGain) return std::nullopt;
+  if (!g || 100 * b.per_s >= (100 + kPlateauGainPercent) * a.per_s) return std::nullopt;
   return "the sweep reached its plateau: batch " + std::to_string(b.batch) + " gained " + fmt(100 * *g, 1) +
          "% over batch " + std::to_string(a.batch) + " (" + fmt(b.per_s, 0) + " against " + fmt(a.per_s, 0) +
          " images/s), under the " + fmt(100 * kPlateauGain, 0) + "% a doubling must gain for the sweep to go on";

@@ -11,8 +11,12 @@
 
 namespace nb {
 
-// A doubling of the batch that gains less than this (3%) ends the sweep.
-constexpr double kPlateauGain = 0.03;
+// A doubling of the batch that gains less than this (3%) ends the sweep; one that gains exactly
+// this goes on. The rule compares 100 x the larger batch's throughput against (100 + 3) x the
+// smaller's, exact for throughputs that are exact in binary (1030 against 1000 is exactly 3%),
+// where the quotient 1030 / 1000 - 1 is not (it rounds to 3.0000000000000027%).
+constexpr double kPlateauGainPercent = 3;
+constexpr double kPlateauGain = kPlateauGainPercent / 100;
 
 struct SweepPoint {
   int64_t batch = 0;

@@ -78,6 +78,9 @@ void check_environment(const json& env, const std::string& origin, const std::st
 
 CapturedNode captured_node_from_json(const json& j, const std::string& origin) {
   if (!j.is_object()) bad(origin, "expected a JSON object (an `env --json` capture, a result file or a `doctor --json` report)");
+  if (j.contains("benchmarks") && !j.contains("environment") && !j.contains("gpus"))
+    bad(origin, "a Google Benchmark JSON file (run --gbench-out), not a capture: give the result file written beside "
+                "it, an `env --json` capture or a `doctor --json` report");
   CapturedNode node;
   node.origin = origin;
   if (j.contains("live")) {
@@ -97,6 +100,13 @@ CapturedNode captured_node_from_json(const json& j, const std::string& origin) {
   }
   if (j.contains("environment")) {
     node.kind = CaptureKind::result;
+    if (j.contains("records")) {  // a result file: its records are the cases' objects
+      if (!j["records"].is_array()) bad(origin, std::string("'records' must be an array (found ") + j["records"].type_name() + ")");
+      for (size_t i = 0; i < j["records"].size(); ++i)
+        if (!j["records"][i].is_object())
+          bad(origin, "records[" + std::to_string(i) + "] must be an object (a case's record), found " +
+                          j["records"][i].type_name() + " " + j["records"][i].dump().substr(0, 40));
+    }
     check_environment(j["environment"], origin, "environment.");
     node.input.environment = j["environment"];
     if (j.contains("nodebench")) {

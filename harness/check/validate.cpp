@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "base/json_file.hpp"
 #include "node/profiles.hpp"
 #include "run/result.hpp"
 
@@ -234,10 +235,15 @@ ProfileChoice resolve_profile(const std::string& arg, const json& environment) {
   if (arg == "auto") {
     // by GPU below
   } else if (fs::is_regular_file(arg, ec)) {
-    std::ifstream f(arg);
+    std::string text;
+    try {
+      text = read_input_file(arg);  // a gzip file read decompressed; a huge one refused
+    } catch (const Error& e) {
+      throw Error(std::string("--profile: ") + e.what());
+    }
     json j;
     try {
-      j = json::parse(f);
+      j = json::parse(text);
     } catch (const json::exception& e) {
       throw Error("--profile: '" + arg + "' is not valid JSON: " + e.what());
     }

@@ -1,4 +1,5 @@
 #include "node/profiles.hpp"
+#include "base/json_file.hpp"
 
 #include <cctype>
 #include <cstring>
@@ -61,11 +62,15 @@ ProfileDb ProfileDb::from_json(const nlohmann::json& j) {
 ProfileDb ProfileDb::builtin() { return from_json(nlohmann::json::parse(kBuiltinProfilesJson)); }
 
 ProfileDb ProfileDb::from_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error("cannot open device profile file '" + path + "'");
+  std::string text;
+  try {
+    text = read_input_file(path);  // a device, FIFO or huge file: refused, never waited on
+  } catch (const Error& e) {
+    throw Error(std::string("device profile file: ") + e.what());
+  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error("device profile file '" + path + "' is not valid JSON: " + e.what());
   }

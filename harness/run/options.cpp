@@ -12,11 +12,13 @@
 namespace nb {
 
 double parse_duration(const std::string& text) {
-  const std::string what = "'" + text + "' is not a duration (e.g. 90s, 10m, 1h30m; a plain number is seconds)";
+  const std::string what = "'" + text + "' is not a duration (e.g. 90s, 10m, 1h30m: each unit once, hours first; "
+                           "a plain number is seconds)";
   if (text.empty() || text.size() > 32) throw Error(what);
   double total = 0;
   size_t i = 0;
   bool any = false;
+  double last_unit = 1e9;  // each unit once, largest first: "1h1h" and "30m1h" are refused
   while (i < text.size()) {
     size_t j = i;
     while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
@@ -28,7 +30,8 @@ double parse_duration(const std::string& text) {
     if (j < text.size()) {
       const char u = text[j++];
       unit = u == 'h' ? 3600 : u == 'm' ? 60 : u == 's' ? 1 : -1;
-      if (unit < 0) throw Error(what);
+      if (unit < 0 || unit >= last_unit) throw Error(what);
+      last_unit = unit;
     } else if (any) {
       throw Error(what);  // "1h30": the unit of the last part is missing
     }

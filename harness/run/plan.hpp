@@ -82,6 +82,16 @@ double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(i
 struct RunHooks {
   // Checked before each case: true stops the run ("interrupted").
   std::function<bool()> stop_requested;
+  // Given, once the run has started, `end_now(why)`: callable from another thread (a signal's
+  // watcher) until `on_end` is called, it ends the run at once as "interrupted" without waiting
+  // for the case under way (which is not recorded; `why` and that case are said in the
+  // document's notes): the document is finished with every record made so far and each reporter
+  // told (the result file written). It returns false, doing nothing, once the run is finishing
+  // on its own. The caller then ends the process (the case under way holds the GPU).
+  std::function<void(std::function<bool(const std::string& why)> end_now)> on_start;
+  // The run is finishing on its own: end_now may no longer be called (it would touch a run that
+  // is ending); on_end returns only when no end_now is under way.
+  std::function<void()> on_end;
 };
 
 enum class RunStatus { complete, interrupted, aborted };

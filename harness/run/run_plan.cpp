@@ -253,6 +253,7 @@ class PlanRun {
     cache.set_search_again(plan_.algo_search);
     if (!plan_.algo_cache_file.empty()) cache.load(plan_.algo_cache_file);  // checked while parsing: exit 2 there
     start();
+    if (hooks_.on_start) hooks_.on_start([this](const std::string& why) { return end_now(why); });
     try {
       size_t wave = 0;
       for (size_t i = 0; i < steps_.size(); ++wave) {
@@ -265,8 +266,37 @@ class PlanRun {
     } catch (const std::exception& e) {
       out.error = e.what();
     }
+    if (hooks_.on_end) hooks_.on_end();  // from here no end_now: the run finishes as it is
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishing_ = true;
+    }
     finish(out, cache);
     return out;
+  }
+
+  // RunHooks::on_start's end_now: the document finished "interrupted" with what was recorded,
+  // from another thread, while a case may still run.
+  bool end_now(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return false;
+    finishing_ = true;
+    stopped_.store(true);
+    json notes = doc_.doc().contains("notes") && doc_.doc()["notes"].is_array() ? doc_.doc()["notes"] : json::array();
+    std::string cases;
+    for (const std::string& id : under_way_) cases += (cases.empty() ? "" : ", ") + id;
+    notes.push_back(why + ": the run ended at once" +
+                    (cases.empty() ? std::string() : "; the case under way (" + cases + ") is not recorded"));
+    doc_.set_field("notes", notes);
+    doc_.finish(to_string(RunStatus::interrupted), "");
+    for (Reporter* r : reporters_) {
+      try {
+        r->finished(doc_);
+      } catch (const std::exception&) {
+        // the process ends next: nothing more can be done
+      }
+    }
+    return true;
   }
 
  private:
@@ -312,6 +342,11 @@ class PlanRun {
   }
 
   void run_wave(size_t i, size_t j, size_t wave) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      under_way_.clear();
+      for (size_t k = i; k < j; ++k) under_way_.push_back(steps_[k].c->id());
+    }
     mark("start", i, j);
     const auto w0 = Clock::now();
     std::vector<CaseRecords> made(j - i);
@@ -364,6 +399,7 @@ class PlanRun {
   void publish(const Step& step, CaseRecords made, double step_s, size_t wave) {
     std::vector<json> recs = cluster::gather_records(step.c->multi_gpu, std::move(made.records));
     std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return;  // ended at once (end_now): the document is written and final
     if (cluster::root()) merge_analysis(doc_, made.analysis);
     ++done_;
     Progress p;
@@ -440,6 +476,8 @@ class PlanRun {
   std::unique_ptr<Sampler> sampler_;
   std::mutex mu_;  // the document, the counter and the reporters
   std::atomic<bool> stopped_{false};
+  bool finishing_ = false;              // under mu_: the run is finishing (end_now does nothing)
+  std::vector<std::string> under_way_;  // under mu_: the ids of the wave running now
   size_t done_ = 0;
 };
 
