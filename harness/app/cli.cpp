@@ -17,12 +17,13 @@ const char* kAbout =
     "nodebench: benchmarks and checks for GPU nodes: cuBLAS GEMM in every precision, device memory,\n"
     "host link, latencies, peak arithmetic, cuDNN convolution with a batch-size sweep, a ResNet-50\n"
     "training step on cuDNN and cuBLAS, peer-to-peer and NCCL collectives; timing on CUDA events,\n"
-    "statistics per case, versioned JSON results; node checks, GPU monitoring and data-parallel advice.";
+    "statistics per case, versioned JSON results; node checks, checks of the installed PyTorch and\n"
+    "TensorFlow, GPU monitoring and data-parallel advice.";
 
 const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
-    "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU (for\n"
-    "monitor: NVML cannot be loaded).\n"
+    "was interrupted), or for doctor, validate and frameworks a check failed; 2 bad usage; 3 no usable\n"
+    "GPU (for monitor: NVML cannot be loaded).\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes.\n"
     "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n";
 const char* kFooterEnd = "See docs/MULTIGPU.md for the NCCL settings.";
@@ -39,6 +40,7 @@ struct Parser {
   MonitorCommand monitor;
   AdviseCommand advise;
   FatbinCommand fatbin;
+  FrameworksCommand frameworks;
 
   Parser() {
     app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
@@ -52,6 +54,7 @@ struct Parser {
     cli::add_monitor(app, monitor);
     cli::add_advise(app, advise);
     cli::add_fatbin(app, fatbin);
+    cli::add_frameworks(app, frameworks);
   }
   std::vector<std::string> names() {
     std::vector<std::string> out;
@@ -85,6 +88,9 @@ struct Parser {
       cmd.what = advise;
     } else if (name == "fatbin") {
       cmd.what = fatbin;
+    } else if (name == "frameworks") {
+      p = cli::finish_frameworks(frameworks.options);
+      cmd.what = frameworks;
     } else {
       cmd.what = env;
     }
@@ -95,7 +101,7 @@ struct Parser {
 }  // namespace
 
 const char* Command::name() const {
-  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin"};
+  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin", "frameworks"};
   return kNames[what.index()];
 }
 

@@ -47,6 +47,9 @@ struct MonitorCommand {
 struct AdviseCommand {
   AdviseOptions options;
 };
+struct FrameworksCommand {
+  FrameworksOptions options;
+};
 // `nodebench fatbin FILE...`: the SASS and PTX architectures in each library's fatbin headers.
 struct FatbinCommand {
   std::vector<std::string> files;
@@ -55,7 +58,7 @@ struct FatbinCommand {
 
 struct Command {
   std::variant<ListCommand, RunCommand, EnvCommand, DoctorCommand, ValidateCommand, MonitorCommand, AdviseCommand,
-               FatbinCommand>
+               FatbinCommand, FrameworksCommand>
       what;
   std::vector<std::string> argv;  // as given, for the result file
   template <class T>
