@@ -86,7 +86,7 @@ json node_facts(const FrameworksOptions& o) {
     node["source"] = "for-cc";
     node["nvml_gpus"] = nullptr;
     for (size_t i = 0; i < o.for_cc.size(); ++i)
-      node["gpus"].push_back({{"index", int(i)}, {"cc", cc_string(*parse_cc(o.for_cc[i]))}, {"name", "--for-cc"}});
+      node["gpus"].push_back({{"index", int(i)}, {"cc", cc_string(*parse_cc(o.for_cc[i]))}, {"name", "named by --for-cc"}});
     return node;
   }
   node["source"] = "nvml";
@@ -317,13 +317,16 @@ int cmd_frameworks(const FrameworksCommand& c) {
     std::cout << report.dump(2) << "\n";
   } else {
     const json& node = report["node"];
+    const bool for_cc = node.value("source", std::string()) == "for-cc";
     std::string gpus;
     if (node.contains("gpus") && node["gpus"].is_array())
       for (const auto& g : node["gpus"])
-        gpus += std::string(gpus.empty() ? "" : ", ") + g.value("name", std::string("GPU")) + " cc " + g.value("cc", std::string("?"));
+        gpus += std::string(gpus.empty() ? "" : ", ") + (for_cc ? std::string() : g.value("name", std::string("GPU")) + " ") +
+                "cc " + g.value("cc", std::string("?"));
+    if (gpus.empty() && node.contains("nvml_error") && node["nvml_error"].is_string())
+      gpus = "none (" + node["nvml_error"].get<std::string>() + ")";
     std::cout << "nodebench frameworks: " << report["environments"].size() << " Python environment(s); GPUs "
-              << (node.value("source", std::string()) == "for-cc" ? "named by --for-cc (static checks only): "
-                                                                  : "(NVML): ")
+              << (for_cc ? "named by --for-cc (static checks only): " : "(NVML): ")
               << (gpus.empty() ? std::string("none") : gpus) << "\n\n";
     print_checks(checks, std::cout);
   }

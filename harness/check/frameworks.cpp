@@ -530,6 +530,13 @@ std::vector<Check> judge_frameworks(const json& report, const RuleData& data) {
       if (g.contains("cc") && g["cc"].is_string()) v.cc = parse_cc(g["cc"].get<std::string>());
       gpus.push_back(v);
     }
+  if (gpus.empty() && node.value("source", std::string()) != "for-cc")
+    out.push_back(make_check("framework.node", std::nullopt, Severity::info,
+                             "no GPU known here: the builds are judged, not their code for a GPU",
+                             "NVML lists no GPU" + (node.contains("nvml_error") && node["nvml_error"].is_string()
+                                                        ? " (" + node["nvml_error"].get<std::string>() + ")"
+                                                        : std::string()),
+                             "To vet this environment for a GPU that is not here: --for-cc CC (e.g. --for-cc 6.1 for a P40)."));
   const json& envs = at(report, "environments");
   if (!envs.is_array() || envs.empty()) {
     out.push_back(make_check("framework.python", std::nullopt, Severity::warn, "no Python environment to probe",
