@@ -332,11 +332,20 @@ class Env:
         self.root = root
         if os.path.exists(root):
             shutil.rmtree(root)
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", root], check=True)
+        made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", root], capture_output=True, text=True)
         self.python = os.path.join(root, "bin", "python")
-        out = subprocess.run([self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True)
-        self.site = out.stdout.strip()
+        if made.returncode == 0:
+            out = subprocess.run([self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True)
+            self.site = out.stdout.strip()
+        else:  # no venv module here (Debian without python3-venv): an interpreter with the packages first on its path
+            print("note: python3 -m venv failed (%s); using a wrapper with PYTHONPATH" % made.stderr.strip()[-200:])
+            self.site = os.path.join(root, "site-packages")
+            os.makedirs(self.site, exist_ok=True)
+            os.makedirs(os.path.dirname(self.python), exist_ok=True)
+            with open(self.python, "w") as f:
+                f.write('#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec "%s" "$@"\n' % (self.site, sys.executable))
+            os.chmod(self.python, 0o755)
 
     def clear(self):
         for name in os.listdir(self.site):
