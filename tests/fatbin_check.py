@@ -43,7 +43,7 @@ def cuobjdump_sets(cuobjdump, path):
         if p.returncode != 0 and "does not contain" not in (p.stdout + p.stderr):
             raise SystemExit(f"FAIL: {cuobjdump} {flag} {path} exited {p.returncode}: {p.stderr[-500:]}")
         found = set()
-        for m in re.finditer(r"\.sm_(\d+[af]?)\." + suffix + r"\s*$", p.stdout, re.M):
+        for m in re.finditer(r"\.sm_(\d+[af]?)\." + suffix + r"\b", p.stdout):
             found.add(("sm_" if suffix == "cubin" else "compute_") + m.group(1))
         sets.append(found)
     return sets
@@ -80,11 +80,22 @@ def expect_sets(got, sass, ptx, what):
     return ok
 
 
+def strip_family(names):
+    return {n[:-1] if n.endswith("f") else n for n in names}
+
+
 def against_cuobjdump(nodebench, cuobjdump, files):
     ok = True
     for got in fatbin_json(nodebench, files):
         sass, ptx = cuobjdump_sets(cuobjdump, got["file"])
-        ok &= expect_sets(got, sass, ptx, f"{os.path.basename(got['file'])} against cuobjdump")
+        what = f"{os.path.basename(got['file'])} against cuobjdump"
+        # The family-specific variant ('f', CUDA 12.9 and newer) is a flag of the fatbin entry; a
+        # cuobjdump that names no 'f' entry is compared by architecture for those (said so).
+        mine_f = any(n.endswith("f") for n in got["sass"] + got["ptx"])
+        if mine_f and not any(n.endswith("f") for n in sass | ptx):
+            print(f"note: {what}: cuobjdump names no family-specific ('f') entry; those compared without the suffix")
+            got = dict(got, sass=sorted(strip_family(got["sass"])), ptx=sorted(strip_family(got["ptx"])))
+        ok &= expect_sets(got, sass, ptx, what)
     return ok
 
 
@@ -125,7 +136,7 @@ def bad_inputs(nodebench, lib, workdir):
     check("garbage.so", bytes(random.Random(1).getrandbits(8) for _ in range(4096)), (2,), r"not an ELF file nor a fatbin")
     # Random corruption of the fatbin bytes, fixed seed.
     rnd = random.Random(44)
-    for i in range(40):
+    for i in range(16):
         blob = bytearray(data)
         for _ in range(8):
             j = at + rnd.randrange(0, 512)
