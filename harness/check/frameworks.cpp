@@ -183,7 +183,8 @@ std::string framework_install_fix(const std::string& mod, const RuleData& data, 
     if (pin && cc && *cc < pin->below_cc) line += " '" + pin->requirement + "'";
     return "Install a GPU build: " + line;
   }
-  return "Install a CUDA build: pip install -U 'jax[cuda12]'";
+  return "Install a CUDA build of JAX (jax[cuda12] or jax[cuda13]) whose CUDA libraries carry code for this GPU; check "
+         "them with `nodebench fatbin` (CUDA 13 libraries start at cc 7.5).";
 }
 
 // The verdict for the libraries one framework loads or ships, on one GPU.
