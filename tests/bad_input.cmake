@@ -136,6 +136,9 @@ list(APPEND NB_I38 cli_monitor_out_folder_exits_2)
 add_test(NAME cli_advise_json_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--json: '.*data' is a folder" --
        $<TARGET_FILE:nodebench> advise ${NB_DATA}/advise_results.json --json ${NB_DATA})
 list(APPEND NB_I38 cli_advise_json_folder_exits_2)
+add_test(NAME cli_frameworks_junit_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--junit: '.*data' is a folder" --
+       $<TARGET_FILE:nodebench> frameworks --for-cc 6.1 --junit ${NB_DATA})
+list(APPEND NB_I38 cli_frameworks_junit_folder_exits_2)
 add_test(NAME cli_run_max_time_nan_exits_2 COMMAND ${NB_EXPECT} 2
          "--max-time: 'nan' is out of range \\(expected a number from 0.001 to 3600\\)"
          -- ${NB_RUN} --max-time nan)

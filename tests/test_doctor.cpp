@@ -123,7 +123,10 @@ TEST(Doctor, RealH200CaptureHasNoProblem) {
   EXPECT_EQ(pt.severity, Severity::info);
   for (const char* tag : {"cu118", "cu126", "cu128", "cu129", "cu130"}) EXPECT_TRUE(has(pt.summary, tag)) << pt.summary;
   EXPECT_TRUE(has(pt.fix, "whl/cu130"));
-  EXPECT_TRUE(has(get(checks, "frameworks.tensorflow").summary, "2.21"));
+  const Check& tf = get(checks, "frameworks.tensorflow");
+  EXPECT_TRUE(has(tf.summary, "2.21"));
+  // An H200 runs the cuDNN pip resolves: no pin in its install line.
+  EXPECT_EQ(tf.fix, "pip install 'tensorflow[and-cuda]==2.21.*'");
 }
 
 TEST(Doctor, HealthyH200FixturePasses) {
@@ -168,7 +171,14 @@ TEST(Doctor, P40WithCuda13LibrariesFailsWithTheCuda12Fix) {
   EXPECT_FALSE(has(pt.summary, "cu128")) << pt.summary;
   EXPECT_FALSE(has(pt.summary, "cu130")) << pt.summary;
   EXPECT_TRUE(has(pt.evidence, "cu128 (CUDA 12.8, torch 2.7 and newer): no - no code for cc 6.1")) << pt.evidence;
-  EXPECT_TRUE(has(get(checks, "frameworks.tensorflow").summary, "2.21"));
+  // TensorFlow's advice for a P40: the cuDNN pip resolves has dropped cc 6.1, so the install line
+  // pins the last cuDNN wheel that carries it, and the evidence says what pip really brings.
+  const Check& tf = get(checks, "frameworks.tensorflow");
+  EXPECT_TRUE(has(tf.summary, "2.21"));
+  EXPECT_EQ(tf.fix, "pip install 'tensorflow[and-cuda]==2.21.*' 'nvidia-cudnn-cu12==9.10.2.21'");
+  EXPECT_TRUE(has(tf.evidence, "which pip resolves to the newest 9.x wheel (9.28.0.42")) << tf.evidence;
+  EXPECT_TRUE(has(tf.evidence, "below cc 7.5, so the install line pins nvidia-cudnn-cu12==9.10.2.21")) << tf.evidence;
+  EXPECT_FALSE(has(tf.evidence, "bring the tested cuDNN themselves")) << tf.evidence;
 }
 
 TEST(Doctor, PascalOnADriverBranchAfterR580Fails) {

@@ -19,12 +19,13 @@ const char* kAbout =
     "nodebench: benchmarks and checks for GPU nodes: cuBLAS GEMM in every precision, device memory,\n"
     "host link, latencies, peak arithmetic, cuDNN convolution with a batch-size sweep, a ResNet-50\n"
     "training step on cuDNN and cuBLAS, peer-to-peer and NCCL collectives; timing on CUDA events,\n"
-    "statistics per case, versioned JSON results; node checks, GPU monitoring and data-parallel advice.";
+    "statistics per case, versioned JSON results; node checks, checks of the installed PyTorch and\n"
+    "TensorFlow, GPU monitoring and data-parallel advice.";
 
 const char* kFooter =
     "Exit codes: 0 every case ok or skipped; 1 a case failed or gave a wrong result (or the run\n"
-    "was interrupted), or for doctor and validate a check failed; 2 bad usage; 3 no usable GPU (for\n"
-    "monitor: NVML cannot be loaded).\n"
+    "was interrupted), or for doctor, validate and frameworks a check failed; 2 bad usage; 3 no usable\n"
+    "GPU (for monitor: NVML cannot be loaded).\n"
     "Results: one JSON file per run (schema: docs/SCHEMA.md), written atomically as the run goes; a signal\n"
     "(SIGINT, SIGTERM) ends a run within a second, the file keeping the cases measured so far.\n"
     "Readers (advise, doctor --from, validate --profile, --profiles, --algo-cache) take .json.gz as well as .json.\n"
@@ -48,6 +49,8 @@ struct Parser {
   ValidateCommand validate;
   MonitorCommand monitor;
   AdviseCommand advise;
+  FatbinCommand fatbin;
+  FrameworksCommand frameworks;
 
   Parser() {
     app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
@@ -60,6 +63,8 @@ struct Parser {
     cli::add_validate(app, validate);
     cli::add_monitor(app, monitor);
     cli::add_advise(app, advise);
+    cli::add_fatbin(app, fatbin);
+    cli::add_frameworks(app, frameworks);
   }
   std::vector<std::string> names() {
     std::vector<std::string> out;
@@ -105,6 +110,14 @@ struct Parser {
     } else if (name == "advise") {
       if (!is_stream(advise.options.json_file)) p = cli::check_output_paths({{"--json", advise.options.json_file}}, {});
       cmd.what = advise;
+    } else if (name == "fatbin") {
+      cmd.what = fatbin;
+    } else if (name == "frameworks") {
+      p = cli::finish_frameworks(frameworks.options);
+      const auto& fo = frameworks.options;
+      if (p.message.empty())
+        p = cli::check_output_paths({{"--out", fo.out_file}, {"--junit", fo.junit_file}, {"--prometheus", fo.prometheus_file}}, {});
+      cmd.what = frameworks;
     } else {
       cmd.what = env;
     }
@@ -115,7 +128,7 @@ struct Parser {
 }  // namespace
 
 const char* Command::name() const {
-  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise"};
+  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin", "frameworks"};
   return kNames[what.index()];
 }
 

@@ -15,6 +15,7 @@
 #include "base/pattern.hpp"
 #include "bench/algo_choice.hpp"
 #include "bench/settings.hpp"
+#include "check/doctor.hpp"
 #include "cluster/mpi.hpp"
 
 namespace nb::cli {
@@ -219,6 +220,15 @@ Problem finish_run(RunOptions& o, const RawText& raw, bool is_run) {
 Problem finish_doctor(const DoctorOptions& o) {
   if (!o.archs.empty() && o.from.empty())
     return {"doctor --archs: needs --from FILE (on the node, doctor reads this binary's own)"};
+  return {};
+}
+
+Problem finish_frameworks(FrameworksOptions& o) {
+  for (const auto& cc : o.for_cc)
+    if (!parse_cc(cc) || *parse_cc(cc) < 10)
+      return {"--for-cc: '" + cc + "' is not a compute capability (e.g. 6.1, 8.6, 12.0)"};
+  if (!o.from.empty() && (!o.pythons.empty() || !o.for_cc.empty()))
+    return {"frameworks --from: judges the report as it was gathered; --python and --for-cc apply when probing"};
   return {};
 }
 

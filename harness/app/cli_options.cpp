@@ -120,6 +120,47 @@ void add_env(CLI::App& app, EnvCommand& c) {
   env->add_flag("--json", c.json, "Print the environment as JSON (the result file's 'environment')");
 }
 
+void add_fatbin(CLI::App& app, FatbinCommand& c) {
+  CLI::App* fb = app.add_subcommand(
+      "fatbin",
+      "List the GPU code in CUDA libraries or objects: the SASS and PTX architectures of their fatbin headers "
+      "(.nv_fatbin, __nv_relfatbin), read without cuobjdump or a GPU (docs/FRAMEWORKS.md)");
+  fb->add_option("files", c.files, "ELF64 shared libraries, executables or objects, or bare fatbin files")
+      ->type_name("FILE")
+      ->required();
+  fb->add_flag("--json", c.json,
+               "One JSON object per file and line: {\"file\", \"sass\": [\"sm_61\", ...], \"ptx\": [\"compute_90\", ...], "
+               "\"containers\", \"entries\"}, or {\"file\", \"error\"}");
+}
+
+void add_frameworks(CLI::App& app, FrameworksCommand& c) {
+  FrameworksOptions& o = c.options;
+  CLI::App* fw = app.add_subcommand(
+      "frameworks",
+      "Check the PyTorch, TensorFlow and JAX of your Python environments on this node: their builds, the code they and "
+      "every CUDA library they load carry for each GPU, the GPUs they see against NVML's, and a matmul and a "
+      "convolution with batch norm on each GPU (docs/FRAMEWORKS.md)");
+  fw->add_option("--python", o.pythons,
+                 "Probe this interpreter (repeatable) instead of the defaults: python3 on PATH, $VIRTUAL_ENV's and "
+                 "$CONDA_PREFIX's python")
+      ->type_name("PATH");
+  fw->add_option("--for-cc", o.for_cc,
+                 "Judge for GPUs of these compute capabilities instead of this node's (e.g. 6.1 for a P40): versions, arch "
+                 "lists and library code only, no GPU needed, no operation run")
+      ->type_name("CC,...")
+      ->delimiter(',');
+  fw->add_flag("--json", o.json, "Print the report (the probes' answers, the libraries' architectures, the checks) as JSON");
+  fw->add_option("--out", o.out_file, "Also write the JSON report to FILE")->type_name("FILE");
+  fw->add_option("--from", o.from, "Judge a report written by --json or --out elsewhere instead of probing here")
+      ->type_name("FILE");
+  fw->add_option("--timeout", o.timeout_s, "Seconds each probe process may take (an import that hangs is a finding)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  fw->add_option("--junit", o.junit_file, "Also write the checks as JUnit XML to FILE")->type_name("FILE");
+  fw->add_option("--prometheus", o.prometheus_file, "Also write the checks as a node_exporter textfile to FILE")
+      ->type_name("FILE");
+}
+
 void add_doctor(CLI::App& app, DoctorCommand& c) {
   DoctorOptions& o = c.options;
   CLI::App* doctor = app.add_subcommand(

@@ -34,6 +34,8 @@ void add_doctor(CLI::App& app, DoctorCommand& c);
 void add_validate(CLI::App& app, ValidateCommand& c);
 void add_monitor(CLI::App& app, MonitorCommand& c);
 void add_advise(CLI::App& app, AdviseCommand& c);
+void add_fatbin(CLI::App& app, FatbinCommand& c);
+void add_frameworks(CLI::App& app, FrameworksCommand& c);
 
 // After parsing: the typed values and the checks CLI11 cannot make. An empty string when all is
 // well, else the message (without "nodebench: "); `usage` says whether the command's usage follows.
@@ -45,6 +47,7 @@ Problem finish_run(RunOptions& o, const RawText& raw, bool is_run);
 Problem finish_selection(RunOptions& o, const RawText& raw);
 Problem finish_doctor(const DoctorOptions& o);
 Problem finish_monitor(const MonitorOptions& o);
+Problem finish_frameworks(FrameworksOptions& o);
 // The environment settings and the files named by options (read before anything runs).
 Problem check_run_inputs(const RunOptions& o);
 // Every option of `sub` given an empty value ('--gpus ""'), named: an empty value is a mistake, not

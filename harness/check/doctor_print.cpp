@@ -18,8 +18,8 @@ void print_checks(const std::vector<Check>& checks, std::ostream& os) {
     std::string sev = c.skipped ? "skip" : to_string(c.severity);
     if (c.severity == Severity::warn || c.severity == Severity::fail)
       std::transform(sev.begin(), sev.end(), sev.begin(), [](unsigned char ch) { return std::toupper(ch); });
-    os << "  " << std::left << std::setw(6) << sev << std::setw(26) << c.id << std::setw(6) << c.gpu_label() << c.summary
-       << "\n";
+    os << "  " << std::left << std::setw(6) << sev << std::setw(26) << c.id << (c.id.size() >= 26 ? " " : "") << std::setw(6)
+       << c.gpu_label() << c.summary << "\n";
     if (c.severity != Severity::ok && !c.evidence.empty()) os << std::string(8, ' ') << "evidence: " << c.evidence << "\n";
     if (c.severity != Severity::ok && !c.fix.empty()) os << std::string(8, ' ') << "fix: " << c.fix << "\n";
   }

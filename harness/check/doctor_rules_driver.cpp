@@ -358,17 +358,29 @@ std::vector<Check> rule_frameworks(const DoctorInput& in, const RuleData& data) 
       return "CUDA " + b.value("cuda", "?") + ", cuDNN " + b.value("cudnn", "?");
     });
     std::string ev = join(lines, "; ");
-    if (cudnn)
-      ev += ". The system cuDNN is " + *cudnn + "; the pip wheels (tensorflow[and-cuda]) bring the tested cuDNN themselves";
+    // The cuDNN that pip brings: the newest the wheel's range allows, which a current cuDNN has
+    // made unusable on GPUs below the pin's compute capability (frameworks.json cudnn_pin).
+    const json& pin = at(tf, "cudnn_pin");
+    const auto pin_below = pin.is_object() ? parse_cc(pin.value("below_cc", "")) : std::nullopt;
+    std::vector<std::string> dropped;
+    for (const auto& g : gpus_of(in.environment))
+      if (g.cc && pin_below && *g.cc < *pin_below) dropped.push_back(g.label());
+    ev += std::string(cudnn ? ". The system cuDNN is " + *cudnn : std::string(".")) + (cudnn ? "; " : " ") +
+          (tf.is_object() ? tf.value("and_cuda_cudnn", "") : std::string());
+    if (!dropped.empty())
+      ev += ". " + join(dropped, ", ") + ": below cc " + pin.value("below_cc", "") + ", so the install line pins " +
+            pin.value("wheel", "") + "==" + pin.value("version", "") + " (" + pin.value("why", "") + "; source: " +
+            pin.value("source", "") + ")";
     ev += ". Source: " + (tf.is_object() ? tf.value("source", "") : std::string());
+    std::string install = subst(tf.is_object() ? tf.value("install", "") : std::string(), {{"version", newest}});
+    if (!dropped.empty()) install += " '" + pin.value("wheel", "") + "==" + pin.value("version", "") + "'";
     if (yes.empty())
       out.push_back(make_check("frameworks.tensorflow", std::nullopt, Severity::warn,
                                "no tested TensorFlow build runs on this node", ev,
                                "Update the driver (driver.cuda_runtime), or build TensorFlow from source for this GPU."));
     else
       out.push_back(make_check("frameworks.tensorflow", std::nullopt, Severity::info,
-                               "TensorFlow releases whose tested CUDA runs here: " + join(yes, ", "), ev,
-                               subst(tf.is_object() ? tf.value("install", "") : std::string(), {{"version", newest}})));
+                               "TensorFlow releases whose tested CUDA runs here: " + join(yes, ", "), ev, install));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // The options of `doctor` and `validate` (docs/VALIDATE.md).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace nb {
 
@@ -9,6 +10,17 @@ struct DoctorOptions {
   bool no_load = false;          // read the PCIe link without loading the GPU
   std::string from;              // --from FILE: judge a captured node (no GPU needed)
   std::string archs;             // --archs LIST: the binary's CUDA architectures, with --from
+};
+
+// `nodebench frameworks` (docs/FRAMEWORKS.md).
+struct FrameworksOptions {
+  std::vector<std::string> pythons;  // --python PATH (repeatable): probe these instead of the defaults
+  std::vector<std::string> for_cc;   // --for-cc 6.1[,7.0]: judge for these GPUs, static part only
+  bool json = false;                 // the report as JSON on stdout
+  std::string out_file;              // --out FILE: the report as JSON, written atomically
+  std::string from;                  // --from FILE: judge a report captured elsewhere
+  double timeout_s = 300;            // per probe process
+  std::string junit_file, prometheus_file;
 };
 
 struct ValidateOptions {

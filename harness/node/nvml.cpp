@@ -67,6 +67,7 @@ struct Nvml::Api {
   nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int*, int*) = nullptr;
   nvmlReturn_t (*pci_info)(nvmlDevice_t, void*) = nullptr;
   nvmlReturn_t (*curr_gen)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*max_gen)(nvmlDevice_t, unsigned*) = nullptr;
@@ -162,6 +163,7 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   bind(lib_, a.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
   bind(lib_, a.uuid, {"nvmlDeviceGetUUID"});
   bind(lib_, a.name, {"nvmlDeviceGetName"});
+  bind(lib_, a.cuda_cc, {"nvmlDeviceGetCudaComputeCapability"});
   bind(lib_, a.pci_info, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
   bind(lib_, a.curr_gen, {"nvmlDeviceGetCurrPcieLinkGeneration"});
   bind(lib_, a.max_gen, {"nvmlDeviceGetMaxPcieLinkGeneration"});
@@ -257,6 +259,13 @@ std::optional<std::string> Nvml::uuid(int h) const {
   char buf[96] = {};
   if (!api_->uuid || api_->uuid(dev, buf, sizeof buf) != kSuccess) return std::nullopt;
   return std::string(buf);
+}
+
+std::optional<int> Nvml::compute_capability(int h) const {
+  NB_NVML_HANDLE(h);
+  int major = 0, minor = 0;
+  if (!api_->cuda_cc || api_->cuda_cc(dev, &major, &minor) != kSuccess || major <= 0) return std::nullopt;
+  return major * 10 + minor;
 }
 
 std::optional<std::string> Nvml::name(int h) const {

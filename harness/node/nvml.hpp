@@ -85,6 +85,9 @@ class Nvml {
 
   std::optional<std::string> uuid(int h) const;
   std::optional<std::string> name(int h) const;
+  // The CUDA compute capability as major*10+minor (61 for a P40), by NVML index: seen also where
+  // CUDA_VISIBLE_DEVICES hides the GPU from CUDA.
+  std::optional<int> compute_capability(int h) const;
   std::optional<std::string> pci_bus_id(int h) const;
   PcieLink pcie(int h) const;
   ClockSnapshot snapshot(int h) const;

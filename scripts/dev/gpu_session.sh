@@ -60,6 +60,11 @@
 #                the same files: peer, nodebench, peer; ratios last.
 #                nvJPEG: the nvidia-nvjpeg wheel carried in .whl/ (NVJPEG_ROOT is set from it);
 #                libjpeg-turbo: the system's, or .deps/jpeg from scripts/dev/carry_jpeg.sh
+#   frameworks   issue 44: `nodebench frameworks` on FW_PYTHON (default /opt/torch/.venv/bin/python3):
+#                live (frameworks_live.json: the GPUs seen, matmul and conv+BN on each), with
+#                CUDA_VISIBLE_DEVICES= (frameworks_hidden.json: sees none, says why) and --for-cc 6.1
+#                (frameworks_cc61.json: what a P40 would lack); then the fatbin and framework ctests
+#                (against cuobjdump where the toolkit has it)
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -73,7 +78,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 STEPS=${1:-}
 ARCHS=${2:-90}
-ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep train-fused train-fused-sweep monitor mpi-shared fresh-node input-peer"
+ALL_STEPS="build families gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu repeat conv-repeat peak-indep peak-wgmma train-peer train-tests train-sweep train-fused train-fused-sweep monitor mpi-shared fresh-node input-peer frameworks"
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 case "$STEPS" in
   -h|--help) usage; exit 0 ;;
@@ -124,7 +129,7 @@ declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer
                  [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [train-fused]=150
                  [train-fused-sweep]=120 [monitor]=120 [mpi-shared]=60
                  [fresh-node]=300
-                 [families]=300 [input-peer]=200)
+                 [families]=300 [input-peer]=200 [frameworks]=200)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -516,6 +521,24 @@ step_input_peer() {  # ~2 minutes on 16 cores: two peer runs around one nodebenc
     --peer "$RAW/input_peer1.json" --out "$RAW/input_ratio.json" | tee -a "$OUT/session.log"
   rm -rf "$keep"
   keep input_nodebench.json; keep input_ratio.json
+  return $rc
+}
+
+step_frameworks() {  # issue 44: the installed PyTorch probed for real, hidden GPUs, and for a P40
+  local rc=0 py=${FW_PYTHON:-/opt/torch/.venv/bin/python3} r
+  timeout "$(tmo 200)" build/nodebench frameworks --python "$py" --out "$RAW/frameworks_live.json" \
+    --junit "$RAW/frameworks_live.xml" > "$RAW/frameworks_live.log" 2>&1; r=$?
+  note "frameworks live: rc=$r (0 expected)"; [ $r = 0 ] || rc=1
+  CUDA_VISIBLE_DEVICES= timeout "$(tmo 120)" build/nodebench frameworks --python "$py" \
+    --out "$RAW/frameworks_hidden.json" > "$RAW/frameworks_hidden.log" 2>&1; r=$?
+  note "frameworks with CUDA_VISIBLE_DEVICES='': rc=$r (1 expected: sees 0 GPUs, says why)"; [ $r = 1 ] || rc=1
+  timeout "$(tmo 120)" build/nodebench frameworks --python "$py" --for-cc 6.1 \
+    --out "$RAW/frameworks_cc61.json" > "$RAW/frameworks_cc61.log" 2>&1; r=$?
+  note "frameworks --for-cc 6.1: rc=$r (1 expected: what a P40 would lack)"; [ $r = 1 ] || rc=1
+  grep -hE "^  (ok|FAIL|WARN|info) " "$RAW"/frameworks_{live,hidden,cc61}.log | tee -a "$OUT/session.log"
+  timeout "$(tmo 120)" ctest --test-dir build -R "^(fatbin_|frameworks_)" --output-on-failure > "$RAW/ctest-frameworks.log" 2>&1 || rc=1
+  grep -E "tests passed|Failed|\*\*\*|Skipped|Not Run" "$RAW/ctest-frameworks.log" | tee -a "$OUT/session.log"
+  keep frameworks_live.json; keep frameworks_hidden.json; keep frameworks_cc61.json
   return $rc
 }
 

@@ -1,0 +1,49 @@
+// `nodebench frameworks`: the PyTorch, TensorFlow and JAX installed in the Python environments a
+// user trains in, judged on this node (or for a compute capability named with --for-cc): their
+// builds, the code they and every CUDA library they load or ship carry (read from the fatbin
+// headers, base/fatbin.hpp), the GPUs they see against those NVML sees, and operations run on
+// each GPU. docs/FRAMEWORKS.md.
+//
+// As doctor's rules, the judgement is a pure function of a report document that the command
+// gathers (the probe's answers, the libraries' architectures, the node's GPUs), so that it is
+// tested on written reports and can judge a report captured elsewhere (--from).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fatbin.hpp"
+#include "check/doctor.hpp"
+
+namespace nb {
+
+// The frameworks a probe knows, by module name, and how they are named to a user.
+const std::vector<std::string>& probed_frameworks();  // torch, tensorflow, jax
+std::string framework_title(const std::string& module);  // "PyTorch", "TensorFlow", "JAX"
+
+// The probe script (harness/check/framework_probe.py), embedded at build time.
+const char* framework_probe_script();
+
+// A library's fatbin architectures as the report keeps them: {"path", "sass": [...], "ptx": [...],
+// "containers", "entries"} or {"path", "error"}.
+nlohmann::json fatbin_library_json(const std::string& path, const FatbinContents* c, const std::string& error);
+// Its architectures in doctor's form (check/doctor.hpp), for match_arch.
+std::vector<ArchEntry> arch_entries_of(const nlohmann::json& library);
+
+// Lines of a probe's output that explain a missing GPU or library: TensorFlow's "Ignoring visible
+// gpu device", PyTorch's "no longer supports this GPU", failed library loads, driver too old.
+std::vector<std::string> explaining_lines(const std::string& log);
+
+// The report document (schema nodebench.frameworks, docs/FRAMEWORKS.md):
+// {"node": {"gpus": [{"index", "cc", "name"}], "nvml_gpus", "source": "nvml"|"for-cc",
+//           "cuda_visible_devices", "driver_version", "cuda_driver_version"},
+//  "environments": [{"python", "found_by", "probe": {...}, "run": {...},
+//                    "frameworks": {"torch": {"probe": {...}, "run": {...}, "libraries": [...]}}}]}
+// Returns the checks; throws nb::Error naming what is malformed.
+std::vector<Check> judge_frameworks(const nlohmann::json& report, const RuleData& data = RuleData::builtin());
+
+// Validates a report read from a file (--from) enough to judge it; throws nb::Error naming the field.
+void check_frameworks_report(const nlohmann::json& report, const std::string& path);
+
+}  // namespace nb
