@@ -38,6 +38,7 @@ struct Parser {
   ValidateCommand validate;
   MonitorCommand monitor;
   AdviseCommand advise;
+  BurnCommand burn;
 
   Parser() {
     app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
@@ -50,6 +51,7 @@ struct Parser {
     cli::add_validate(app, validate);
     cli::add_monitor(app, monitor);
     cli::add_advise(app, advise);
+    cli::add_burn(app, burn);
   }
   std::vector<std::string> names() {
     std::vector<std::string> out;
@@ -81,6 +83,10 @@ struct Parser {
       cmd.what = monitor;
     } else if (name == "advise") {
       cmd.what = advise;
+    } else if (name == "burn") {
+      p = cli::finish_burn(burn.options);
+      if (p.message.empty()) p = cli::check_run_inputs(RunOptions{});
+      cmd.what = burn;
     } else {
       cmd.what = env;
     }
@@ -91,7 +97,7 @@ struct Parser {
 }  // namespace
 
 const char* Command::name() const {
-  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise"};
+  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "burn"};
   return kNames[what.index()];
 }
 

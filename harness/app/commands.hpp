@@ -16,6 +16,9 @@ int cmd_doctor(const DoctorCommand& c);  // live, or --from a capture
 int cmd_validate(const ValidateCommand& c, const Argv& argv);
 int cmd_monitor(const MonitorCommand& c);
 int cmd_advise(const AdviseCommand& c);
+int cmd_burn(const BurnCommand& c, const Argv& argv);
+// The burn's timeline file beside its result file: X.json -> X.timeline.jsonl.
+std::string burn_timeline_path(const std::string& result_path);
 
 // Runs the parsed command.
 int dispatch(const Command& cmd);
