@@ -183,7 +183,7 @@ Summary summarize(const std::vector<Sample>& tl, const GpuFacts& facts) {
     const double dt = std::max(0.0, x.t_s - prev_t);
     prev_t = x.t_s;
     if (x.t_s <= head + 1e-9) hsum += x.gemm_tflops, ++hn;
-    if (x.t_s >= s.duration_s - tail - 1e-9) tsum += x.gemm_tflops, ++tn;
+    if (x.t_s > s.duration_s - tail + 1e-9) tsum += x.gemm_tflops, ++tn;  // a sample covers the second before its t_s
     msum += x.mem_gbps;
     if (x.power_w) psum += *x.power_w, ++pn;
     if (x.power_limit_w) s.max_power_limit_w = std::max(s.max_power_limit_w.value_or(0), *x.power_limit_w);
