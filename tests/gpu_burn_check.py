@@ -11,6 +11,8 @@ usage: gpu_burn_check.py NODEBENCH OUT_DIR MODE
              naming word 1000 and bit 7
   interrupt  SIGINT once the timeline has its first lines: the burn stops within seconds (not its
              120 s), exit 1, run_status interrupted, the record kept and cut_short
+  validate   validate --level 4 with NODEBENCH_BURN_DURATION=20: every burn.* check of each GPU is
+             judged (burn.correct passing) and in the JUnit file
 """
 import json
 import os
@@ -124,6 +126,30 @@ def main():
         if "cut short" not in text:
             return fail("the burn should say it was cut short")
         print("PASS")
+        return 0
+    if mode == "validate":
+        junit = out / "validate4.xml"
+        env = dict(os.environ, NODEBENCH_BURN_DURATION="20")
+        p = subprocess.run([exe, "validate", "--level", "4", "--out", str(out / "validate4"), "--junit", str(junit)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        print(p.stdout[-6000:])
+        if p.returncode not in (0, 1) or not junit.is_file():
+            return fail(f"validate --level 4 exited {p.returncode}, JUnit file {junit.is_file()}")
+        files = sorted((out / "validate4").glob("nodebench-validate-*.json"))
+        d = json.loads(files[-1].read_text())
+        checks = d["analysis"]["validation"]["benchmarks"]
+        gpus = len(d["environment"]["gpus"])
+        for cid in ("burn.correct", "burn.sustained", "burn.slowdown", "burn.temperature", "burn.ecc", "burn.xid",
+                    "burn.pcie_replay", "burn.link"):
+            mine = [c for c in checks if c["id"] == cid]
+            if len(mine) != gpus:
+                return fail(f"{cid}: {len(mine)} checks for {gpus} GPUs")
+            if cid not in junit.read_text():
+                return fail(f"{cid} missing from the JUnit file")
+        bad = [c for c in checks if c["id"] == "burn.correct" and c["severity"] != "ok"]
+        if bad:
+            return fail(f"burn.correct should pass on a healthy GPU: {bad}")
+        print("PASS: " + "; ".join(f"{c['id']} GPU {c.get('gpu')}: {c['summary']}" for c in checks if c["id"].startswith("burn.")))
         return 0
     return fail(f"unknown mode {mode}")
 
