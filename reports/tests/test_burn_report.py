@@ -105,3 +105,27 @@ def test_checklist_item_reads_the_records_verdicts():
 def test_reports_without_a_burn_show_nothing_of_it():
     data = data_of(nbgen.make_result(n_gpus=2))
     assert families.module("burn").figures(data) == [] and families.module("burn").checklist_items(data) == []
+
+
+# ----------------------------------------------------------------------------------------------
+# scripts/dev/burn_vs_gpu_burn.py: reading gpu-burn's progress lines (as its source prints them)
+
+def _script():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "burn_vs_gpu_burn.py"
+    spec = importlib.util.spec_from_file_location("burn_vs_gpu_burn", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_burn_rates_are_the_second_halfs_per_gpu_means():
+    s = _script()
+    text = ("\r10.0%  proc'd: 100 (40000 Gflop/s) - 90 (39000 Gflop/s)   errors: 0 - 0   temps: 50 C - 51 C "
+            "\r60.0%  proc'd: 700 (50000 Gflop/s) - 690 (48000 Gflop/s)   errors: 0 - 0   temps: 60 C - 61 C "
+            "\n\tSummary at:   Sun Dec  6\n\n"
+            "\r90.0%  proc'd: 900 (52000 Gflop/s) - 880 (46000 Gflop/s)   errors: 0 - 0   temps: 62 C - 63 C "
+            "\nTested 2 GPUs:\n\tGPU 0: OK\n\tGPU 1: FAULTY\n")
+    assert s.gpu_burn_rates(text, 300) == {0: 51.0, 1: 47.0}  # TFLOPS, the readings at 60% and 90% only
+    assert s.gpu_burn_errors(text) == {0: 0, 1: 1}
