@@ -348,6 +348,14 @@ void run_burn(CaseContext& ctx) {
 
   burn::GpuFacts facts;
   void* xid_set = nullptr;
+  // Closes the Xid event set however the case ends.
+  struct XidGuard {
+    const Nvml& nvml;
+    void*& set;
+    ~XidGuard() {
+      if (set) nvml.xid_events_close(set);
+    }
+  } xid_guard{nvml, xid_set};
   if (h) {
     facts.slowdown_c = nvml.slowdown_temperature_c(*h);
     const PcieLink l = nvml.pcie(*h);
@@ -457,7 +465,6 @@ void run_burn(CaseContext& ctx) {
     w0 = w1;
   }
   if (ctx.stop_requested()) cut_short = true;
-  if (xid_set) nvml.xid_events_close(xid_set);
 
   const burn::Summary sum = burn::summarize(timeline, facts);
   d["cut_short"] = cut_short;
