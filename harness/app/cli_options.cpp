@@ -192,7 +192,7 @@ void add_burn(CLI::App& app, BurnCommand& c) {
                    "The result FILE (default: nodebench-burn-<UTC time>.json in --out); the timeline is written beside "
                    "it as <FILE without .json>.timeline.jsonl")
       ->type_name("FILE");
-  burn->add_flag("--quiet", o.quiet, "No progress lines");
+  burn->add_flag("--quiet", o.quiet, "No run progress lines (each GPU's burn line every 10 s, on stderr, remains)");
 }
 
 }  // namespace nb::cli
