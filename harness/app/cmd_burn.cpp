@@ -52,6 +52,7 @@ int cmd_burn(const BurnCommand& c, const Argv& argv) {
     return code;
   }
   bool cut = false;
+  int burned = 0;
   std::cout << "burn timeline: " << timeline << "\n";
   if (doc.contains("records"))
     for (const json& r : doc["records"]) {
@@ -59,6 +60,8 @@ int cmd_burn(const BurnCommand& c, const Argv& argv) {
       const json d = r.value("details", json::object());
       const json sm = d.value("summary", json::object());
       cut = cut || d.value("cut_short", false);
+      const std::string status = jf::str_or(r, "status");
+      burned += status == "ok" || status == "wrong";
       std::cout << "burn: GPU " << (r.contains("gpus") && !r["gpus"].empty() ? r["gpus"][0].dump() : "?") << " "
                 << jf::str_or(r, "status") << ": sustained " << fmt(jf::num_or(sm, "sustained_tflops", 0), 1) << " TFLOPS "
                 << jf::str_or(d, "precision") << " (first minute " << fmt(jf::num_or(sm, "first_minute_tflops", 0), 1)
@@ -67,6 +70,11 @@ int cmd_burn(const BurnCommand& c, const Argv& argv) {
                 << (d.contains("memory_test") ? fmt(jf::num_or(d["memory_test"], "errors", 0), 0) : std::string("?"))
                 << (jf::str_or(r, "reason").empty() ? "" : " -- " + jf::str_or(r, "reason")) << "\n";
     }
+  if (burned == 0) {
+    std::cerr << "nodebench: no GPU was burned (every burn record was skipped or failed: see their reasons in "
+              << o.out_file << ")\n";
+    return code == kExitOk ? kExitCaseFailed : code;
+  }
   if (cut) {
     std::cerr << "nodebench: the burn was cut short (interrupted); what it measured is in " << o.out_file << "\n";
     return code == kExitOk ? kExitCaseFailed : code;
