@@ -4,11 +4,14 @@ folder, never part of the project), alternated on the same GPUs at the same GEMM
 same power sampling for both (`nodebench monitor --format jsonl`, one sample a second).
 
 usage: burn_vs_gpu_burn.py --nodebench build/nodebench --gpu-burn DIR [--duration 300] [--precision fp32]
-                           [--rounds 2] --out OUT_DIR
+                           [--rounds 2] [--tools nodebench,gpu_burn] --out OUT_DIR
 
 DIR holds gpu-burn's built `gpu_burn` and its `compare.ptx` (gpu-burn loads it from its working folder).
 Precision: fp32 (gpu-burn's default SGEMM), tf32 (gpu-burn -tc), fp64 (gpu-burn -d).
-Each round runs `nodebench burn` then `gpu_burn` for --duration seconds each. Writes OUT_DIR/summary.json:
+Each round runs `nodebench burn` then `gpu_burn` (--tools: these, in this order) for --duration seconds
+each. Every run is appended to OUT_DIR/runs.jsonl, and OUT_DIR/summary.json is computed from all the runs
+there, so that one tool per call can be alternated across calls (a call per tool and round keeps each
+call under ten minutes). summary.json holds:
 per run and GPU the GEMM rate over the second half of the run (nodebench: the record's
 sustained_gemm_tflops, the mean over the last min(300 s, D/2); gpu-burn: the mean of its per-GPU Gflop/s
 readings in the second half) and the mean power over the second half (from the monitor), faulty elements
@@ -80,40 +83,55 @@ def main():
     ap.add_argument("--duration", type=int, default=300)
     ap.add_argument("--precision", choices=sorted(GPU_BURN_FLAGS), default="fp32")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tools", default="nodebench,gpu_burn", help="which tools each round runs, in order")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    tools = [t for t in a.tools.split(",") if t]
+    if not tools or any(t not in ("nodebench", "gpu_burn") for t in tools):
+        print(f"burn_vs_gpu_burn: --tools: '{a.tools}' (expected nodebench and/or gpu_burn)", file=sys.stderr)
+        return 2
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     nb = str(Path(a.nodebench).resolve())
     gb_dir = Path(a.gpu_burn).resolve()
-    if not (gb_dir / "gpu_burn").is_file():
+    if "gpu_burn" in tools and not (gb_dir / "gpu_burn").is_file():
         print(f"burn_vs_gpu_burn: no gpu_burn in {gb_dir}", file=sys.stderr)
         return 2
-    runs = []
-    for r in range(a.rounds):
-        tag = f"round{r}_nodebench"
-        res = out / f"{tag}.json"
-        code, text, samples, t0 = monitored([nb, "burn", "--duration", f"{a.duration}s", "--precision", a.precision,
-                                             "--out-file", str(res)], None, out, tag, nb, a.duration)
-        doc = json.loads(res.read_text())
-        recs = [x for x in doc["records"] if x["family"] == "burn"]
-        # The burn's own clock starts after its setup (reference, memory test): its second half by t_s.
-        power = {}
-        for x in recs:
-            tl = x["details"]["timeline"]
-            half = [s["power_w"] for s in tl if s.get("power_w") is not None and s["t_s"] >= a.duration / 2]
-            power[x["gpus"][0]] = mean(half) if half else None
-        runs.append({"tool": "nodebench", "round": r, "exit": code, "result": res.name,
-                     "gemm_tflops": {x["gpus"][0]: x["metrics"]["sustained_gemm_tflops"] for x in recs},
-                     "mean_power_w": power,
-                     "monitor_mean_power_w": mean_power_second_half(samples, t0 + (time.time() - t0 - a.duration), a.duration),
-                     "faulty": {x["gpus"][0]: x["details"]["faulty_elements"] + x["details"]["memory_test"]["errors"] for x in recs}})
-        tag = f"round{r}_gpu_burn"
-        code, text, samples, t0 = monitored([str(gb_dir / "gpu_burn")] + GPU_BURN_FLAGS[a.precision] + [str(a.duration)],
-                                            gb_dir, out, tag, nb, a.duration)
-        runs.append({"tool": "gpu_burn", "round": r, "exit": code, "gemm_tflops": gpu_burn_rates(text, a.duration),
-                     "mean_power_w": mean_power_second_half(samples, t0, a.duration), "faulty": gpu_burn_errors(text)})
-        print(json.dumps(runs[-2:], indent=1))
+    log = out / "runs.jsonl"
+    done = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
+    first_round = 1 + max((x["round"] for x in done), default=-1)
+    for r in range(first_round, first_round + a.rounds):
+        for tool in tools:
+            if tool == "nodebench":
+                tag = f"round{r}_nodebench"
+                res = out / f"{tag}.json"
+                code, text, samples, t0 = monitored([nb, "burn", "--duration", f"{a.duration}s", "--precision", a.precision,
+                                                     "--out-file", str(res)], None, out, tag, nb, a.duration)
+                doc = json.loads(res.read_text())
+                recs = [x for x in doc["records"] if x["family"] == "burn"]
+                # The burn's own clock starts after its setup (reference, memory test): its second half by t_s.
+                power = {}
+                for x in recs:
+                    tl = x["details"]["timeline"]
+                    half = [p["power_w"] for p in tl if p.get("power_w") is not None and p["t_s"] >= a.duration / 2]
+                    power[x["gpus"][0]] = mean(half) if half else None
+                run = {"tool": "nodebench", "round": r, "exit": code, "result": res.name, "precision": a.precision,
+                       "gemm_tflops": {x["gpus"][0]: x["metrics"]["sustained_gemm_tflops"] for x in recs},
+                       "mean_power_w": power,
+                       "faulty": {x["gpus"][0]: x["details"]["faulty_elements"] + x["details"]["memory_test"]["errors"]
+                                  for x in recs}}
+            else:
+                tag = f"round{r}_gpu_burn"
+                code, text, samples, t0 = monitored([str(gb_dir / "gpu_burn")] + GPU_BURN_FLAGS[a.precision] +
+                                                    [str(a.duration)], gb_dir, out, tag, nb, a.duration)
+                run = {"tool": "gpu_burn", "round": r, "exit": code, "precision": a.precision,
+                       "gemm_tflops": gpu_burn_rates(text, a.duration),
+                       "mean_power_w": mean_power_second_half(samples, t0, a.duration), "faulty": gpu_burn_errors(text)}
+            with open(log, "a") as f:
+                f.write(json.dumps(run) + "\n")
+            done.append(json.loads(json.dumps(run)))
+            print(json.dumps(run, indent=1))
+    runs = [x for x in done if x.get("precision", a.precision) == a.precision]
     gpus = sorted({g for x in runs for g in x["gemm_tflops"]})
 
     def avg(tool, key, g):
@@ -130,7 +148,7 @@ def main():
                   "power_ratio_to_gpu_burn": nb_p / gb_p if nb_p and gb_p else None}
     ratios = [v["ratio_to_gpu_burn"] for v in per.values() if v["ratio_to_gpu_burn"]]
     pratios = [v["power_ratio_to_gpu_burn"] for v in per.values() if v["power_ratio_to_gpu_burn"]]
-    summary = {"precision": a.precision, "duration_s": a.duration, "rounds": a.rounds, "runs": runs,
+    summary = {"precision": a.precision, "duration_s": a.duration, "runs": runs,
                "per_gpu": per, "ratio_to_gpu_burn": mean(ratios) if ratios else None,
                "power_ratio_to_gpu_burn": mean(pratios) if pratios else None,
                "faulty_total": {"nodebench": sum(sum(x["faulty"].values()) for x in runs if x["tool"] == "nodebench"),
