@@ -139,6 +139,9 @@ list(APPEND NB_I38 cli_advise_json_folder_exits_2)
 add_test(NAME cli_frameworks_junit_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--junit: '.*data' is a folder" --
        $<TARGET_FILE:nodebench> frameworks --for-cc 6.1 --junit ${NB_DATA})
 list(APPEND NB_I38 cli_frameworks_junit_folder_exits_2)
+add_test(NAME cli_burn_out_file_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--out-file: '.*data' is a folder" --
+       $<TARGET_FILE:nodebench> burn --duration 60s --out-file ${NB_DATA})
+list(APPEND NB_I38 cli_burn_out_file_folder_exits_2)
 add_test(NAME cli_run_max_time_nan_exits_2 COMMAND ${NB_EXPECT} 2
          "--max-time: 'nan' is out of range \\(expected a number from 0.001 to 3600\\)"
          -- ${NB_RUN} --max-time nan)

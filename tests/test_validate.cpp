@@ -525,11 +525,12 @@ TEST(CliValidate, DoctorAndValidateOptions) {
   EXPECT_EQ(c.as<ValidateCommand>()->run.gpus, "0,1");
   EXPECT_TRUE(c.as<ValidateCommand>()->run.quiet);
   EXPECT_EQ(parse({"validate", "--level", "1"}).command->as<ValidateCommand>()->options.level, 1);
+  EXPECT_EQ(parse({"validate", "--level", "4"}).command->as<ValidateCommand>()->options.level, 4);  // with the burn
 }
 
 TEST(CliValidate, BadOptionsExitTwo) {
   for (auto args : std::vector<std::vector<std::string>>{
-           {"validate", "--level", "4"},
+           {"validate", "--level", "5"},
            {"validate", "--level", "0"},
            {"validate", "--level", "two"},
            {"validate", "--level"},

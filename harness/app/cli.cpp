@@ -51,6 +51,7 @@ struct Parser {
   AdviseCommand advise;
   FatbinCommand fatbin;
   FrameworksCommand frameworks;
+  BurnCommand burn;
 
   Parser() {
     app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
@@ -65,6 +66,7 @@ struct Parser {
     cli::add_advise(app, advise);
     cli::add_fatbin(app, fatbin);
     cli::add_frameworks(app, frameworks);
+    cli::add_burn(app, burn);
   }
   std::vector<std::string> names() {
     std::vector<std::string> out;
@@ -118,6 +120,12 @@ struct Parser {
       if (p.message.empty())
         p = cli::check_output_paths({{"--out", fo.out_file}, {"--junit", fo.junit_file}, {"--prometheus", fo.prometheus_file}}, {});
       cmd.what = frameworks;
+    } else if (name == "burn") {
+      p = cli::finish_burn(burn.options);
+      if (p.message.empty()) p = cli::check_run_inputs(RunOptions{});
+      if (p.message.empty())
+        p = cli::check_output_paths({{"--out-file", burn.options.out_file}}, {{"--out", burn.options.out_dir}});
+      cmd.what = burn;
     } else {
       cmd.what = env;
     }
@@ -128,7 +136,7 @@ struct Parser {
 }  // namespace
 
 const char* Command::name() const {
-  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin", "frameworks"};
+  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin", "frameworks", "burn"};
   return kNames[what.index()];
 }
 

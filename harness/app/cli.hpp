@@ -24,6 +24,17 @@ struct MonitorOptions {
   std::string out_file;         // empty: stdout (prometheus needs a file)
 };
 
+// `nodebench burn`: the burn family's one case on every selected GPU at once.
+struct BurnOptions {
+  std::string duration = "10m";   // as --budget: 90s, 10m, 1h30m, or seconds
+  double duration_s = 600;        // parsed
+  std::string precision = "auto"; // auto, fp64, fp32, tf32, fp16, bf16
+  std::string gpus = "all";       // CUDA indices
+  std::string out_dir = "results/runs";
+  std::string out_file;           // the result file; the timeline goes beside it (.timeline.jsonl)
+  bool quiet = false;
+};
+
 struct ListCommand {
   RunOptions selection;  // suite, families, filter
   bool json = false;
@@ -55,10 +66,13 @@ struct FatbinCommand {
   std::vector<std::string> files;
   bool json = false;
 };
+struct BurnCommand {
+  BurnOptions options;
+};
 
 struct Command {
   std::variant<ListCommand, RunCommand, EnvCommand, DoctorCommand, ValidateCommand, MonitorCommand, AdviseCommand,
-               FatbinCommand, FrameworksCommand>
+               FatbinCommand, FrameworksCommand, BurnCommand>
       what;
   std::vector<std::string> argv;  // as given, for the result file
   template <class T>

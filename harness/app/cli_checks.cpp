@@ -232,6 +232,15 @@ Problem finish_frameworks(FrameworksOptions& o) {
   return {};
 }
 
+Problem finish_burn(BurnOptions& o) {
+  try {
+    o.duration_s = parse_duration(o.duration);
+  } catch (const Error& e) {
+    return {std::string("--duration: ") + e.what(), true};
+  }
+  return {};
+}
+
 Problem finish_monitor(const MonitorOptions& mo) {
   if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
     return {"--interval: must be 0.05 to 3600 seconds", false};

@@ -187,8 +187,9 @@ void add_validate(CLI::App& app, ValidateCommand& c) {
                        "(plain or gzip-compressed)")
       ->capture_default_str();
   validate->add_option("--level", v.level,
-                       "1 checks only (seconds); 2 plus quick bandwidth and GEMM (about a minute); 3 every family, full sweeps")
-      ->check(count_in(1, 3))
+                       "1 checks only (seconds); 2 plus quick bandwidth and GEMM (about a minute); 3 every family, full sweeps; "
+                       "4 level 2 and the burn (every GPU under full load for NODEBENCH_BURN_DURATION seconds, default 600)")
+      ->check(count_in(1, 4))
       ->capture_default_str();
   validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
   validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");
@@ -214,6 +215,29 @@ void add_monitor(CLI::App& app, MonitorCommand& c) {
                       "Write to FILE instead of stdout; with --format prometheus, FILE is replaced atomically after each "
                       "sample (required)")
       ->type_name("FILE");
+}
+
+void add_burn(CLI::App& app, BurnCommand& c) {
+  BurnOptions& o = c.options;
+  CLI::App* burn = app.add_subcommand(
+      "burn", "Burn-in: every selected GPU under sustained full load at once (the fastest dense GEMM, each result "
+              "checked bit for bit, and a memory test), a timeline per GPU from NVML; Ctrl-C stops it and keeps "
+              "what was measured. Judge it with validate --level 4 (docs/VALIDATE.md)");
+  burn->add_option("--duration", o.duration, "How long to load the GPUs (e.g. 10m, 60s, 1h; a plain number is seconds)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  burn->add_option("--precision", o.precision,
+                   "GEMM precision: auto (the GPU's fastest: fp16 tensor cores from cc 7.0, fp32 before), fp64, fp32, "
+                   "tf32, fp16, bf16")
+      ->check(CLI::IsMember({"auto", "fp64", "fp32", "tf32", "fp16", "bf16"}))
+      ->capture_default_str();
+  burn->add_option("--gpus", o.gpus, "Devices to load: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
+  burn->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
+  burn->add_option("--out-file", o.out_file,
+                   "The result FILE (default: nodebench-burn-<UTC time>.json in --out); the timeline is written beside "
+                   "it as <FILE without .json>.timeline.jsonl")
+      ->type_name("FILE");
+  burn->add_flag("--quiet", o.quiet, "No run progress lines (each GPU's burn line every 10 s, on stderr, remains)");
 }
 
 }  // namespace nb::cli

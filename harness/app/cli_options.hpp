@@ -36,6 +36,7 @@ void add_monitor(CLI::App& app, MonitorCommand& c);
 void add_advise(CLI::App& app, AdviseCommand& c);
 void add_fatbin(CLI::App& app, FatbinCommand& c);
 void add_frameworks(CLI::App& app, FrameworksCommand& c);
+void add_burn(CLI::App& app, BurnCommand& c);
 
 // After parsing: the typed values and the checks CLI11 cannot make. An empty string when all is
 // well, else the message (without "nodebench: "); `usage` says whether the command's usage follows.
@@ -46,6 +47,7 @@ struct Problem {
 Problem finish_run(RunOptions& o, const RawText& raw, bool is_run);
 Problem finish_selection(RunOptions& o, const RawText& raw);
 Problem finish_doctor(const DoctorOptions& o);
+Problem finish_burn(BurnOptions& o);
 Problem finish_monitor(const MonitorOptions& o);
 Problem finish_frameworks(FrameworksOptions& o);
 // The environment settings and the files named by options (read before anything runs).

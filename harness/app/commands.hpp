@@ -18,6 +18,9 @@ int cmd_monitor(const MonitorCommand& c);
 int cmd_advise(const AdviseCommand& c);
 int cmd_fatbin(const FatbinCommand& c);
 int cmd_frameworks(const FrameworksCommand& c);
+int cmd_burn(const BurnCommand& c, const Argv& argv);
+// The burn's timeline file beside its result file: X.json -> X.timeline.jsonl.
+std::string burn_timeline_path(const std::string& result_path);
 
 // Runs the parsed command.
 int dispatch(const Command& cmd);

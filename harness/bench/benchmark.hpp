@@ -225,6 +225,9 @@ class Family {
   // memory, the CPU's timing of latencies): such cases run one GPU at a time. The others run on
   // every selected GPU at once (one host thread per GPU), and their records say so (`mode`).
   virtual bool shares_host() const { return false; }
+  // Whether its cases run only when the family is named (--family, `nodebench burn`): a case that
+  // runs for minutes is in no suite's default selection nor in `validate --level 3`.
+  virtual bool explicit_only() const { return false; }
   // Its validation checks (level 2 and up).
   virtual std::vector<ValidationCheck> validation_checks() const { return {}; }
 };
@@ -333,6 +336,8 @@ struct CaseServices {
   // What a family keeps on this GPU while its cases run one after another (host buffers whose
   // page-locking costs more than the copies): emptied when a case of another family runs here.
   ResourceStore* family_resources = nullptr;
+  // Whether the run was asked to stop (Ctrl-C); null or empty: never.
+  const std::function<bool()>* stop_requested = nullptr;
 };
 
 class CaseContext {
@@ -377,6 +382,9 @@ class CaseContext {
   // Every GPU of a multi-GPU case (the first is gpu()).
   const std::vector<const GpuInfo*>& gpus() const { return gpus_; }
   const Nvml& nvml() const { return nvml_; }
+  // Whether the run was asked to stop (SIGINT/SIGTERM): a case that runs for minutes (the burn)
+  // polls it and ends early, keeping what it measured.
+  bool stop_requested() const { return services_.stop_requested && *services_.stop_requested && (*services_.stop_requested)(); }
   cudaStream_t stream() const { return stream_; }
   const MeasureConfig& config() const { return out_.config; }
 

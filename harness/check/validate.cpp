@@ -62,8 +62,9 @@ void check_entries(const json& entries, const std::string& where, bool need_unit
     if (!known_check_id(it.key()))
       throw Error("thresholds: " + where + "." + it.key() + ": unknown check id '" + it.key() + "' (known: " +
                   known_check_ids() + ")");
-    if (!e.is_object() || !e.contains("min") || !e["min"].is_number())
-      throw Error("thresholds: " + where + "." + it.key() + " needs a numeric 'min'");
+    const bool has_min = e.is_object() && e.contains("min") && e["min"].is_number();
+    const bool has_max = e.is_object() && e.contains("max") && e["max"].is_number();
+    if (!has_min && !has_max) throw Error("thresholds: " + where + "." + it.key() + " needs a numeric 'min' (or 'max')");
     if (need_unit && (!e.contains("unit") || !e["unit"].is_string()))
       throw Error("thresholds: " + where + "." + it.key() + " needs a 'unit'");
   }
@@ -212,7 +213,10 @@ std::optional<Threshold> ThresholdDb::get(const std::string& check, const std::s
   if (!def && !mod) return std::nullopt;
   Threshold t;
   const json& primary = mod ? *mod : *def;
-  t.min = primary["min"].get<double>();
+  if (primary.contains("max") && primary["max"].is_number()) t.max = primary["max"].get<double>();
+  else if (primary.contains("min") && primary["min"].is_number()) t.min = primary["min"].get<double>();
+  else if (def && def->contains("max")) t.max = (*def)["max"].get<double>();
+  else if (def && def->contains("min")) t.min = (*def)["min"].get<double>();
   t.unit = str_or(primary, "unit", def ? str_or(*def, "unit") : "");
   t.why = str_or(primary, "why", def ? str_or(*def, "why") : "");
   const auto from = entry_origin_.find(mod ? "models|" + model + "|" + check : "defaults|" + check);
@@ -273,6 +277,11 @@ ProfileChoice resolve_profile(const std::string& arg, const json& environment) {
 
 // ---- Planning ----------------------------------------------------------------------------------
 
+bool level_includes(int level, int min_level) {
+  if (level == 4) return min_level <= 2 || min_level == 4;
+  return min_level <= level;
+}
+
 std::string exact_id_filter(const std::vector<std::string>& ids) {
   std::string out = "^(";
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -299,10 +308,15 @@ BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, cons
         break;
       }
   }
-  if (level >= 3) {
+  if (level == 3) {
     p.suite = Suite::full;
     p.run_all = !built.empty();
-    p.families = built;
+    // Every family's full suite, less those that run only when named (the burn: level 4).
+    for (const auto& f : family_registry())
+      if (is_built(f->name()) && !f->explicit_only()) p.families.push_back(f->name());
+    for (const auto& f : built)
+      if (std::none_of(family_registry().begin(), family_registry().end(), [&](const auto& r) { return r->name() == f; }))
+        p.families.push_back(f);
     return p;
   }
   p.suite = Suite::quick;
@@ -322,7 +336,7 @@ BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, cons
   for (const auto& f : family_registry()) {
     if (!is_built(f->name())) continue;
     for (const ValidationCheck& vc : f->validation_checks())
-      if (vc.runs_case && vc.min_level <= level && gpu_count >= vc.min_gpus)
+      if (vc.runs_case && level_includes(level, vc.min_level) && gpu_count >= vc.min_gpus)
         add(pick([&](const Case& c) { return c.family == f->name() && vc.runs_case(c); }));
   }
   return p;
@@ -336,12 +350,23 @@ Check judge_value(const std::string& id, std::optional<int> gpu, double value, c
   c.id = id;
   c.gpu = gpu;
   c.value = value;
-  c.threshold = t.min;
+  c.threshold = t.max ? *t.max : t.min;
   c.unit = t.unit;
   const int prec = t.unit == "gbps" ? 1 : 1;
   const std::string v = fmt(value, prec) + unit_text(t.unit);
-  const std::string m = fmt(t.min, prec) + unit_text(t.unit);
-  c.evidence = evidence + "; threshold " + m + " from " + t.source + (t.why.empty() ? "" : ": " + t.why);
+  const std::string m = fmt(t.max ? *t.max : t.min, prec) + unit_text(t.unit);
+  c.evidence = evidence + "; threshold " + (t.max ? "at most " : "") + m + " from " + t.source + (t.why.empty() ? "" : ": " + t.why);
+  if (t.max) {
+    if (value <= *t.max) {
+      c.severity = Severity::ok;
+      c.summary = v + " (<= " + m + ")";
+    } else {
+      c.severity = Severity::fail;
+      c.summary = v + ", above the " + m + " limit";
+      c.fix = fix;
+    }
+    return c;
+  }
   if (value >= t.min) {
     c.severity = Severity::ok;
     c.summary = v + " (>= " + m + ")";
@@ -376,7 +401,7 @@ struct Judging {
     return it == profile.model.end() ? std::string() : it->second;
   }
   bool applies(const ValidationCheck& vc, const std::string& family) const {
-    return vc.min_level <= level && (is_built(family) || (vc.required_level && vc.required_level <= level));
+    return level_includes(level, vc.min_level) && (is_built(family) || (vc.required_level && vc.required_level <= level));
   }
 
   // Checks of each GPU, family by family, in the order the families registered.

@@ -20,6 +20,9 @@ namespace nb {
 
 struct Threshold {
   double min = 0;
+  // A threshold with `max` passes values up to it (a count of errors, a share of time slowed
+  // down); `min` is then unused.
+  std::optional<double> max;
   std::string unit;    // percent_of_peak, percent_of_link or gbps
   std::string source;  // "defaults" or "model:NAME", with the file it came from
   std::string why;
@@ -75,6 +78,9 @@ struct BenchPlan {
 // `quick_cases` are parameters, so that the choice is tested without the registry's cases.
 BenchPlan plan_benchmarks(int level, const std::vector<std::string>& built, const std::vector<Case>& quick_cases,
                           int gpu_count = 1);
+// Whether a check declared from `min_level` is judged at `level`: levels 1-3 include the lower
+// ones; level 4 is level 2 and the burn (checks declared at level 4), not level 3's full sweeps.
+bool level_includes(int level, int min_level);
 // "^(id1|id2)$" with the ids' regular-expression characters escaped.
 std::string exact_id_filter(const std::vector<std::string>& ids);
 

@@ -103,6 +103,16 @@ struct Nvml::Api {
   nvmlReturn_t (*pcie_throughput)(nvmlDevice_t, int, unsigned*) = nullptr;
   // nvmlDeviceGetFieldValues(device, int count, nvmlFieldValue_t* values)
   nvmlReturn_t (*field_values)(nvmlDevice_t, int, void*) = nullptr;
+  // nvmlDeviceGetPcieReplayCounter(device, unsigned* value)
+  nvmlReturn_t (*pcie_replay)(nvmlDevice_t, unsigned*) = nullptr;
+  // nvmlDeviceGetTemperatureThreshold(device, nvmlTemperatureThresholds_t, unsigned* degrees C)
+  nvmlReturn_t (*temperature_threshold)(nvmlDevice_t, int, unsigned*) = nullptr;
+  // nvmlEventSetCreate(nvmlEventSet_t*), nvmlDeviceRegisterEvents(device, unsigned long long types,
+  // set), nvmlEventSetWait_v2(set, nvmlEventData_t*, unsigned timeout_ms), nvmlEventSetFree(set)
+  nvmlReturn_t (*event_set_create)(void**) = nullptr;
+  nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, void*) = nullptr;
+  nvmlReturn_t (*event_set_wait)(void*, void*, unsigned) = nullptr;
+  nvmlReturn_t (*event_set_free)(void*) = nullptr;
 };
 
 // nvmlFieldValue_t (nvml.h): 40 bytes.
@@ -189,6 +199,12 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   bind(lib_, a.memory, {"nvmlDeviceGetMemoryInfo"});
   bind(lib_, a.pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
   bind(lib_, a.field_values, {"nvmlDeviceGetFieldValues"});
+  bind(lib_, a.pcie_replay, {"nvmlDeviceGetPcieReplayCounter"});
+  bind(lib_, a.temperature_threshold, {"nvmlDeviceGetTemperatureThreshold"});
+  bind(lib_, a.event_set_create, {"nvmlEventSetCreate"});
+  bind(lib_, a.register_events, {"nvmlDeviceRegisterEvents"});
+  bind(lib_, a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  bind(lib_, a.event_set_free, {"nvmlEventSetFree"});
   if (!a.init || !a.count || !a.handle_by_index) {
     error_ = path + " lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
@@ -347,6 +363,66 @@ std::optional<double> Nvml::power_limit_w(int h) const {
   unsigned mw = 0;
   if (!api_->power_limit || api_->power_limit(dev, &mw) != kSuccess) return std::nullopt;
   return mw / 1000.0;
+}
+
+std::optional<unsigned long long> Nvml::pcie_replay_counter(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  if (!api_->pcie_replay || api_->pcie_replay(dev, &v) != kSuccess) return std::nullopt;
+  return v;
+}
+
+std::optional<double> Nvml::slowdown_temperature_c(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  // NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+  if (!api_->temperature_threshold || api_->temperature_threshold(dev, 1, &v) != kSuccess || v == 0) return std::nullopt;
+  return double(v);
+}
+
+std::optional<double> Nvml::shutdown_temperature_c(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned v = 0;
+  // NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
+  if (!api_->temperature_threshold || api_->temperature_threshold(dev, 0, &v) != kSuccess || v == 0) return std::nullopt;
+  return double(v);
+}
+
+// nvmlEventData_t (nvml.h).
+struct NvmlEventData {
+  void* device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr unsigned long long kEventXid = 0x8ull;  // nvmlEventTypeXidCriticalError
+
+std::optional<void*> Nvml::xid_events_open(int h) const {
+  NB_NVML_HANDLE(h);
+  if (!api_->event_set_create || !api_->register_events || !api_->event_set_wait) return std::nullopt;
+  void* set = nullptr;
+  if (api_->event_set_create(&set) != kSuccess || !set) return std::nullopt;
+  if (api_->register_events(dev, kEventXid, set) != kSuccess) {
+    if (api_->event_set_free) api_->event_set_free(set);
+    return std::nullopt;
+  }
+  return set;
+}
+
+std::vector<unsigned long long> Nvml::xid_events_poll(void* set) const {
+  std::vector<unsigned long long> out;
+  if (!available_ || !set || !api_->event_set_wait) return out;
+  for (int k = 0; k < 64; ++k) {  // what is pending now, never waiting
+    NvmlEventData d{};
+    if (api_->event_set_wait(set, &d, 0) != kSuccess) break;
+    if (d.eventType & kEventXid) out.push_back(d.eventData);
+  }
+  return out;
+}
+
+void Nvml::xid_events_close(void* set) const {
+  if (available_ && set && api_->event_set_free) api_->event_set_free(set);
 }
 
 EccCounters Nvml::ecc_counters(int h) const {

@@ -98,6 +98,17 @@ class Nvml {
   std::optional<bool> persistence_mode(int h) const;
   std::optional<bool> mig_mode(int h) const;
   std::optional<double> power_limit_w(int h) const;
+  // The PCIe replay counter (link-level retransmissions since the driver loaded).
+  std::optional<unsigned long long> pcie_replay_counter(int h) const;
+  // The GPU's own temperatures at which it slows down / shuts down (NVML's thresholds).
+  std::optional<double> slowdown_temperature_c(int h) const;
+  std::optional<double> shutdown_temperature_c(int h) const;
+  // Xid (critical error) events of one device: open an event set registered for them (nullopt
+  // where NVML cannot, e.g. without permission), poll it without waiting (the Xid codes since the
+  // last poll), close it.
+  std::optional<void*> xid_events_open(int h) const;
+  std::vector<unsigned long long> xid_events_poll(void* set) const;
+  void xid_events_close(void* set) const;
   EccCounters ecc_counters(int h) const;
   std::optional<Utilization> utilization(int h) const;
   std::optional<MemoryInfo> memory_info(int h) const;

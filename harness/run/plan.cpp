@@ -31,7 +31,9 @@ std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& fami
   }
   std::vector<Case> out;
   for (const auto& f : family_registry()) {
-    if (!families.empty() && std::find(families.begin(), families.end(), f->name()) == families.end()) continue;
+    const bool named = std::find(families.begin(), families.end(), f->name()) != families.end();
+    if (!families.empty() && !named) continue;
+    if (f->explicit_only() && !named) continue;
     for (auto& c : f->cases(suite)) {
       if (re && !re->search(c.id())) continue;
       c.shares_host = f->shares_host();

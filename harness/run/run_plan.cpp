@@ -127,7 +127,7 @@ void run_on_gpu(const Case& c, const std::vector<const GpuInfo*>& all, const Pla
   if (gpu.nvml_index) in.before = session.nvml().snapshot(*gpu.nvml_index);
   ctx.emplace(gpu, session.nvml(), *st.measurer, st.stream->get(), cfg, all,
               CaseServices{&session.settings(), st.resources.get(), &session.resources(), &session.algo_cache(),
-                           st.family_resources.get()});
+                           st.family_resources.get(), &session.stop_requested});
   run_body(c, *ctx, in);
   if (in.status == Status::failed) {
     // A sticky error (illegal address, launch failure) poisons the context for good.
@@ -439,7 +439,11 @@ class PlanRun {
       out.verdict_lines = run_analyses(doc_, actx);
     }
     if (!plan_.algo_cache_file.empty() || plan_.algo_search) doc_.set_field("algo_cache", save_cache(cache));
-    out.status = !out.error.empty() ? RunStatus::aborted : stopped_.load() ? RunStatus::interrupted : RunStatus::complete;
+    // A signal during the last case (which a long case, the burn, heeds and ends early) interrupts the run too.
+    const bool late_stop = hooks_.stop_requested && hooks_.stop_requested();
+    out.status = !out.error.empty()                ? RunStatus::aborted
+                 : stopped_.load() || late_stop   ? RunStatus::interrupted
+                                                  : RunStatus::complete;
     doc_.finish(to_string(out.status), out.error);
     for (Reporter* r : reporters_) {
       try {
@@ -485,8 +489,11 @@ class PlanRun {
 
 RunOutcome run_plan(const Plan& plan, Session& session, RunDocument& doc, const std::vector<Reporter*>& reporters,
                     const RunHooks& hooks) {
+  session.stop_requested = hooks.stop_requested;
   PlanRun run(plan, session, doc, reporters, hooks);
-  return run.run();
+  RunOutcome out = run.run();
+  session.stop_requested = nullptr;
+  return out;
 }
 
 }  // namespace nb

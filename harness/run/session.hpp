@@ -2,6 +2,7 @@
 // device profiles, and each GPU's timing resources (created on first use). `run`, `validate`
 // and later commands build a Session and hand it a Plan (plan.hpp).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,9 @@ class Session {
   // What spans GPUs (NCCL teams), and the algorithm cache of the run (docs/SCHEMA.md).
   ResourceStore& resources() { return resources_; }
   AlgoCache& algo_cache() { return algo_cache_; }
+  // Whether the run was asked to stop (Ctrl-C): set by run_plan from its hooks, read by the
+  // cases that run long (CaseContext::stop_requested) so that they end early.
+  std::function<bool()> stop_requested;
   // Destroys what the families kept (session-wide first, then each GPU's with that GPU current),
   // while the CUDA contexts are still there; the destructor calls it.
   void release_resources();
