@@ -266,6 +266,7 @@ json advice_row(const Inputs& in, const AdviseOptions& o, const Setup& s, const 
               {"buckets", ov.buckets}, {"input_pinned_ms", p.input_pinned_s * 1e3},
               {"input_pageable_ms", p.input_pageable_s * 1e3}, {"bottleneck", p.bottleneck}, {"why", p.why},
               {"comm_method", whole.method}, {"step_source", st.source},
+              {"peak_memory_bytes", st.peak_memory_bytes ? json(*st.peak_memory_bytes) : json(nullptr)},
               {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.from_conv ? "conv" : "train"},
               {"label", s.label},
               {"measured", nullptr}};
@@ -325,6 +326,8 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"host_pageable_gbps", s.pageable ? json(*s.pageable) : json(nullptr)},
                       {"host_source", s.host_source},
                       {"global_batch", o.global_batch ? json(*o.global_batch) : json(nullptr)},
+                      {"gpu_memory_bytes", in.gpu_memory_bytes ? json(*in.gpu_memory_bytes) : json(nullptr)},
+                      {"gpu_memory_note", in.gpu_memory_note},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
   advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
   return advice;
