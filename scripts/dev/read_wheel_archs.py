@@ -144,6 +144,8 @@ def main():
                     help="where the wheels go (default: %(default)s; kept for a second run)")
     ap.add_argument("--wheels", nargs="*", help="PACKAGE==VERSION to read instead of arch_facts.json's wheel rows")
     ap.add_argument("--only", nargs="*", help="of arch_facts.json's wheel rows, only these PACKAGE==VERSION")
+    ap.add_argument("--wheel-files", nargs="*", help="wheels already at hand, read instead of downloading (their "
+                    "names give PACKAGE==VERSION and so the arch_facts.json row)")
     a = ap.parse_args()
     if not pathlib.Path(a.nodebench).is_file():
         fail("--nodebench %s: no such file" % a.nodebench)
@@ -154,7 +156,18 @@ def main():
     facts = json.loads(FACTS.read_text())
     rows = facts["builds"]
     jobs = []  # (spec, row or None)
-    if a.wheels:
+    local = {}
+    for w in a.wheel_files or []:
+        p = pathlib.Path(w)
+        m = re.match(r"([A-Za-z0-9_.]+?)-([0-9][^-]*)-", p.name)
+        if not p.is_file() or not m:
+            fail("--wheel-files %s: not a wheel file" % w)
+        local[m.group(1).replace("_", "-") + "==" + m.group(2)] = p
+    if a.wheel_files:
+        for spec in local:
+            pkg, _, ver = spec.partition("==")
+            jobs.append((spec, next((r for r in rows if r["package"] == pkg and r["version"] == ver), None)))
+    elif a.wheels:
         for spec in a.wheels:
             pkg, _, ver = spec.partition("==")
             row = next((r for r in rows if r["package"] == pkg and r["version"] == ver), None)
@@ -169,7 +182,7 @@ def main():
                 for r in rows if r.get("read") != "wheel"]
     results, disagree = [], 0
     for spec, row in jobs:
-        wheel = download(spec, dl)
+        wheel = local.get(spec) or download(spec, dl)
         wanted = [l.strip() for l in (row or {}).get("libraries", "").split(",") if l.strip().startswith("lib")]
         libs = read_archs(a.nodebench, wheel, libraries_in(wheel, wanted))
         s = summarise(libs)
