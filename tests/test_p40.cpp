@@ -27,6 +27,7 @@
 #include "base/status.hpp"
 #include "check/validate.hpp"
 #include "advise/advice.hpp"
+#include "advise/advise.hpp"
 #include "advise/advise_inputs.hpp"
 #include "advise/options.hpp"
 
@@ -331,4 +332,33 @@ TEST(P40Advise, TheFixtureIsAdvisedWithItsPrecisionBatchAndAccumulation) {
   // Nor when the global batch needs no accumulation.
   o.global_batch = 256;
   EXPECT_EQ(statement_text(advise::build_advice(in, o), "larger_batch"), "");
+}
+
+TEST(P40Advise, TheWhatIfTakesTheMeasuredCrossSocketAllReduce) {
+  AdviseOptions o;
+  o.profile = "Tesla P40";
+  o.gpus = "4";
+  o.link = "pcie-gen3";
+  auto row4 = [](const json& a) {
+    for (const auto& r : a["rows"])
+      if (r["gpus"] == 4) return r;
+    return json();
+  };
+  // A uniform PCIe Gen3 ring: the link table's figure.
+  const json uniform = row4(advise::build_advice(advise::gather_inputs({}, "fp32"), o));
+  ASSERT_FALSE(uniform.is_null());
+  EXPECT_TRUE(has(uniform["comm_method"].get<std::string>(), "(link table)")) << uniform["comm_method"];
+  // With the P40 node's result file: its four GPUs' all-reduce crosses the sockets, and that
+  // measured bus bandwidth (lower than the table's) is what the ring gets.
+  const json doc = read_json("p40_result.json");
+  double busbw = 0;
+  for (const auto& r : doc["records"])
+    if (r["family"] == "nccl" && r["params"]["ngpus"] == 4) busbw = r["metrics"]["busbw_gbps"].get<double>();
+  ASSERT_GT(busbw, 0);
+  const json measured = row4(advise::build_advice(advise::gather_inputs({doc}, "fp32"), o));
+  EXPECT_TRUE(has(measured["comm_method"].get<std::string>(), "measured over 4 GPUs")) << measured["comm_method"];
+  // The ring's bandwidth term scales as 1/busbw (the latency term is microseconds against milliseconds).
+  const double table = advise::find_link("pcie-gen3")->busbw_gbps;
+  ASSERT_LT(busbw, table);
+  EXPECT_NEAR(measured["allreduce_ms"].get<double>() / uniform["allreduce_ms"].get<double>(), table / busbw, 0.01 * table / busbw);
 }

@@ -58,7 +58,7 @@ struct Setup {
   std::optional<bool> fp16_pays;
 };
 
-Setup what_if_setup(const AdviseOptions& o) {
+Setup what_if_setup(const Inputs& in, const AdviseOptions& o) {
   Setup s;
   s.what_if = true;
   s.label = kProfileLabel;
@@ -75,6 +75,12 @@ Setup what_if_setup(const AdviseOptions& o) {
   if (!link) throw Error("--link: '" + o.link + "' is not pcie-gen3, pcie-gen4 or nvlink");
   s.comm.fixed_busbw_gbps = link->busbw_gbps;
   s.comm.intra_latency_s = link->latency_s;
+  // The all-reduce measured in the result files given with the what-if (a two-socket node's ring
+  // across the sockets) bounds the link table's figure at the counts it covers.
+  for (const auto& c : in.curves) s.comm.curves.push_back(c);
+  if (!in.curves.empty())
+    s.assumptions.push_back("the all-reduce measured in the result files bounds the link's figure at " +
+                            std::string("their GPU counts and above (the slower of the two is used)"));
   s.assumptions.push_back("link " + link->name + ": " + fmt(link->busbw_gbps) + " GB/s all-reduce bus bandwidth, " +
                           fmt(link->latency_s * 1e6) + " us per hop (" + link->source + ")");
   const double fp32 = number(*p, "fp32_tflops");
@@ -301,7 +307,7 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
   if (!o.link.empty() && o.profile.empty()) throw Error("--link is for the what-if: give --profile too");
   if (o.nodes > 1 && !o.inter_node_gbps)
     throw Error("--nodes " + std::to_string(o.nodes) + ": more than one node needs --inter-node-gbps");
-  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(o);
+  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(in, o);
   s.comm.nodes = o.nodes;
   s.comm.inter_gbps = o.inter_node_gbps;
   const std::vector<int> counts = gpu_counts(in, o, s);
