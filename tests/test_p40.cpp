@@ -304,9 +304,9 @@ TEST(P40Advise, TheFixtureIsAdvisedWithItsPrecisionBatchAndAccumulation) {
   const json a = advise::build_advice(in, o);
   // FP16 does not pay on a P40: the advice says so, from the fixture's own verdict.
   EXPECT_TRUE(has(statement_text(a, "fp16"), "FP16 does not pay on this GPU")) << statement_text(a, "fp16");
-  // Four GPUs, batch 64 (the smallest within 5% of the best), accumulation to 1024.
+  // Four GPUs at the batch of fewest accumulation steps measured (128), accumulation to 1024.
   const std::string acc = statement_text(a, "accumulation");
-  EXPECT_TRUE(has(acc, "4 accumulation step(s) of 4 GPUs x batch 64")) << acc;
+  EXPECT_TRUE(has(acc, "2 accumulation step(s) of 4 GPUs x batch 128")) << acc;
   // The GPU's memory, as CUDA reports it with ECC on, holds a larger batch: how large, from the
   // train records' peak memory (in proportion to the batch) and 90% of the memory.
   double per_image = 0;
@@ -325,6 +325,17 @@ TEST(P40Advise, TheFixtureIsAdvisedWithItsPrecisionBatchAndAccumulation) {
                               std::to_string(expect)))
       << larger;
   EXPECT_TRUE(has(larger, "ECC on: it reserves 1,536 MiB, 6.25% of 24,576 MiB")) << larger;
+  // A framework's step at batch 64 (--step-ms): accumulation 4, and the larger batch from the
+  // train records' memory, standing in for the framework's.
+  AdviseOptions f = o;
+  f.step_ms = 347.5;
+  f.batch = 64;
+  const json fa = advise::build_advice(in, f);
+  EXPECT_TRUE(has(statement_text(fa, "accumulation"), "4 accumulation step(s) of 4 GPUs x batch 64")) << statement_text(fa, "accumulation");
+  const std::string flarger = statement_text(fa, "larger_batch");
+  EXPECT_TRUE(has(flarger, "batch " + std::to_string(expect) + " fits in memory")) << flarger;
+  EXPECT_TRUE(has(flarger, "instead of 4 of batch 64")) << flarger;
+  EXPECT_TRUE(has(flarger, "standing in for this step")) << flarger;
   // Without the environment (no memory known) nothing is suggested.
   json bare = doc;
   bare.erase("environment");

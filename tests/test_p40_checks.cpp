@@ -353,7 +353,7 @@ TEST(P40Validate, AHealthyP40ResultPasses) {
   for (const auto& r : doc["records"])
     if (r["id"] == "gemm/fp32/cublas/square_8192") tflops = r["metrics"]["tflops"].get<double>();
   const double at_base = 30 * 128 * 2 * 1.303e9 / 1e12;
-  EXPECT_NEAR(*gemm->value, 100 * tflops / at_base, 0.01);
+  EXPECT_NEAR(*gemm->value, 100 * tflops / at_base, 0.05);  // the profile's 11.76 is rounded: 0.02 points apart
   EXPECT_TRUE(has(gemm->evidence, "1303 MHz it ran at")) << gemm->evidence;
   // Against the boost peak the same healthy SGEMM is below 80%: the old rule failed it.
   EXPECT_LT(100 * tflops / 11.76, 80.0);

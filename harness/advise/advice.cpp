@@ -301,6 +301,16 @@ json advice_rows(const Inputs& in, const AdviseOptions& o, const Setup& s, const
   return rows;
 }
 
+// The train records' peak memory per (precision, layout, batch), for the larger-batch statement.
+json train_memory(const Inputs& in) {
+  json out = json::array();
+  for (const auto& s : in.steps)
+    if (s.peak_memory_bytes)
+      out.push_back({{"precision", s.precision}, {"layout", s.layout}, {"batch", s.batch},
+                     {"peak_memory_bytes", *s.peak_memory_bytes}, {"source", s.source}});
+  return out;
+}
+
 }  // namespace
 
 json build_advice(const Inputs& in, const AdviseOptions& o) {
@@ -334,6 +344,7 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"global_batch", o.global_batch ? json(*o.global_batch) : json(nullptr)},
                       {"gpu_memory_bytes", in.gpu_memory_bytes ? json(*in.gpu_memory_bytes) : json(nullptr)},
                       {"gpu_memory_note", in.gpu_memory_note},
+                      {"train_memory", train_memory(in)},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
   advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
   return advice;

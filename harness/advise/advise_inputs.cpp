@@ -12,6 +12,12 @@
 namespace nb::advise {
 namespace {
 
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
+
 using nlohmann::json;
 
 std::optional<double> num(const json& obj, const char* key) {
@@ -212,7 +218,7 @@ void add_gpu_memory(Inputs& in, const json& env) {
     std::string note = fmt_mib(*bytes) + " per GPU (" + (name.empty() ? std::string("GPU") : name);
     const auto ecc = g.contains("ecc_enabled") && g["ecc_enabled"].is_boolean() ? std::optional<bool>(g["ecc_enabled"].get<bool>())
                                                                                   : std::nullopt;
-    const DeviceProfile* prof = str(g, "profile").empty() ? nullptr : ProfileDb::builtin().find(str(g, "profile"));
+    const DeviceProfile* prof = str(g, "profile").empty() ? nullptr : builtin_profiles().find(str(g, "profile"));
     std::optional<double> share, total;
     if (prof) {
       if (auto it = prof->numbers.find("ecc_memory_share"); it != prof->numbers.end()) share = it->second;
@@ -231,8 +237,6 @@ void add_gpu_memory(Inputs& in, const json& env) {
 }
 
 }  // namespace
-
-Inputs gather_inputs(}  // namespace
 
 Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
   Inputs in;

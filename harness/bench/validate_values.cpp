@@ -11,6 +11,12 @@
 
 namespace nb {
 
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
+
 using nlohmann::json;
 using jf::at;
 using jf::num_or;
@@ -81,7 +87,7 @@ std::optional<double> clock_vs_base_value(const json& r, const json& env, int gp
   const double sm = num_or(at(r, "clocks"), "sm_mhz_during", NAN);
   const json* g = environment_gpu(env, gpu);
   const std::string profile = g ? str_or(*g, "profile") : std::string();
-  const DeviceProfile* p = profile.empty() ? nullptr : ProfileDb::builtin().find(profile);
+  const DeviceProfile* p = profile.empty() ? nullptr : builtin_profiles().find(profile);
   std::optional<double> base;
   if (p)
     if (auto it = p->numbers.find("base_mhz"); it != p->numbers.end()) base = it->second;

@@ -14,6 +14,12 @@
 
 namespace nb {
 
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
+
 using namespace doctor_detail;
 
 std::vector<Check> rule_visibility(const DoctorInput& in) {
@@ -164,7 +170,7 @@ namespace {
 // 6.25%"); empty when the profile does not say.
 std::string ecc_cost_text(const GpuView& g) {
   const std::string profile = jstr(*g.j, "profile").value_or("");
-  const DeviceProfile* p = profile.empty() ? nullptr : ProfileDb::builtin().find(profile);
+  const DeviceProfile* p = profile.empty() ? nullptr : builtin_profiles().find(profile);
   if (!p) return "";
   const auto share = p->numbers.find("ecc_memory_share");
   const auto total = p->numbers.find("memory_mib");
