@@ -38,6 +38,7 @@ struct Parser {
   ValidateCommand validate;
   MonitorCommand monitor;
   AdviseCommand advise;
+  FatbinCommand fatbin;
 
   Parser() {
     app.set_version_flag("--version", std::string("nodebench ") + NODEBENCH_VERSION + " (" + NODEBENCH_GIT_COMMIT + ")");
@@ -50,6 +51,7 @@ struct Parser {
     cli::add_validate(app, validate);
     cli::add_monitor(app, monitor);
     cli::add_advise(app, advise);
+    cli::add_fatbin(app, fatbin);
   }
   std::vector<std::string> names() {
     std::vector<std::string> out;
@@ -81,6 +83,8 @@ struct Parser {
       cmd.what = monitor;
     } else if (name == "advise") {
       cmd.what = advise;
+    } else if (name == "fatbin") {
+      cmd.what = fatbin;
     } else {
       cmd.what = env;
     }
@@ -91,7 +95,7 @@ struct Parser {
 }  // namespace
 
 const char* Command::name() const {
-  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise"};
+  static const char* const kNames[] = {"list", "run", "env", "doctor", "validate", "monitor", "advise", "fatbin"};
   return kNames[what.index()];
 }
 

@@ -47,9 +47,16 @@ struct MonitorCommand {
 struct AdviseCommand {
   AdviseOptions options;
 };
+// `nodebench fatbin FILE...`: the SASS and PTX architectures in each library's fatbin headers.
+struct FatbinCommand {
+  std::vector<std::string> files;
+  bool json = false;
+};
 
 struct Command {
-  std::variant<ListCommand, RunCommand, EnvCommand, DoctorCommand, ValidateCommand, MonitorCommand, AdviseCommand> what;
+  std::variant<ListCommand, RunCommand, EnvCommand, DoctorCommand, ValidateCommand, MonitorCommand, AdviseCommand,
+               FatbinCommand>
+      what;
   std::vector<std::string> argv;  // as given, for the result file
   template <class T>
   const T* as() const {

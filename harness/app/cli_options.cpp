@@ -117,6 +117,19 @@ void add_env(CLI::App& app, EnvCommand& c) {
   env->add_flag("--json", c.json, "Print the environment as JSON (the result file's 'environment')");
 }
 
+void add_fatbin(CLI::App& app, FatbinCommand& c) {
+  CLI::App* fb = app.add_subcommand(
+      "fatbin",
+      "List the GPU code in CUDA libraries or objects: the SASS and PTX architectures of their fatbin headers "
+      "(.nv_fatbin, __nv_relfatbin), read without cuobjdump or a GPU");
+  fb->add_option("files", c.files, "ELF64 shared libraries, executables or objects, or bare fatbin files")
+      ->type_name("FILE")
+      ->required();
+  fb->add_flag("--json", c.json,
+               "One JSON object per file and line: {\"file\", \"sass\": [\"sm_61\", ...], \"ptx\": [\"compute_90\", ...], "
+               "\"containers\", \"entries\"}, or {\"file\", \"error\"}");
+}
+
 void add_doctor(CLI::App& app, DoctorCommand& c) {
   DoctorOptions& o = c.options;
   CLI::App* doctor = app.add_subcommand(

@@ -28,6 +28,7 @@ void add_doctor(CLI::App& app, DoctorCommand& c);
 void add_validate(CLI::App& app, ValidateCommand& c);
 void add_monitor(CLI::App& app, MonitorCommand& c);
 void add_advise(CLI::App& app, AdviseCommand& c);
+void add_fatbin(CLI::App& app, FatbinCommand& c);
 
 // After parsing: the typed values and the checks CLI11 cannot make. An empty string when all is
 // well, else the message (without "nodebench: "); `usage` says whether the command's usage follows.

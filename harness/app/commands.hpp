@@ -16,6 +16,7 @@ int cmd_doctor(const DoctorCommand& c);  // live, or --from a capture
 int cmd_validate(const ValidateCommand& c, const Argv& argv);
 int cmd_monitor(const MonitorCommand& c);
 int cmd_advise(const AdviseCommand& c);
+int cmd_fatbin(const FatbinCommand& c);
 
 // Runs the parsed command.
 int dispatch(const Command& cmd);

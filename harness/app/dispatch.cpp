@@ -14,7 +14,8 @@ int dispatch(const Command& cmd) {
         else if constexpr (std::is_same_v<T, DoctorCommand>) return cmd_doctor(c);
         else if constexpr (std::is_same_v<T, ValidateCommand>) return cmd_validate(c, cmd.argv);
         else if constexpr (std::is_same_v<T, MonitorCommand>) return cmd_monitor(c);
-        else return cmd_advise(c);
+        else if constexpr (std::is_same_v<T, AdviseCommand>) return cmd_advise(c);
+        else return cmd_fatbin(c);
       },
       cmd.what);
 }
