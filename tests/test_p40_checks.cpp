@@ -129,7 +129,7 @@ TEST(P40Doctor, SourcesAreDocumentsAUserCanFind) {
   EXPECT_TRUE(has(all, "Source: ")) << all;
   EXPECT_TRUE(has(all, "tensorflow.org, 'Build from source', section 'Tested build configurations'")) << all;
   // And the data files themselves, printed or not (the thresholds' "why" included).
-  all += std::string(kBuiltinCompatJson) + kBuiltinFrameworksJson + kBuiltinThresholdsJson;
+  all += std::string(kBuiltinCompatJson) + kBuiltinFrameworksJson + kBuiltinThresholdsJson + RuleData::builtin().arch_facts.dump();
   for (const char* private_note : {"FACTS.md", "/work/", "/shared/"}) EXPECT_FALSE(has(all, private_note)) << private_note;
 }
 
