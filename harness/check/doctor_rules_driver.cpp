@@ -133,8 +133,8 @@ std::vector<Check> rule_driver_gpu_support(const DoctorInput& in, const RuleData
     // and newer only, so the fix must name the proprietary ones for an older architecture.
     const std::string flavour =
         proprietary ? " with the proprietary kernel modules, not the open ones (NVIDIA's packages install the open "
-                      "modules by default since R560, and they cannot drive " + an + ")" +
-                          (pin("driver_packages").empty() ? std::string() : ": " + pin("driver_packages"))
+                      "modules by default since R560, and they cannot drive " + an +
+                          (pin("driver_packages").empty() ? std::string() : "; " + pin("driver_packages")) + ")"
                     : std::string();
     const std::string ev = g.label() + " is " + an + "; driver " + *drv_s + " is branch R" + std::to_string(branch) +
                            "; " + lasts + " is the last branch that supports " + an +
