@@ -18,6 +18,10 @@ writes it, every figure from the P40's datasheet or the CUDA device properties o
   sources (docs/P40.md, "What a healthy P40 node shows"), not measured; `note` says so. Cases a
   P40 cannot run are skipped with the reason the families give. GEMM and convolution FP16 with FP32
   compute are taken against fp32_tflops (they run on the FP32 units below compute capability 7.0).
+  The GEMMs ran at the 1303 MHz base clock a passively cooled P40 may hold at 250 W (healthy: the
+  records carry percent_at_clock as the binary writes it), the peak kernels at the boost clock; the
+  ResNet-50 train and conv records (FP32 NCHW, batch 64 and 128) are scaled from a GTX 1080 Ti's
+  published rate, so that `nodebench advise` runs on the file. The GPUs report 23,040 MiB: ECC on.
 """
 import json
 import pathlib
