@@ -15,8 +15,11 @@
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
 #                 scipy and this tree's reports package (installed editable with pip if missing).
 #   --no-install  only check: report what is missing, install nothing.
-# Environment: NODEBENCH_SETUP_HIDE="name,name" hides find_package names from the probe (a test
-#   seam: tests/setup_test.sh uses it to make a library missing).
+# Environment: NODEBENCH_SETUP_HIDE="name,name" hides find_package names (and cuDNN, NCCL) from the
+#   probe (a test seam: tests/setup_test.sh uses it to make a library missing).
+# cuDNN and NCCL hints: for a GPU below compute capability 7.5 (read with nvidia-smi; unknown
+#   without it) they name the versions that still have its code, pinned and held (apt-mark hold),
+#   from harness/profiles/arch_facts.json.
 # Exit status: 0 everything required is present; 1 something required is missing (listed);
 #   2 bad usage.
 set -uo pipefail
@@ -121,12 +124,15 @@ report(Python3 "${Python3_Interpreter_FOUND}" "${Python3_VERSION} (${Python3_EXE
 find_path(_cudnn_h cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
 find_library(_cudnn_lib cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
 set(_cudnn FALSE)
-if(_cudnn_h AND _cudnn_lib)
+if(_cudnn_h AND _cudnn_lib AND NOT CMAKE_DISABLE_FIND_PACKAGE_cuDNN)
   set(_cudnn TRUE)
 endif()
 report(cuDNN "${_cudnn}" "${_cudnn_lib}")
 set(_roots ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME})
 find_path(_nccl_h nccl.h PATHS ${_roots} ${CUDAToolkit_INCLUDE_DIRS} /usr/include PATH_SUFFIXES include NO_DEFAULT_PATH)
+if(CMAKE_DISABLE_FIND_PACKAGE_NCCL)
+  set(_nccl_h "")
+endif()
 report(NCCL "${_nccl_h}" "${_nccl_h}")
 find_package(MPI COMPONENTS CXX QUIET)
 report(MPI "${MPI_CXX_FOUND}" "${MPI_CXX_VERSION}")
@@ -194,6 +200,37 @@ probe() {
   fi
 }
 
+# The lowest compute capability of this machine's GPUs as major*10+minor ("" when nvidia-smi is
+# absent or says nothing).
+lowest_cc() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
+    | sed -n 's/^ *\([0-9]\)\.\([0-9]\) *$/\1\2/p' | sort -n | head -1
+}
+# A pin of harness/profiles/arch_facts.json ("pins"), where the versions with code for GPUs below
+# compute capability 7.5 are kept with their sources.
+pin() {
+  sed -n 's/^ *"'"$1"'": "\([^"]*\)",\{0,1\}$/\1/p' "$here/harness/profiles/arch_facts.json" | head -1
+}
+# Where to get cuDNN or NCCL: NVIDIA's unpinned packages install releases without code below
+# compute capability 7.5 (cuDNN 9.11 on; NCCL for CUDA 13), so a GPU below it (or an unknown
+# one) is given the pinned versions, held.
+lib_hint() {
+  local cc generic pinned
+  cc=$(lowest_cc)
+  case "$1" in
+    cuDNN)
+      generic="NVIDIA's cudnn9-cuda-XX packages"
+      pinned="for a GPU below compute capability 7.5 (Pascal, Volta) only cuDNN $(pin cudnn_version) and older have its code: apt-get install $(pin cudnn_debs_cuda12) && apt-mark hold libcudnn9-cuda-12 libcudnn9-dev-cuda-12 libcudnn9-headers-cuda-12, or pip install $(pin cudnn_wheel)" ;;
+    NCCL)
+      generic="NVIDIA's libnccl-dev, or NCCL_ROOT"
+      pinned="for a GPU below compute capability 7.5, an NCCL built with CUDA 12: apt-get install $(pin nccl_debs_cuda12) && apt-mark hold libnccl2 libnccl-dev, or pip install $(pin nccl_wheel)" ;;
+  esac
+  if [ -z "$cc" ]; then echo "$generic; $pinned"
+  elif [ "$cc" -lt 75 ]; then echo "$pinned (this machine's lowest: ${cc:0:1}.${cc:1})"
+  else echo "$generic"; fi
+}
+
 report() {
   local k
   for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
@@ -203,8 +240,8 @@ report() {
   for k in "${OPTIONAL_MISSING[@]}"; do
     case "$k" in
       ninja) log "  optional: ninja not found (the build uses make; apt-get install ninja-build or pip install ninja)" ;;
-      cuDNN) log "  optional: cuDNN not found: the convolution family will not be built (NVIDIA's cudnn9-cuda-XX packages)" ;;
-      NCCL) log "  optional: NCCL not found: the nccl family's cases will be skipped (NVIDIA's libnccl-dev, or NCCL_ROOT)" ;;
+      cuDNN) log "  optional: cuDNN not found: the convolution family will not be built ($(lib_hint cuDNN))" ;;
+      NCCL) log "  optional: NCCL not found: the nccl family's cases will be skipped ($(lib_hint NCCL))" ;;
       MPI) log "  optional: MPI not found: the MPI launch mode will not be built (apt-get install libopenmpi-dev)" ;;
       RE2) log "  optional: RE2 not found: --filter uses the built-in linear-time matcher (apt-get install libre2-dev)" ;;
       JPEG) log "  optional: libjpeg-turbo not found: the input family's CPU cases will be skipped (apt-get install libturbojpeg0-dev libjpeg62-turbo-dev)" ;;

@@ -65,7 +65,7 @@ TEST(FamilyChecks, DeclaredByTheirFamiliesWithThresholds) {
       EXPECT_FALSE(vc.fix.empty()) << vc.id;
       EXPECT_TRUE(bool(vc.node) != bool(vc.value)) << vc.id << ": a check of each GPU or of the node";
     }
-  EXPECT_EQ(by_family["gemm"], (std::set<std::string>{"gemm.fp32"}));
+  EXPECT_EQ(by_family["gemm"], (std::set<std::string>{"gemm.fp32", "gemm.clock"}));
   EXPECT_EQ(by_family["memory"], (std::set<std::string>{"memory.copy", "memory.triad"}));
   EXPECT_EQ(by_family["hostlink"], (std::set<std::string>{"hostlink.h2d", "hostlink.d2h"}));
   EXPECT_EQ(by_family["p2p"], (std::set<std::string>{"p2p.bandwidth"}));

@@ -171,6 +171,8 @@ TEST(Doctor, P40WithCuda13LibrariesFailsWithTheCuda12Fix) {
   EXPECT_FALSE(has(pt.summary, "cu128")) << pt.summary;
   EXPECT_FALSE(has(pt.summary, "cu130")) << pt.summary;
   EXPECT_TRUE(has(pt.evidence, "cu128 (CUDA 12.8, torch 2.7 and newer): no - no code for cc 6.1")) << pt.evidence;
+  // 2.15 removed the cu126 builds with Pascal: 2.14 is the last release that runs on a P40.
+  EXPECT_TRUE(has(pt.evidence, "cu126 (CUDA 12.6, torch 2.6 to 2.14): runs")) << pt.evidence;
   // TensorFlow's advice for a P40: the cuDNN pip resolves has dropped cc 6.1, so the install line
   // pins the last cuDNN wheel that carries it, and the evidence says what pip really brings.
   const Check& tf = get(checks, "frameworks.tensorflow");
@@ -188,6 +190,30 @@ TEST(Doctor, PascalOnADriverBranchAfterR580Fails) {
   ASSERT_EQ(checks.size(), 1u);
   EXPECT_EQ(checks[0].severity, Severity::fail);
   EXPECT_TRUE(has(checks[0].fix, "R580"));
+  // Since R560 the packages install the open kernel modules by default, which cannot drive
+  // Pascal: the fix names the proprietary ones and warns off the -open package.
+  EXPECT_TRUE(has(checks[0].fix, "proprietary kernel modules")) << checks[0].fix;
+  EXPECT_TRUE(has(checks[0].fix, "nvidia-driver-580 (not nvidia-driver-580-open)")) << checks[0].fix;
+  EXPECT_TRUE(has(checks[0].fix, "only one still maintained")) << checks[0].fix;
+  // On R580 itself the pin advice names the flavour too.
+  in.environment["software"]["driver_version"] = "580.95.05";
+  const auto on580 = rule_driver_gpu_support(in, RuleData::builtin());
+  ASSERT_EQ(on580.size(), 1u);
+  EXPECT_EQ(on580[0].severity, Severity::info);
+  EXPECT_TRUE(has(on580[0].fix, "proprietary kernel modules")) << on580[0].fix;
+  EXPECT_FALSE(has(on580[0].fix, "580 meta-package")) << on580[0].fix;  // the old advice, which installs -open
+}
+
+TEST(Doctor, KeplerPastItsLastBranchIsNotToldR580IsMaintained) {
+  DoctorInput in = fixture("p40_cuda13.json");
+  in.environment["software"]["driver_version"] = "535.288.01";
+  for (auto& g : in.environment["gpus"]) g["compute_capability"] = "3.7";
+  const auto checks = rule_driver_gpu_support(in, RuleData::builtin());
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks[0].severity, Severity::fail);
+  EXPECT_TRUE(has(checks[0].fix, "R470")) << checks[0].fix;
+  EXPECT_FALSE(has(checks[0].fix, "still maintained")) << checks[0].fix;
+  EXPECT_FALSE(has(checks[0].fix, "proprietary")) << checks[0].fix;
 }
 
 TEST(Doctor, LinkAtX8UnderLoadFails) {

@@ -22,9 +22,14 @@
 #include "check/doctor_from.hpp"
 #include "node/environment.hpp"
 #include "base/error.hpp"
+#include "node/arch_facts.hpp"
 #include "node/profiles.hpp"
 #include "base/status.hpp"
 #include "check/validate.hpp"
+#include "advise/advice.hpp"
+#include "advise/advise.hpp"
+#include "advise/advise_inputs.hpp"
+#include "advise/options.hpp"
 
 namespace nb {
 // benchmarks/gemm.cpp: the peak key of a GEMM precision on a GPU.
@@ -250,6 +255,10 @@ TEST(P40Fp16Verdict, TheRegisteredAnalysisSaysDoesNotPayAndRecommendsInt8) {
   EXPECT_TRUE(has(v["reason"].get<std::string>(), "1/64")) << v["reason"];
   const std::string rec = v["recommendation"].get<std::string>();
   EXPECT_EQ(rec.rfind("train in FP32; for inference use INT8 (DP4A)", 0), 0u) << rec;
+  // ... with a stack that runs on sm_61: TensorRT 10 and later refuse it (arch_facts.json's pin).
+  EXPECT_TRUE(has(rec, "with TensorRT " + arch_pin("tensorrt_last") + " (")) << rec;
+  EXPECT_EQ(arch_pin("tensorrt_last"), "8.6");
+  EXPECT_TRUE(has(rec, "TensorRT 10 and later refuse it")) << rec;
   // The fixture's stored analysis (what the generator mirrors of analysis.cpp) is what the binary computes.
   const json& stored = doc["analysis"]["fp16_vs_fp32"][0];
   EXPECT_EQ(v["verdict"], stored["verdict"]);
@@ -265,10 +274,102 @@ TEST(P40Fp16Verdict, TheRegisteredAnalysisSaysDoesNotPayAndRecommendsInt8) {
   }
   ASSERT_NE(gemm_row, nullptr) << v["rows"].dump();
   ASSERT_NE(peak_row, nullptr) << v["rows"].dump();
-  EXPECT_NEAR((*gemm_row)["speedup_x"].get<double>(), 10.1 / 10.4, 1e-9);
+  EXPECT_NEAR((*gemm_row)["speedup_x"].get<double>(),
+              metric_of(doc, "gemm/fp16/cublas/square_8192", "tflops") / metric_of(doc, "gemm/fp32/cublas/square_8192", "tflops"),
+              1e-9);
+  EXPECT_LT((*gemm_row)["speedup_x"].get<double>(), 1.5);
   const double hfma2 = metric_of(doc, "peak/fp16_hfma2", "tflops"), ffma = metric_of(doc, "peak/fp32_ffma", "tflops");
   EXPECT_NEAR((*peak_row)["speedup_x"].get<double>(), hfma2 / ffma, 1e-12);
   EXPECT_LT((*peak_row)["speedup_x"].get<double>(), 1.0 / 32);
   const auto lines = a->lines(out);
   ASSERT_FALSE(lines.empty());
+}
+
+// ---- advise on a P40 node ------------------------------------------------------------------------
+
+namespace {
+std::string statement_text(const json& advice, const std::string& topic) {
+  for (const auto& s : advice["recommendation"])
+    if (s["topic"] == topic) return s["text"].get<std::string>();
+  return "";
+}
+}  // namespace
+
+TEST(P40Advise, TheFixtureIsAdvisedWithItsPrecisionBatchAndAccumulation) {
+  const json doc = read_json("p40_result.json");
+  const advise::Inputs in = advise::gather_inputs({doc}, "fp32");
+  ASSERT_FALSE(in.steps.empty()) << "no step time in the P40 fixture";
+  AdviseOptions o;
+  o.global_batch = 1024;
+  const json a = advise::build_advice(in, o);
+  // FP16 does not pay on a P40: the advice says so, from the fixture's own verdict.
+  EXPECT_TRUE(has(statement_text(a, "fp16"), "FP16 does not pay on this GPU")) << statement_text(a, "fp16");
+  // Four GPUs at the batch of fewest accumulation steps measured (128), accumulation to 1024.
+  const std::string acc = statement_text(a, "accumulation");
+  EXPECT_TRUE(has(acc, "2 accumulation step(s) of 4 GPUs x batch 128")) << acc;
+  // The GPU's memory, as CUDA reports it with ECC on, holds a larger batch: how large, from the
+  // train records' peak memory (in proportion to the batch) and 90% of the memory.
+  double per_image = 0;
+  for (const auto& r : doc["records"])
+    if (r["id"] == "train/resnet50/fp32/nchw/b128") per_image = r["metrics"]["peak_memory_bytes"].get<double>() / 128;
+  ASSERT_GT(per_image, 0);
+  const double cap = doc["environment"]["gpus"][0]["memory_bytes"].get<double>();
+  EXPECT_DOUBLE_EQ(cap, 23040.0 * 1048576);  // 24,576 MiB less the 1,536 MiB ECC reserve
+  int expect = 0;
+  for (int b = 128; b * 4 <= 1024; b *= 2)
+    if (per_image * b <= 0.9 * cap) expect = b;
+  ASSERT_GT(expect, 64);
+  const std::string larger = statement_text(a, "larger_batch");
+  EXPECT_TRUE(has(larger, "batch " + std::to_string(expect) + " fits in memory")) << larger;
+  EXPECT_TRUE(has(larger, std::to_string(1024 / (4 * expect)) + " accumulation step(s) of 4 GPUs x batch " +
+                              std::to_string(expect)))
+      << larger;
+  EXPECT_TRUE(has(larger, "ECC on: it reserves 1,536 MiB, 6.25% of 24,576 MiB")) << larger;
+  // A framework's step at batch 64 (--step-ms): accumulation 4, and the larger batch from the
+  // train records' memory, standing in for the framework's.
+  AdviseOptions f = o;
+  f.step_ms = 347.5;
+  f.batch = 64;
+  const json fa = advise::build_advice(in, f);
+  EXPECT_TRUE(has(statement_text(fa, "accumulation"), "4 accumulation step(s) of 4 GPUs x batch 64")) << statement_text(fa, "accumulation");
+  const std::string flarger = statement_text(fa, "larger_batch");
+  EXPECT_TRUE(has(flarger, "batch " + std::to_string(expect) + " fits in memory")) << flarger;
+  EXPECT_TRUE(has(flarger, "instead of 4 of batch 64")) << flarger;
+  EXPECT_TRUE(has(flarger, "standing in for this step")) << flarger;
+  // Without the environment (no memory known) nothing is suggested.
+  json bare = doc;
+  bare.erase("environment");
+  EXPECT_EQ(statement_text(advise::build_advice(advise::gather_inputs({bare}, "fp32"), o), "larger_batch"), "");
+  // Nor when the global batch needs no accumulation.
+  o.global_batch = 256;
+  EXPECT_EQ(statement_text(advise::build_advice(in, o), "larger_batch"), "");
+}
+
+TEST(P40Advise, TheWhatIfTakesTheMeasuredCrossSocketAllReduce) {
+  AdviseOptions o;
+  o.profile = "Tesla P40";
+  o.gpus = "4";
+  o.link = "pcie-gen3";
+  auto row4 = [](const json& a) {
+    for (const auto& r : a["rows"])
+      if (r["gpus"] == 4) return r;
+    return json();
+  };
+  // A uniform PCIe Gen3 ring: the link table's figure.
+  const json uniform = row4(advise::build_advice(advise::gather_inputs({}, "fp32"), o));
+  ASSERT_FALSE(uniform.is_null());
+  EXPECT_TRUE(has(uniform["comm_method"].get<std::string>(), "(link table)")) << uniform["comm_method"];
+  // With the P40 node's result file: its four GPUs' all-reduce crosses the sockets, and that
+  // measured bus bandwidth (lower than the table's) is what the ring gets.
+  const json doc = read_json("p40_result.json");
+  double busbw = 0;
+  for (const auto& r : doc["records"])
+    if (r["family"] == "nccl" && r["params"]["ngpus"] == 4) busbw = r["metrics"]["busbw_gbps"].get<double>();
+  ASSERT_GT(busbw, 0);
+  const json measured = row4(advise::build_advice(advise::gather_inputs({doc}, "fp32"), o));
+  EXPECT_TRUE(has(measured["comm_method"].get<std::string>(), "measured over 4 GPUs")) << measured["comm_method"];
+  // The ring's bandwidth term scales as 1/busbw (the latency term is microseconds against milliseconds).
+  const double table = advise::find_link("pcie-gen3")->busbw_gbps;
+  ASSERT_LT(busbw, table);
+  EXPECT_NEAR(measured["allreduce_ms"].get<double>() / uniform["allreduce_ms"].get<double>(), table / busbw, 0.01 * table / busbw);
 }

@@ -21,19 +21,34 @@ using gemm::precisions;
 using gemm::Shape;
 using nlohmann::json;
 
-// What `nodebench validate` judges of this family: FP32 SGEMM at 8192 against the GPU's peak.
+// What `nodebench validate` judges of this family: FP32 SGEMM at 8192 against the GPU's peak at
+// the SM clock it ran at (gemm.fp32), and that clock on its own against the base clock
+// (gemm.clock): a passively cooled GPU that holds its base clock under SGEMM is healthy, one below
+// it is a cooling or power finding.
 std::vector<ValidationCheck> gemm_checks() {
   static const std::string kCase = "gemm/fp32/cublas/square_8192";
   ValidationCheck c = gpu_check(
       "gemm.fp32", kCase,
-      "SGEMM runs below what this GPU should reach: look at gpu.throttle, gpu.thermal and gpu.processes above; "
-      "check the power limit and clocks (nvidia-smi -q -d PERFORMANCE,POWER,CLOCK; nvidia-smi -rgc resets locked "
-      "clocks); make sure the device profile matches this GPU (its peak assumes the boost clock).",
+      "SGEMM runs below what this GPU should reach at the clock it ran at: look at gpu.processes above (another "
+      "process on the GPU), the cuBLAS version, and make sure the device profile matches this GPU; the clock itself "
+      "is judged by gemm.clock (where the record has no clock, look at gpu.throttle and gpu.thermal too).",
       2);
   c.runs_case = [](const Case& k) { return k.id() == kCase; };
   c.judges = [](const json& r) { return jf::str_or(r, "id") == kCase; };
-  c.value = [](const json& r, const CheckInput&, std::string& how) { return percent_of_peak_value(r, how); };
-  return {c};
+  c.value = [](const json& r, const CheckInput&, std::string& how) { return percent_at_clock_value(r, how); };
+  ValidationCheck clock = gpu_check(
+      "gemm.clock", kCase,
+      "The SM clock fell below the base clock under SGEMM: a cooling or power finding. Look at gpu.thermal and "
+      "gpu.throttle above and the throttle reasons in the evidence: hw_slowdown or sw_thermal_slowdown (airflow "
+      "through a passively cooled card, its inlet temperature, fans), sw_power_cap below the board's default "
+      "limit (nvidia-smi -q -d POWER: 'Default Power Limit'; nvidia-smi -pl <default>), locked clocks "
+      "(nvidia-smi -q -d CLOCK).",
+      2);
+  clock.judges = c.judges;  // the same record; its case is planned by gemm.fp32
+  clock.value = [](const json& r, const CheckInput& in, std::string& how) {
+    return clock_vs_base_value(r, in.environment, in.gpu, how);
+  };
+  return {c, clock};
 }
 
 // The cost model (bench/cost.hpp): the operation at the GPU's peak for its precision; its

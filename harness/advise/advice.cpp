@@ -58,7 +58,7 @@ struct Setup {
   std::optional<bool> fp16_pays;
 };
 
-Setup what_if_setup(const AdviseOptions& o) {
+Setup what_if_setup(const Inputs& in, const AdviseOptions& o) {
   Setup s;
   s.what_if = true;
   s.label = kProfileLabel;
@@ -75,6 +75,12 @@ Setup what_if_setup(const AdviseOptions& o) {
   if (!link) throw Error("--link: '" + o.link + "' is not pcie-gen3, pcie-gen4 or nvlink");
   s.comm.fixed_busbw_gbps = link->busbw_gbps;
   s.comm.intra_latency_s = link->latency_s;
+  // The all-reduce measured in the result files given with the what-if (a two-socket node's ring
+  // across the sockets) bounds the link table's figure at the counts it covers.
+  for (const auto& c : in.curves) s.comm.curves.push_back(c);
+  if (!in.curves.empty())
+    s.assumptions.push_back("the all-reduce measured in the result files bounds the link's figure at " +
+                            std::string("their GPU counts and above (the slower of the two is used)"));
   s.assumptions.push_back("link " + link->name + ": " + fmt(link->busbw_gbps) + " GB/s all-reduce bus bandwidth, " +
                           fmt(link->latency_s * 1e6) + " us per hop (" + link->source + ")");
   const double fp32 = number(*p, "fp32_tflops");
@@ -266,6 +272,7 @@ json advice_row(const Inputs& in, const AdviseOptions& o, const Setup& s, const 
               {"buckets", ov.buckets}, {"input_pinned_ms", p.input_pinned_s * 1e3},
               {"input_pageable_ms", p.input_pageable_s * 1e3}, {"bottleneck", p.bottleneck}, {"why", p.why},
               {"comm_method", whole.method}, {"step_source", st.source},
+              {"peak_memory_bytes", st.peak_memory_bytes ? json(*st.peak_memory_bytes) : json(nullptr)},
               {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.from_conv ? "conv" : "train"},
               {"label", s.label},
               {"measured", nullptr}};
@@ -294,13 +301,23 @@ json advice_rows(const Inputs& in, const AdviseOptions& o, const Setup& s, const
   return rows;
 }
 
+// The train records' peak memory per (precision, layout, batch), for the larger-batch statement.
+json train_memory(const Inputs& in) {
+  json out = json::array();
+  for (const auto& s : in.steps)
+    if (s.peak_memory_bytes)
+      out.push_back({{"precision", s.precision}, {"layout", s.layout}, {"batch", s.batch},
+                     {"peak_memory_bytes", *s.peak_memory_bytes}, {"source", s.source}});
+  return out;
+}
+
 }  // namespace
 
 json build_advice(const Inputs& in, const AdviseOptions& o) {
   if (!o.link.empty() && o.profile.empty()) throw Error("--link is for the what-if: give --profile too");
   if (o.nodes > 1 && !o.inter_node_gbps)
     throw Error("--nodes " + std::to_string(o.nodes) + ": more than one node needs --inter-node-gbps");
-  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(o);
+  Setup s = o.profile.empty() ? measured_setup(in, o) : what_if_setup(in, o);
   s.comm.nodes = o.nodes;
   s.comm.inter_gbps = o.inter_node_gbps;
   const std::vector<int> counts = gpu_counts(in, o, s);
@@ -325,6 +342,9 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"host_pageable_gbps", s.pageable ? json(*s.pageable) : json(nullptr)},
                       {"host_source", s.host_source},
                       {"global_batch", o.global_batch ? json(*o.global_batch) : json(nullptr)},
+                      {"gpu_memory_bytes", in.gpu_memory_bytes ? json(*in.gpu_memory_bytes) : json(nullptr)},
+                      {"gpu_memory_note", in.gpu_memory_note},
+                      {"train_memory", train_memory(in)},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
   advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
   return advice;

@@ -96,6 +96,22 @@ CommEstimate allreduce_time(const CommModel& m, double bytes, int per_node) {
     if (m.fixed_busbw_gbps) {
       intra_busbw = *m.fixed_busbw_gbps;
       intra_src = "bus bandwidth " + fmt(intra_busbw) + " GB/s (link table)";
+      // What-if with result files: an all-reduce measured on this node at this many GPUs or fewer
+      // (the largest such count) bounds the ring where it is slower than the link table's figure:
+      // on a two-socket node the ring crosses the sockets, which a uniform link does not show.
+      const CommModel::Curve* measured = nullptr;
+      for (const auto& c : m.curves)
+        if (c.ngpus >= 2 && c.ngpus <= per_node && !c.points.empty() && (!measured || c.ngpus > measured->ngpus))
+          measured = &c;
+      if (measured) {
+        const double bw = interpolate_busbw(measured->points, bytes);
+        if (bw > 0 && bw < intra_busbw) {
+          intra_busbw = bw;
+          intra_src = "bus bandwidth " + fmt(bw) + " GB/s measured over " + std::to_string(measured->ngpus) +
+                      " GPUs of the result files (their ring's slowest link, e.g. across CPU sockets), below the "
+                      "link table's " + fmt(*m.fixed_busbw_gbps) + " GB/s";
+        }
+      }
     } else {
       bool exact = false;
       const CommModel::Curve* c = curve_for(m, per_node, exact);

@@ -2,13 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "base/error.hpp"
+#include "node/profiles.hpp"
 
 namespace nb::advise {
 namespace {
+
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
 
 using nlohmann::json;
 
@@ -26,6 +35,19 @@ std::string str(const json& obj, const char* key) {
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+std::string fmt_num(double v) {
+  std::ostringstream os;
+  os << std::setprecision(3) << v;
+  return os.str();
+}
+
+// "23,040 MiB"
+std::string fmt_mib(double bytes) {
+  std::string s = std::to_string((long long)std::llround(bytes / 1048576.0));
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s + " MiB";
+}
 
 bool has_flag(const json& r, const char* flag) {
   const auto it = r.find("flags");
@@ -64,6 +86,11 @@ class Gatherer {
     } else if (starts_with(id, "train/resnet50/")) {
       const auto ms = num(m, "step_time_ms");
       add_step(train_, id, p, ms ? std::optional<double>(*ms * 1e-3) : std::nullopt, false);
+      if (const auto mem = num(m, "peak_memory_bytes"); mem && num(p, "batch")) {
+        const auto it = train_.find({str(p, "precision"), str(p, "layout"), int(*num(p, "batch"))});
+        if (it != train_.end() && (!it->second.peak_memory_bytes || *mem > *it->second.peak_memory_bytes))
+          it->second.peak_memory_bytes = *mem;
+      }
     } else if (starts_with(id, "conv/resnet50/") && str(p, "pass") == "train") {
       const auto us = num(m, "time_us");
       add_step(conv_, id, p, us ? std::optional<double>(*us * 1e-6) : std::nullopt, true);
@@ -131,7 +158,7 @@ class Gatherer {
     if (!step_s || !b || !(*step_s > 0)) return;
     Key k{str(p, "precision"), str(p, "layout"), int(*b)};
     StepSource& s = into[k];
-    if (*step_s > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *step_s, id, from_conv};
+    if (*step_s > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *step_s, id, from_conv, std::nullopt};
   }
 
   void add_dp(const std::string& id, const json& p, const json& m) {
@@ -180,6 +207,36 @@ class Gatherer {
   std::map<Key, StepSource> train_, conv_;
 };
 
+// The smallest GPU memory of an environment, with its ECC state and (from the device profile's
+// memory_mib and ecc_memory_share) what ECC costs.
+void add_gpu_memory(Inputs& in, const json& env) {
+  if (!env.is_object() || !env.contains("gpus") || !env["gpus"].is_array()) return;
+  for (const json& g : env["gpus"]) {
+    const auto bytes = num(g, "memory_bytes");
+    if (!bytes || (in.gpu_memory_bytes && *bytes >= *in.gpu_memory_bytes)) continue;
+    in.gpu_memory_bytes = *bytes;
+    const std::string name = str(g, "name");
+    std::string note = fmt_mib(*bytes) + " per GPU (" + (name.empty() ? std::string("GPU") : name);
+    const auto ecc = g.contains("ecc_enabled") && g["ecc_enabled"].is_boolean() ? std::optional<bool>(g["ecc_enabled"].get<bool>())
+                                                                                  : std::nullopt;
+    const DeviceProfile* prof = str(g, "profile").empty() ? nullptr : builtin_profiles().find(str(g, "profile"));
+    std::optional<double> share, total;
+    if (prof) {
+      if (auto it = prof->numbers.find("ecc_memory_share"); it != prof->numbers.end()) share = it->second;
+      if (auto it = prof->numbers.find("memory_mib"); it != prof->numbers.end()) total = it->second;
+    }
+    if (ecc && *ecc)
+      note += ", ECC on" + (share && total ? ": it reserves " + fmt_mib(*share * *total * 1048576.0) + ", " +
+                                                 fmt_num(100 * *share) + "% of " + fmt_mib(*total * 1048576.0)
+                                           : std::string());
+    else if (ecc)
+      note += ", ECC off" + (share && total ? ": turning it on reserves " + fmt_mib(*share * *total * 1048576.0) +
+                                                  " of it"
+                                            : std::string());
+    in.gpu_memory_note = note + ")";
+  }
+}
+
 }  // namespace
 
 Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtype) {
@@ -189,6 +246,7 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
     ++in.files;
     if (!doc.is_object()) continue;
     g.add_fp16_verdicts(doc.contains("analysis") ? doc["analysis"] : json());
+    if (doc.contains("environment")) add_gpu_memory(in, doc["environment"]);
     if (!doc.contains("records") || !doc["records"].is_array()) continue;
     for (const json& r : doc["records"]) g.add_record(r);
   }

@@ -21,6 +21,7 @@ struct StepSource {
   double step_s = 0;      // the slowest GPU's one-GPU step
   std::string source;     // "train/resnet50/fp16/nhwc/b256" or the conv case, with its caveat
   bool from_conv = false; // the conv family's network case: convolutions only
+  std::optional<double> peak_memory_bytes;  // the train record's peak device memory, where recorded
 };
 
 struct MeasuredDp {
@@ -57,6 +58,10 @@ struct Inputs {
   std::vector<MeasuredDp> dp;
   std::vector<std::string> fp16_verdicts;  // "pays: FP16 runs 12.45x ..." per GPU
   InputPipeline input_pipeline;  // set by the command (empty: not measured)
+  // The smallest GPU memory of the files' environments (what CUDA reports: with ECC on, what the
+  // ECC reserve leaves), and how it was read (the ECC state and what ECC costs, where known).
+  std::optional<double> gpu_memory_bytes;
+  std::string gpu_memory_note;
   int files = 0;
 };
 

@@ -1,6 +1,7 @@
 // The recommendation and the text of `nodebench advise` (docs/ADVISE.md).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <iomanip>
 #include <sstream>
 
@@ -158,6 +159,67 @@ void add_accumulation(json& out, const json& rows, const json& c, int top, int g
     }
 }
 
+// Where accumulation reaches the global batch at the chosen batch, a larger per-GPU batch that the
+// GPU's memory holds needs fewer micro-steps. Memory per batch from the train records of the chosen
+// precision and layout (peak_memory_bytes): a line through the smallest and largest batch measured,
+// through zero with one; a batch fits when its predicted peak is within kMemoryUse of the GPU's
+// memory (as CUDA reports it: with ECC on, after the ECC reserve).
+constexpr double kMemoryUse = 0.90;
+void add_larger_batch(json& out, const json& advice, const json& rows, const json& c, int top, int global_batch,
+                      const std::string& tag) {
+  const json& inputs = advice["inputs"];
+  if (!inputs.contains("gpu_memory_bytes") || !inputs["gpu_memory_bytes"].is_number()) return;
+  const double cap = inputs["gpu_memory_bytes"].get<double>();
+  const int b = c["batch"].get<int>();
+  const int k = accumulation_steps(global_batch, top, b);
+  if (k <= 1) return;
+  // batch -> peak bytes: the train records of the chosen precision and layout; for a step of
+  // another kind (--step-ms), those of every precision and layout measured, the largest per batch
+  // (nodebench's own step standing in for the framework's, and said so).
+  std::map<int, double> mem;
+  const json& tm = inputs.contains("train_memory") ? inputs["train_memory"] : json::array();
+  for (const auto& m : tm)
+    if (m["precision"] == c["precision"] && m["layout"] == c["layout"]) mem[m["batch"].get<int>()] = m["peak_memory_bytes"].get<double>();
+  const bool stand_in = mem.empty();
+  if (stand_in)
+    for (const auto& m : tm) {
+      double& slot = mem[m["batch"].get<int>()];
+      slot = std::max(slot, m["peak_memory_bytes"].get<double>());
+    }
+  if (mem.empty()) return;
+  double fixed = 0, per_image = mem.begin()->second / mem.begin()->first;
+  if (mem.size() > 1 && mem.rbegin()->first > mem.begin()->first) {
+    per_image = (mem.rbegin()->second - mem.begin()->second) / double(mem.rbegin()->first - mem.begin()->first);
+    fixed = mem.begin()->second - per_image * mem.begin()->first;
+  }
+  if (!(per_image > 0)) return;
+  const auto predict = [&](int batch) { return fixed + per_image * batch; };
+  int best = 0;
+  for (int bb = 2 * b; bb * top <= global_batch; bb *= 2)
+    if (predict(bb) <= kMemoryUse * cap && accumulation_steps(global_batch, top, bb) < k) best = bb;
+  if (!best) return;
+  const int k2 = accumulation_steps(global_batch, top, best);
+  std::string text = "Larger per-GPU batch: batch " + std::to_string(best) + " fits in memory (predicted peak " +
+                     fmt(predict(best) / 1e9, 1) + " GB of " + fmt(cap / 1e9, 1) + " GB, " +
+                     inputs.value("gpu_memory_note", std::string()) + "; peak memory from the " +
+                     (stand_in ? std::string("ResNet-50 train records (standing in for this step)") : std::string("train records")) +
+                     " at batch " +
+                     std::to_string(mem.begin()->first) +
+                     (mem.size() > 1 ? " and " + std::to_string(mem.rbegin()->first) : std::string()) +
+                     ", using at most " + fmt(100 * kMemoryUse, 0) + "%): " + std::to_string(k2) +
+                     " accumulation step(s) of " + std::to_string(top) + " GPUs x batch " + std::to_string(best) +
+                     " reach the global batch " + std::to_string(global_batch) + " instead of " + std::to_string(k) +
+                     " of batch " + std::to_string(b);
+  const json* measured = nullptr;
+  for (const auto& r : rows)
+    if (r["precision"] == c["precision"] && r["layout"] == c["layout"] && r["batch"] == best && r["gpus"] == top &&
+        r["accumulation"] == k2)
+      measured = &r;
+  if (measured) text += ": " + row_figures(*measured);
+  else text += " (no step was measured at batch " + std::to_string(best) + ": run the train family there to confirm)";
+  out.push_back(statement("larger_batch", text + "." + tag));
+}
+
 std::string parameter_server_text(const json& advice, const json& c, int top, const CommModel& comm) {
   const int nodes = c["nodes"].get<int>();
   const double g = advice["inputs"]["grad_bytes"].get<double>();
@@ -204,7 +266,10 @@ json recommend(const json& advice, const CommModel& comm, const std::vector<std:
   const json& c = *ch.chosen;
   out.push_back(statement("strategy", strategy_text(c, ch.top) + tag));
   out.push_back(statement("batch", batch_text(ch) + tag));
-  if (o.global_batch) add_accumulation(out, rows, c, ch.top, *o.global_batch, tag);
+  if (o.global_batch) {
+    add_accumulation(out, rows, c, ch.top, *o.global_batch, tag);
+    add_larger_batch(out, advice, rows, c, ch.top, *o.global_batch, tag);
+  }
   if (ch.top > 1) out.push_back(statement("parameter_server", parameter_server_text(advice, c, ch.top, comm) + tag));
   out.push_back(statement("fp16", fp16_text(fp16, fp16_pays) + tag));
   if (auto st = input_statement(advice, c, ch.top, input_pipeline, tag)) out.push_back(*st);

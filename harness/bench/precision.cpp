@@ -5,6 +5,7 @@
 
 #include "base/text.hpp"
 #include "bench/benchmark.hpp"
+#include "node/arch_facts.hpp"
 
 namespace nb {
 using nlohmann::json;
@@ -25,6 +26,17 @@ std::vector<const PrecisionEvidence*> by_order() {
 }
 
 // "run the gemm or peak family": the evidences marked `suggested`, most preferred first.
+// With what INT8 inference runs on a GPU below compute capability 7.5: TensorRT 10 and later refuse
+// Pascal, so the last TensorRT that builds engines for it is named (harness/profiles/arch_facts.json).
+std::string int8_stack(int cc) {
+  if (cc >= 75) return "";
+  const std::string trt = arch_pin("tensorrt_last");
+  if (trt.empty()) return "";
+  return "; with TensorRT " + trt + " (" + arch_pin("tensorrt_wheel") + "), the last TensorRT for compute capability " +
+         std::to_string(cc / 10) + "." + std::to_string(cc % 10) + ": TensorRT 10 and later refuse it; or cuBLASLt INT8 "
+         "GEMMs (CUDA 12.x) directly";
+}
+
 std::string suggestion() {
   std::vector<const PrecisionEvidence*> marked;
   for (const auto& e : precision_evidence_registry())
@@ -83,7 +95,8 @@ json verdict_of(const GpuBrief& g, const std::vector<std::pair<PrecisionRow, int
     for (const auto& n : notes) reason += "; " + n;
     v["reason"] = reason;
     if (std::isfinite(i8.speedup) && i8.speedup >= 2.0)
-      v["recommendation"] = "train in FP32; for inference use INT8 (DP4A): " + fmt(i8.speedup) + "x FP32 (" + i8.source + ")";
+      v["recommendation"] = "train in FP32; for inference use INT8 (DP4A): " + fmt(i8.speedup) + "x FP32 (" + i8.source +
+                            ")" + int8_stack(g.cc_major * 10 + g.cc_minor);
     else
       v["recommendation"] = "train and infer in FP32";
   }

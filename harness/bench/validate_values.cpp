@@ -11,6 +11,12 @@
 
 namespace nb {
 
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
+
 using nlohmann::json;
 using jf::at;
 using jf::num_or;
@@ -58,6 +64,55 @@ std::optional<double> percent_of_peak_value(const json& r, std::string& how) {
   }
   how = "no expected peak is known for this GPU: add it to harness/profiles/devices.json";
   return std::nullopt;
+}
+
+std::optional<double> percent_at_clock_value(const json& r, std::string& how) {
+  const json& p = at(r, "percent_of_peak");
+  const double at_clock = num_or(p, "percent_at_clock", NAN);
+  const double sm = num_or(p, "sm_mhz", NAN), peak_mhz = num_or(p, "peak_clock_mhz", NAN);
+  if (std::isfinite(at_clock) && std::isfinite(sm) && std::isfinite(peak_mhz)) {
+    const std::string metric = str_or(p, "metric", "?");
+    how = fmt(num_or(at(r, "metrics"), metric.c_str(), NAN), 2) + " " + metric + " = " + fmt(at_clock, 1) +
+          "% of the " + fmt(num_or(p, "peak_at_clock", NAN), 2) + " peak at the " + fmt(sm, 0) +
+          " MHz it ran at (" + fmt(num_or(p, "percent", NAN), 1) + "% of the " + fmt(num_or(p, "peak", NAN), 2) +
+          " peak at " + fmt(peak_mhz, 0) + " MHz; " + str_or(p, "source") + ")";
+    return at_clock;
+  }
+  const auto v = percent_of_peak_value(r, how);
+  if (v) how += "; the clock it ran at is not recorded: judged against the peak's own clock";
+  return v;
+}
+
+std::optional<double> clock_vs_base_value(const json& r, const json& env, int gpu, std::string& how) {
+  const double sm = num_or(at(r, "clocks"), "sm_mhz_during", NAN);
+  const json* g = environment_gpu(env, gpu);
+  const std::string profile = g ? str_or(*g, "profile") : std::string();
+  const DeviceProfile* p = profile.empty() ? nullptr : builtin_profiles().find(profile);
+  std::optional<double> base;
+  if (p)
+    if (auto it = p->numbers.find("base_mhz"); it != p->numbers.end()) base = it->second;
+  if (!std::isfinite(sm)) {
+    how = "the SM clock during the case is not recorded";
+    return std::nullopt;
+  }
+  if (!base) {
+    how = "SM clock " + fmt(sm, 0) + " MHz; no base clock is known for this GPU (profile " +
+          (profile.empty() ? std::string("none") : profile) + " has no base_mhz)";
+    return std::nullopt;
+  }
+  how = "SM clock " + fmt(sm, 0) + " MHz during the case, base clock " + fmt(*base, 0) + " MHz (profile " + profile + ")";
+  const json& after = at(at(r, "clocks"), "after");
+  std::vector<std::string> seen;
+  if (at(after, "throttle_reasons").is_array() && !after["throttle_reasons"].empty()) {
+    std::vector<std::string> rs;
+    for (const auto& x : after["throttle_reasons"])
+      if (x.is_string()) rs.push_back(x.get<std::string>());
+    seen.push_back("throttle reasons " + join(rs, ", "));
+  }
+  if (std::isfinite(num_or(after, "temperature_c", NAN))) seen.push_back(fmt(num_or(after, "temperature_c", NAN), 0) + " C");
+  if (std::isfinite(num_or(after, "power_w", NAN))) seen.push_back(fmt(num_or(after, "power_w", NAN), 0) + " W");
+  if (!seen.empty()) how += "; after it: " + join(seen, ", ");
+  return 100 * sm / *base;
 }
 
 std::optional<double> max_link_gbps(const json& env, int index, const json* record) {

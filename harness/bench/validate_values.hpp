@@ -25,6 +25,15 @@ const nlohmann::json* largest_record(const nlohmann::json& records, const std::f
 // The record's percent_of_peak.percent, with `how` saying what of which peak; nullopt (and `how`
 // saying so) when no peak is known for the GPU.
 std::optional<double> percent_of_peak_value(const nlohmann::json& r, std::string& how);
+// The percent of the peak at the SM clock the case ran at (percent_of_peak.percent_at_clock), with
+// `how` giving both figures; where the clock is not recorded, percent_of_peak_value (`how` says
+// it is judged against the peak's own clock).
+std::optional<double> percent_at_clock_value(const nlohmann::json& r, std::string& how);
+// The SM clock the case ran at (clocks.sm_mhz_during) in percent of the GPU's base clock (its
+// device profile's `base_mhz`, by the environment's profile name), with `how` giving the clock,
+// the base and what the GPU reported after the case (throttle reasons, temperature, power);
+// nullopt (and `how` saying why) when either is unknown.
+std::optional<double> clock_vs_base_value(const nlohmann::json& r, const nlohmann::json& env, int gpu, std::string& how);
 // The per-direction PCIe rate of a GPU's maximum link (so that a link trained down shows), from
 // the environment, else from the record's details.link.
 std::optional<double> max_link_gbps(const nlohmann::json& env, int index, const nlohmann::json* record = nullptr);

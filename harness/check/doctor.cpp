@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "base/error.hpp"
+#include "node/arch_facts.hpp"
 #include "node/profiles.hpp"
 
 #include "build_info.hpp"
@@ -24,9 +25,18 @@ const RuleData& RuleData::builtin() {
     RuleData r;
     r.compat = json::parse(kBuiltinCompatJson);
     r.frameworks = json::parse(kBuiltinFrameworksJson);
+    r.arch_facts = builtin_arch_facts();
     return r;
   }();
   return d;
+}
+
+std::map<std::string, std::string> RuleData::pin_vars() const {
+  std::map<std::string, std::string> vars;
+  if (arch_facts.is_object() && arch_facts.contains("pins") && arch_facts["pins"].is_object())
+    for (const auto& [k, v] : arch_facts["pins"].items())
+      if (v.is_string()) vars["pin." + k] = v.get<std::string>();
+  return vars;
 }
 
 namespace {

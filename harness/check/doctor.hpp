@@ -10,6 +10,7 @@
 // and frameworks.json, embedded at build time.
 #pragma once
 #include <functional>
+#include <map>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -129,6 +130,9 @@ struct DoctorInput {
 struct RuleData {
   nlohmann::json compat;      // harness/profiles/compat.json
   nlohmann::json frameworks;  // harness/profiles/frameworks.json
+  nlohmann::json arch_facts;  // harness/profiles/arch_facts.json: which builds carry sm_60/61/70, and the pins
+  // The pins of arch_facts.json as substitution variables ({pin.cudnn_version}, ...) for fix texts.
+  std::map<std::string, std::string> pin_vars() const;
   static const RuleData& builtin();
 };
 

@@ -52,7 +52,8 @@ std::vector<Check> rule_driver_runtime(const DoctorInput& in, const RuleData& da
   const std::string too_old_fix =
       "Install a driver >= " + (min ? version_string(*min) : std::string("the one for CUDA ") + rts) + " (CUDA " +
       std::to_string(rt[0]) +
-      ".x). Pascal and Volta GPUs must stay on the R580 branch, the last that supports them; for an older driver "
+      ".x). Maxwell, Pascal and Volta GPUs must stay on the R580 branch, the last that supports them, with its "
+      "proprietary kernel modules (the open modules, the packages' default since R560, cannot drive them); for an older driver "
       "use a nodebench built with CUDA 12.x (needs >= 525.60.13; scripts/build-cuda12.sh).";
   const std::string compat_fix =
       "The driver's native CUDA is " + cdv_s.value_or("?") + " and the runtime is " + rts +
@@ -124,20 +125,35 @@ std::vector<Check> rule_driver_gpu_support(const DoctorInput& in, const RuleData
     }
     const std::string an = arch->value("name", "this architecture");
     const int last = arch->value("last_branch", 0);
+    const std::string lasts = "R" + std::to_string(last);
+    const bool proprietary = arch->value("kernel_modules", "") == "proprietary";
+    const auto pins = data.pin_vars();
+    const auto pin = [&](const std::string& k) { const auto it = pins.find("pin." + k); return it == pins.end() ? std::string() : it->second; };
+    // Since R560 NVIDIA's packages install the open kernel modules by default; they drive Turing
+    // and newer only, so the fix must name the proprietary ones for an older architecture.
+    const std::string flavour =
+        proprietary ? " with the proprietary kernel modules, not the open ones (NVIDIA's packages install the open "
+                      "modules by default since R560, and they cannot drive " + an +
+                          (pin("driver_packages").empty() ? std::string() : "; " + pin("driver_packages")) + ")"
+                    : std::string();
     const std::string ev = g.label() + " is " + an + "; driver " + *drv_s + " is branch R" + std::to_string(branch) +
-                           "; R" + std::to_string(last) + " is the last branch that supports " + an;
+                           "; " + lasts + " is the last branch that supports " + an +
+                           (proprietary ? ", with the proprietary kernel modules only" : "");
     if (branch > last)
       out.push_back(make_check(id, g.index, Severity::fail,
                                "driver branch R" + std::to_string(branch) + " does not support " + an, ev,
-                               "Install an R" + std::to_string(last) + " driver (the last for " + an +
-                                   "; R580 is a long-term branch supported to 2028) and hold it there."));
+                               "Install an " + lasts + " driver" + flavour + ". " + lasts + " is the last branch for " + an +
+                                   (last == 580 ? " and the only one still maintained (a long-term branch, supported to "
+                                                  "2028; R535 reached its end of life in June 2026)"
+                                                : std::string()) +
+                                   "; hold it there (apt-mark hold)."));
     else if (branch == last)
       out.push_back(make_check(id, g.index, Severity::info,
-                               "R" + std::to_string(last) + " is the last driver branch for " + an, ev,
-                               "Pin the driver to the R" + std::to_string(last) +
-                                   " branch (e.g. the distribution's 580 meta-package, apt-mark hold) so that an "
-                                   "upgrade does not drop this GPU; CUDA 13 needs R580 too, so that combination stays "
-                                   "possible, but CUDA 13 libraries lack this GPU's architecture (see libs.*)."));
+                               lasts + " is the last driver branch for " + an, ev,
+                               "Pin the driver to the " + lasts + " branch" + flavour +
+                                   ", and hold it (apt-mark hold) so that an upgrade does not drop this GPU; CUDA 13 "
+                                   "needs R580 too, so that combination stays possible, but CUDA 13 libraries lack "
+                                   "this GPU's architecture (see libs.*)."));
     else
       out.push_back(make_check(id, g.index, Severity::ok, "driver R" + std::to_string(branch) + " supports " + an, ev));
   }
@@ -220,9 +236,12 @@ std::vector<Check> rule_libraries(const DoctorInput& in, const RuleData& data) {
     if (ver_s) {
       const std::vector<int> ver = parse_version(*ver_s);
       if (std::string(lib.id) == "libs.nccl") {
+        // The first entry of this CUDA major whose min_version (if any) the version reaches.
         if (!rt.empty() && at(libs, "nccl_by_cuda_major").is_array())
           for (const auto& e : at(libs, "nccl_by_cuda_major"))
-            if (e.value("cuda_major", 0) == rt[0]) entry = &e;
+            if (!entry && e.value("cuda_major", 0) == rt[0] &&
+                compare_versions(ver, parse_version(e.value("min_version", "0"))) >= 0)
+              entry = &e;
       } else {
         const json& list_j = at(libs, lib.id + 5);  // "libs.cublas" -> "cublas"
         if (list_j.is_array())
@@ -243,7 +262,9 @@ std::vector<Check> rule_libraries(const DoctorInput& in, const RuleData& data) {
         continue;
       }
       const auto min_cc = parse_cc(entry->value("min_cc", "0.0")).value_or(0);
-      const std::map<std::string, std::string> vars = {{"version", *ver_s}, {"cc", cc_string(*g.cc)}};
+      std::map<std::string, std::string> vars = data.pin_vars();
+      vars["version"] = *ver_s;
+      vars["cc"] = cc_string(*g.cc);
       const std::string why = subst(entry->value("why", ""), vars);
       const std::string ev = why + "; " + g.label();
       if (*g.cc >= min_cc) {

@@ -2,8 +2,10 @@
 // throttling, temperature.
 #include "check/doctor.hpp"
 #include "check/doctor_util.hpp"
+#include "node/profiles.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +13,12 @@
 #include <vector>
 
 namespace nb {
+
+// The built-in device profiles, parsed once (a profile found in them outlives the call).
+static const ProfileDb& builtin_profiles() {
+  static const ProfileDb db = ProfileDb::builtin();
+  return db;
+}
 
 using namespace doctor_detail;
 
@@ -131,8 +139,17 @@ std::vector<Check> rule_processes(const DoctorInput& in) {
 
 std::vector<Check> rule_mig(const DoctorInput& in) {
   std::vector<Check> out;
+  // MIG exists from compute capability 8.0 on: below it, one line for all such GPUs.
+  std::vector<std::string> pre_mig;
+  for (const auto& g : gpus_of(in.environment))
+    if (g.cc && *g.cc < 80 && !jbool(*g.j, "mig_mode")) pre_mig.push_back(std::to_string(g.index));
+  if (!pre_mig.empty())
+    out.push_back(make_check("gpu.mig", std::nullopt, Severity::info,
+                             "MIG: not applicable (compute capability below 8.0)",
+                             "GPU(s) " + join(pre_mig, ", ") + ": MIG (multi-instance GPU) starts with compute capability 8.0"));
   for (const auto& g : gpus_of(in.environment)) {
     const auto mig = jbool(*g.j, "mig_mode");
+    if (!mig && g.cc && *g.cc < 80) continue;
     if (!mig)
       out.push_back(make_check("gpu.mig", g.index, Severity::info, "MIG mode not reported (unsupported or no NVML)"));
     else if (*mig)
@@ -146,6 +163,28 @@ std::vector<Check> rule_mig(const DoctorInput& in) {
   return out;
 }
 
+namespace {
+
+// What ECC costs a GPU's memory: its device profile's `ecc_memory_share` (GDDR GPUs reserve part of
+// the memory for the check bits; HBM GPUs keep them aside), as text ("1,536 MiB of 24,576 MiB,
+// 6.25%"); empty when the profile does not say.
+std::string ecc_cost_text(const GpuView& g) {
+  const std::string profile = jstr(*g.j, "profile").value_or("");
+  const DeviceProfile* p = profile.empty() ? nullptr : builtin_profiles().find(profile);
+  if (!p) return "";
+  const auto share = p->numbers.find("ecc_memory_share");
+  const auto total = p->numbers.find("memory_mib");
+  if (share == p->numbers.end() || total == p->numbers.end()) return "";
+  const auto mib = [](double v) {
+    std::string s = std::to_string((long long)std::llround(v));
+    for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+    return s + " MiB";
+  };
+  return mib(share->second * total->second) + " of " + mib(total->second) + ", " + fmt(100 * share->second, 2) +
+         "%, on a " + p->name;
+}
+
+}  // namespace
 
 std::vector<Check> rule_ecc(const DoctorInput& in) {
   std::vector<Check> out;
@@ -155,13 +194,23 @@ std::vector<Check> rule_ecc(const DoctorInput& in) {
     const auto mode = jbool(*g.j, "ecc_enabled");
     if (!mode)
       out.push_back(make_check("ecc.mode", g.index, Severity::info, "ECC mode not reported (unsupported or no NVML)"));
-    else if (*mode)
-      out.push_back(make_check("ecc.mode", g.index, Severity::ok, "ECC on"));
-    else
+    else if (*mode) {
+      const std::string cost = ecc_cost_text(g);
+      out.push_back(make_check("ecc.mode", g.index, Severity::ok,
+                               cost.empty() ? std::string("ECC on") : "ECC on: it reserves " + cost,
+                               cost.empty() ? std::string()
+                                            : g.label() + ": the memory CUDA reports (and batch sizes can use) is "
+                                                          "what is left after the ECC reserve"));
+    } else {
+      const std::string cost = ecc_cost_text(g);
       out.push_back(make_check("ecc.mode", g.index, Severity::warn, "ECC is off", g.label() + " runs without ECC",
-                               "Turn ECC on for compute work: nvidia-smi -i " + n +
-                                   " -e 1, then reboot or reset the GPU (it costs a few % of memory bandwidth and capacity on "
-                                   "GDDR GPUs; HBM GPUs have it always on)."));
+                               "Turn ECC on for compute work: nvidia-smi -i " + n + " -e 1, then reboot or reset the GPU. " +
+                                   (cost.empty() ? std::string("On GDDR GPUs ECC reserves part of the memory (and costs some "
+                                                               "bandwidth); HBM GPUs have it always on.")
+                                                 : "It reserves " + cost +
+                                                       " (and costs some bandwidth): a batch that fills the memory "
+                                                       "with ECC off needs to shrink by as much.")));
+    }
     // ecc.errors
     const GpuLive* l = in.live.gpu(g.index);
     const EccCounters e = l ? l->ecc : EccCounters{};
@@ -291,15 +340,29 @@ std::vector<Check> rule_throttle(const DoctorInput& in) {
     else if (all.count("sw_thermal_slowdown"))
       out.push_back(make_check("gpu.throttle", g.index, Severity::warn,
                                "software thermal slowdown: the driver lowers clocks to cool the GPU", ev, cooling));
-    else if (idle_power_cap)
-      out.push_back(make_check("gpu.throttle", g.index, Severity::warn, "power-capped while idle", ev,
-                               "The power limit looks too low: nvidia-smi -q -d POWER -i " + n +
-                                   " shows the current, default and maximum limits; restore it with nvidia-smi -i " + n +
-                                   " -pl <default>."));
-    else if (all.count("applications_clocks_setting") || all.count("display_clock_setting") || all.count("sync_boost"))
+    else if (idle_power_cap) {
+      const auto limit = jnum(*g.j, "power_limit_w");
+      out.push_back(make_check("gpu.throttle", g.index, Severity::warn, "power-capped while idle",
+                               ev + (limit ? "; power limit " + fmt(*limit, 0) + " W" : std::string()),
+                               "The power limit may be below the board's default: read both first (nvidia-smi -i " + n +
+                                   " --query-gpu=power.limit,power.default_limit,power.max_limit --format=csv); only if "
+                                   "the limit is below power.default_limit, restore it: nvidia-smi -i " + n +
+                                   " -pl <power.default_limit as read>. If they are equal, the cap comes from elsewhere "
+                                   "(the chassis or BMC power budget)."));
+    } else if (all.count("applications_clocks_setting") || all.count("display_clock_setting") || all.count("sync_boost")) {
+      // A GPU whose default application clock is its base clock (a P40: 1303 MHz) reaches its boost
+      // only by explicit application clocks: -rac would restore the base clock, not raise it.
+      const auto mem = jnum(*g.j, "clock_mem_max_mhz"), sm = jnum(*g.j, "clock_sm_max_mhz");
+      const std::string ac = mem && sm ? fmt(*mem, 0) + "," + fmt(*sm, 0) : std::string("<memory>,<graphics>");
       out.push_back(make_check("gpu.throttle", g.index, Severity::info, "clocks limited by a setting", ev,
-                               "Application clocks or a clock setting hold the GPU below its boost clock: nvidia-smi -rac -i " +
-                                   n + " resets application clocks; nvidia-smi -rgc -i " + n + " resets locked clocks."));
+                               "Application clocks or a clock setting hold the GPU below its boost clock. List the "
+                               "supported pairs (nvidia-smi -q -d SUPPORTED_CLOCKS -i " + n +
+                                   ") and set the highest explicitly: sudo nvidia-smi -i " + n + " -ac " + ac +
+                                   " (memory,graphics in MHz; on a Tesla P40 memory 3615, graphics up to 1531). "
+                                   "nvidia-smi -rac is not the fix: it restores the default application clocks, which on "
+                                   "a P40 is the 1303 MHz base clock. Locked clocks are reset with nvidia-smi -rgc -i " +
+                                   n + "."));
+    }
     else
       out.push_back(make_check("gpu.throttle", g.index, Severity::ok, "no throttling", ev));
   }

@@ -152,9 +152,11 @@ Check p2p_topology(const PairLevels& pl) {
     return make_check("p2p.topology", std::nullopt, Severity::warn, std::to_string(sys.size()) + " GPU pair(s) cross CPU sockets",
                       tev,
                       "Traffic between these GPUs crosses the inter-socket link (UPI/Infinity Fabric): peer copies "
-                      "and all-reduce run far below PCIe speed or go through host memory. Place multi-GPU jobs on GPUs "
-                      "of one socket (nvidia-smi topo -m), bind each process to its GPU's NUMA node "
-                      "(numactl --cpunodebind), and expect cross-socket all-reduce to be slower.");
+                      "and all-reduce run far below PCIe speed or go through host memory. For communication-bound jobs "
+                      "(large gradients for little compute per step), place them on GPUs of one socket (nvidia-smi "
+                      "topo -m); a compute-bound job (ResNet-50 at a large batch) may still gain from every GPU: "
+                      "nodebench advise weighs the measured all-reduce against the step. Bind each process to its "
+                      "GPU's NUMA node (numactl --cpunodebind), and expect cross-socket all-reduce to be slower.");
   if (!node.empty())
     return make_check("p2p.topology", std::nullopt, Severity::info,
                       std::to_string(node.size()) + " GPU pair(s) meet only at the host bridges of one NUMA node", tev);

@@ -18,6 +18,10 @@ writes it, every figure from the P40's datasheet or the CUDA device properties o
   sources (docs/P40.md, "What a healthy P40 node shows"), not measured; `note` says so. Cases a
   P40 cannot run are skipped with the reason the families give. GEMM and convolution FP16 with FP32
   compute are taken against fp32_tflops (they run on the FP32 units below compute capability 7.0).
+  The GEMMs ran at the 1303 MHz base clock a passively cooled P40 may hold at 250 W (healthy: the
+  records carry percent_at_clock as the binary writes it), the peak kernels at the boost clock; the
+  ResNet-50 train and conv records (FP32 NCHW, batch 64 and 128) are scaled from a GTX 1080 Ti's
+  published rate, so that `nodebench advise` runs on the file. The GPUs report 23,040 MiB: ECC on.
 """
 import json
 import pathlib
@@ -25,6 +29,10 @@ import pathlib
 HERE = pathlib.Path(__file__).resolve().parent
 DEVICES = json.loads((HERE.parent.parent / "harness/profiles/devices.json").read_text())
 BUS = ["0000:04:00.0", "0000:05:00.0", "0000:84:00.0", "0000:85:00.0"]
+P40 = next(p for p in DEVICES["profiles"] if p["name"] == "Tesla P40")
+# 24 GB GDDR5 = 24,576 MiB; ECC on (as captured) reserves 1/16 of it: 23,040 MiB left to CUDA.
+MEMORY_ECC_ON = int(P40["memory_mib"] * (1 - P40["ecc_memory_share"])) << 20
+PINS = json.loads((HERE.parent.parent / "harness/profiles/arch_facts.json").read_text())["pins"]
 
 
 def peaks_of(profile_name):
@@ -45,7 +53,7 @@ def gpu(i):
         "ecc_enabled": True,
         "index": i,
         "l2_bytes": 3145728,
-        "memory_bytes": 24438554624,
+        "memory_bytes": MEMORY_ECC_ON,
         "mig_mode": None,
         "name": "Tesla P40",
         "pci_bus_id": BUS[i],
@@ -142,6 +150,15 @@ CLOCKS = {"before": {"sm_mhz": 1531.0, "mem_mhz": 3615.0, "temperature_c": 34.0,
           "after": {"sm_mhz": 1392.0, "mem_mhz": 3615.0, "temperature_c": 61.0, "power_w": 247.0,
                     "throttle_reasons": ["sw_power_cap"], "throttle_mask": 4},
           "sm_mhz_during": 1392.0}
+# A long SGEMM on a passively cooled P40 at its 250 W limit holds the 1303 MHz base clock (the
+# datasheet's base; sw_power_cap): healthy, below the 1531 MHz boost the peaks assume. A short
+# kernel (the peak family) holds the boost clock.
+BASE, BOOST = float(P40["base_mhz"]), float(P40["peak_clock_mhz"])
+GEMM_CLOCKS = {"before": CLOCKS["before"],
+               "after": {"sm_mhz": BASE, "mem_mhz": 3615.0, "temperature_c": 74.0, "power_w": 250.0,
+                         "throttle_reasons": ["sw_power_cap"], "throttle_mask": 4},
+               "sm_mhz_during": BASE}
+PEAK_CLOCKS = dict(CLOCKS, sm_mhz_during=BOOST)
 RECORDS = []
 
 
@@ -155,12 +172,12 @@ def stats_of(samples):
             "p10": a[1], "p90": a[-2], "cv": sd / mean, "ci_median": {"level": 0.98, "low": a[2], "high": a[-3]}}
 
 
-def add(family, case, params, gpus, *, seconds=None, metrics=None, peak=None, reason=None, flags=(), clocks=True):
+def add(family, case, params, gpus, *, seconds=None, metrics=None, peak=None, reason=None, flags=(), clocks=CLOCKS):
     rec = {"id": family + "/" + case, "family": family, "case": case, "params": params, "gpus": gpus,
            "status": "ok" if reason is None else "skipped", "reason": reason,
            "reason_kind": None if reason is None else "unsupported",
            "stats": None, "metrics": {}, "percent_of_peak": None, "flags": list(flags), "samples_s": [],
-           "clocks": CLOCKS if clocks and reason is None else {}, "started_at": T0, "duration_s": 0.0}
+           "clocks": clocks if clocks and reason is None else {}, "started_at": T0, "duration_s": 0.0}
     if reason is None:
         # ten samples within +-0.5% of the time, deterministic
         samples = [seconds * (1 + 0.001 * ((i * 7) % 11 - 5)) for i in range(10)]
@@ -170,20 +187,26 @@ def add(family, case, params, gpus, *, seconds=None, metrics=None, peak=None, re
         rec["duration_s"] = round(sum(samples) + 0.05, 6)
         if peak:
             metric, key = peak
-            rec["percent_of_peak"] = {"metric": metric, "peak": PEAK[key], "percent": 100 * metrics[metric] / PEAK[key],
+            pct = 100 * metrics[metric] / PEAK[key]
+            rec["percent_of_peak"] = {"metric": metric, "peak": PEAK[key], "percent": pct,
                                       "peak_key": key, "source": "profile:Tesla P40"}
-        rec["primary_metric"] = next(m for m in ("tflops", "tops", "train_images_per_s", "busbw_gbps", "gbps", "latency_us")
-                                     if m in metrics)
+            sm = rec["clocks"].get("sm_mhz_during") if rec["clocks"] else None
+            if sm and not key.endswith("_gbps"):  # as harness/run/record.cpp writes it
+                rec["percent_of_peak"].update({"peak_clock_mhz": BOOST, "sm_mhz": sm, "peak_at_clock": PEAK[key] * sm / BOOST,
+                                               "percent_at_clock": pct * BOOST / sm})
+        rec["primary_metric"] = next(m for m in ("images_per_s", "tflops", "tops", "train_images_per_s", "busbw_gbps",
+                                                 "gbps", "latency_us") if m in metrics)
         rec["primary_better"] = "lower" if rec["primary_metric"].endswith("_us") else "higher"
     RECORDS.append(rec)
     return rec
 
 
-# GEMM. Rates at 8192^3 from the datasheet's 11.76 TFLOPS FP32 at ~88% (SGEMM on a 250 W P40 runs
-# below its boost clock), FP16 with FP32 compute at about the FP32 rate, FP16 accumulation on the
-# 1/64-rate HFMA2 units, INT8 (DP4A) at ~80% of 47 TOPS, FP64 at 1/32.
-GEMM = {"fp64": (0.33, "fp64_tflops"), "fp32": (10.4, "fp32_tflops"), "fp16": (10.1, "fp32_tflops"),
-        "fp16acc16": (0.17, "fp16_tflops"), "int8": (37.5, "int8_tops")}
+# GEMM at the base clock it holds (GEMM_CLOCKS): each precision's share of its peak at that clock,
+# as cuBLAS reaches it (SGEMM 93%: 9.3 TFLOPS of the 10.0 a P40 has at 1303 MHz, i.e. 79% of the
+# 11.76 boost peak), FP16 with FP32 compute on the FP32 units, FP16 accumulation on the 1/64-rate
+# HFMA2 units, INT8 by DP4A, FP64 at 1/32.
+GEMM = {"fp64": (0.90, "fp64_tflops"), "fp32": (0.93, "fp32_tflops"), "fp16": (0.90, "fp32_tflops"),
+        "fp16acc16": (0.94, "fp16_tflops"), "int8": (0.80, "int8_tops")}
 NEEDS = {"tf32": "TF32 tensor cores (compute capability 8.0 or newer)",
          "bf16": "BF16 arithmetic (compute capability 8.0 or newer)",
          "fp8": "FP8 tensor cores (compute capability 8.9 or newer)"}
@@ -195,13 +218,13 @@ def gemm(prec, api, n):
     if prec in NEEDS:
         return add("gemm", case, params, [0],
                    reason="%s needs %s; this GPU has compute capability 6.1" % (prec, NEEDS[prec]))
-    rate, key = GEMM[prec]
-    rate *= {1024: 0.72, 4096: 0.96, 8192: 1.0}[n]
+    share, key = GEMM[prec]
+    rate = round(share * PEAK[key] * BASE / BOOST * {1024: 0.72, 4096: 0.96, 8192: 1.0}[n], 4)
     unit = "tops" if prec == "int8" else "tflops"
     flops = 2.0 * n ** 3
     sec = flops / (rate * 1e12)
     return add("gemm", case, params, [0], seconds=sec, metrics={unit: rate, "time_us": sec * 1e6}, peak=(unit, key),
-               flags=["power_capped"])
+               flags=["power_capped"], clocks=GEMM_CLOCKS)
 
 
 for n in (1024, 4096, 8192):
@@ -223,7 +246,8 @@ for unit, rate, metric, key, needs in PEAK_UNITS:
     if needs:
         add("peak", unit, {"unit": unit}, [0], reason="%s needs %s; this GPU has compute capability 6.1" % (unit, needs))
     else:
-        add("peak", unit, {"unit": unit}, [0], seconds=0.05, metrics={metric: rate}, peak=(metric, key) if key else None)
+        add("peak", unit, {"unit": unit}, [0], seconds=0.05, metrics={metric: rate}, peak=(metric, key) if key else None,
+            clocks=PEAK_CLOCKS)
 
 # Memory: 4 GiB streaming copy and triad at ~82% of the 346 GB/s datasheet rate.
 GiB = 1 << 30
@@ -261,6 +285,29 @@ ar = add("nccl", "all_reduce/float/out_of_place/eager/256MiB/ngpus4",
          [0, 1, 2, 3], seconds=256 * MiB / 3.6e9,
          metrics={"busbw_gbps": 5.4, "algbw_gbps": 3.6})
 
+# ResNet-50 training, FP32 NCHW (FP16 does not pay on a P40), so that `nodebench advise` runs on
+# this file. From public figures, not measured: a GTX 1080 Ti (GP102, 28 SMs, 1582 MHz boost) trains
+# 208.7 images/s at batch 64 (TensorFlow 2.2, synthetic data; lambda-tensorflow-benchmark), scaled to
+# the P40's 30 SMs at its 1303 MHz base clock; the step's work grows with the batch at that rate.
+# Peak memory in proportion to the batch, 21.55 GB at batch 256 as nodebench's own TF32 NCHW step
+# plans it (README, results/h200/2026-12-02-full-suite-2/).
+TRAIN_IMAGES_PER_S = 208.7 * (30 * BASE) / (28 * 1582.0)
+MEMORY_PER_IMAGE = 21.55e9 / 256
+TRAIN_FLOP_PER_IMAGE = 3 * 8.2e9  # forward 4.1 GMAC, backward twice it
+for batch in (64, 128):
+    step = batch / TRAIN_IMAGES_PER_S
+    add("train", "resnet50/fp32/nchw/b%d" % batch, {"precision": "fp32", "layout": "nchw", "batch": batch}, [0],
+        seconds=step, clocks=GEMM_CLOCKS,
+        metrics={"step_time_ms": step * 1e3, "images_per_s": TRAIN_IMAGES_PER_S,
+                 "peak_memory_bytes": MEMORY_PER_IMAGE * batch,
+                 "tflops": TRAIN_IMAGES_PER_S * TRAIN_FLOP_PER_IMAGE / 1e12})
+    # The conv family's network case: the convolutions of that step only (taken as 70% of it).
+    conv = 0.7 * step
+    add("conv", "resnet50/fp32/nchw/b%d" % batch,
+        {"layer": "resnet50_total", "network": "resnet50", "pass": "train", "precision": "fp32", "layout": "nchw",
+         "batch": batch}, [0], seconds=conv, clocks=GEMM_CLOCKS,
+        metrics={"time_us": conv * 1e6, "train_images_per_s": batch / conv})
+
 # analysis.fp16_vs_fp32 as the binary computes it from these records (harness/bench/analysis.cpp).
 def rate_of(pred):
     best = None
@@ -294,7 +341,10 @@ ANALYSIS = {
         "reason": "FP16 runs only %.2fx as fast as FP32 (gemm 8192^3: fp16 / fp32): mixed precision does not pay "
                   "(compute capability 6.1: FP16 arithmetic at 1/64 of FP32, no tensor cores)" % (f16 / f32),
         "recommendation": "train in FP32; for inference use INT8 (DP4A): %.2fx FP32 (%s)"
-                          % (best_i8["speedup_x"], best_i8["source"]),
+                          % (best_i8["speedup_x"], best_i8["source"]) +
+                          "; with TensorRT %s (%s), the last TensorRT for compute capability 6.1: TensorRT 10 and "
+                          "later refuse it; or cuBLASLt INT8 GEMMs (CUDA 12.x) directly"
+                          % (PINS["tensorrt_last"], PINS["tensorrt_wheel"]),
     }],
     "p2p": {"gpus": [0, 1, 2, 3],
             "access": [[i != j and socket(i) == socket(j) for j in range(4)] for i in range(4)],

@@ -3,7 +3,8 @@
 # scripts/dev/ parses (bash -n) and, where shellcheck is installed, has no warning; the
 # GPU-machine session script rejects an unknown step (exit 2), lists its steps in --help, and,
 # given a time budget too short for its steps, skips them, prints its table and leaves at most
-# 8 files in OUT.
+# 8 files in OUT; scripts/dev/read_wheel_archs.py reads a wheel at hand with a stand-in for the
+# fatbin reader and compares it with harness/profiles/arch_facts.json.
 # Exit status: 0 all passed, 1 a check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,6 +22,39 @@ for f in scripts/*.sh scripts/dev/*.sh tests/scripts/*.sh; do
     check "shellcheck -S warning $f" shellcheck -S warning "$f"
   fi
 done
+
+# scripts/dev/read_wheel_archs.py on a wheel at hand (no download) and a stand-in for
+# `nodebench fatbin --json`: it agrees with arch_facts.json's row, and says which row differs (exit
+# 1) when the wheel's lowest SASS is not the row's.
+mkdir -p "$tmp/whl"
+"$(command -v python3)" - "$tmp/whl" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1] + "/nvidia_nccl_cu12-2.27.7-py3-none-manylinux2014_x86_64.whl", "w") as z:
+    z.writestr("nvidia/nccl/lib/libnccl.so.2", b"not really a library")
+    z.writestr("nvidia/nccl/include/nccl.h", b"")
+PY
+for lowest in 50 60; do
+  cat > "$tmp/whl/fake_nb_$lowest" <<SH
+#!/bin/sh
+[ "\$1" = fatbin ] && [ "\$2" = --json ] || exit 2
+shift 2
+for f in "\$@"; do
+  echo "{\"file\": \"\$f\", \"sass\": [\"sm_$lowest\", \"sm_60\", \"sm_61\", \"sm_70\", \"sm_90\"], \"ptx\": []}"
+done
+SH
+  chmod +x "$tmp/whl/fake_nb_$lowest"
+  python3 scripts/dev/read_wheel_archs.py --nodebench "$tmp/whl/fake_nb_$lowest" --download-dir "$tmp/whl" \
+    --wheel-files "$tmp/whl/nvidia_nccl_cu12-2.27.7-py3-none-manylinux2014_x86_64.whl" --out "$tmp/whl/out$lowest" \
+    > "$tmp/whl/out$lowest.txt" 2>&1
+  echo $? > "$tmp/whl/rc$lowest"
+done
+check "read_wheel_archs: the row's lowest SASS read back agrees (rc=$(cat "$tmp/whl/rc50"))" \
+  bash -c "[ \$(cat '$tmp/whl/rc50') = 0 ] && grep -q 'agrees with arch_facts.json' '$tmp/whl/out50.txt'"
+check "read_wheel_archs: only libnccl.so.2 was read, and written out" \
+  bash -c "grep -q 'libnccl.so.2 .*SASS sm_50' '$tmp/whl/out50/wheel_archs.txt' && ! grep -q nccl.h '$tmp/whl/out50.txt'"
+check "read_wheel_archs: a wheel starting at sm_60 differs from the row (rc=$(cat "$tmp/whl/rc60"))" \
+  bash -c "[ \$(cat '$tmp/whl/rc60') = 1 ] && grep -q 'DIFFERS: lowest SASS: arch_facts.json says sm_50, the wheel sm_60' '$tmp/whl/out60.txt'"
+check "read_wheel_archs: the rows not read from a wheel are listed as such" grep -q "not re-read: pytorch torch 2.14" "$tmp/whl/out50.txt"
 
 gs=scripts/dev/gpu_session.sh
 bash "$gs" nosuch > /dev/null 2> "$tmp/err"; rc=$?
