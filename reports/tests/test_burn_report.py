@@ -108,24 +108,41 @@ def test_reports_without_a_burn_show_nothing_of_it():
 
 
 # ----------------------------------------------------------------------------------------------
-# scripts/dev/burn_vs_gpu_burn.py: reading gpu-burn's progress lines (as its source prints them)
+# scripts/dev/burn_peer_summary.py: reading gpu-burn's progress lines (as its source prints them)
 
 def _script():
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "burn_vs_gpu_burn.py"
-    spec = importlib.util.spec_from_file_location("burn_vs_gpu_burn", path)
+    path = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "burn_peer_summary.py"
+    spec = importlib.util.spec_from_file_location("burn_peer_summary", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_gpu_burn_rates_are_the_second_halfs_per_gpu_means():
+def test_gpu_burn_rates_are_the_second_halfs_per_gpu_means(tmp_path):
     s = _script()
-    text = ("\r10.0%  proc'd: 100 (40000 Gflop/s) - 90 (39000 Gflop/s)   errors: 0 - 0   temps: 50 C - 51 C "
-            "\r60.0%  proc'd: 700 (50000 Gflop/s) - 690 (48000 Gflop/s)   errors: 0 - 0   temps: 60 C - 61 C "
-            "\n\tSummary at:   Sun Dec  6\n\n"
-            "\r90.0%  proc'd: 900 (52000 Gflop/s) - 880 (46000 Gflop/s)   errors: 0 - 0   temps: 62 C - 63 C "
-            "\nTested 2 GPUs:\n\tGPU 0: OK\n\tGPU 1: FAULTY\n")
-    assert s.gpu_burn_rates(text, 300) == {0: 51.0, 1: 47.0}  # TFLOPS, the readings at 60% and 90% only
-    assert s.gpu_burn_errors(text) == {0: 0, 1: 1}
+    log = tmp_path / "1-peer.log"
+    log.write_text("\r10.0%  proc'd: 100 (40000 Gflop/s) - 90 (39000 Gflop/s)   errors: 0 - 0   temps: 50 C - 51 C "
+                   "\r60.0%  proc'd: 700 (50000 Gflop/s) - 690 (48000 Gflop/s)   errors: 0 - 0   temps: 60 C - 61 C "
+                   "\n\tSummary at:   Sun Dec  6\n\n"
+                   "\r90.0%  proc'd: 900 (52000 Gflop/s) - 880 (46000 Gflop/s)   errors: 0 - 2  (WARNING!)   temps: 62 C - 63 C "
+                   "\nTested 2 GPUs:\n\tGPU 0: OK\n\tGPU 1: FAULTY\n")
+    got = s.parse_peer_log(str(log))
+    # TFLOPS: the readings at 60% and 90% only; the 10% one is before the second half.
+    assert got[0]["sustained_tflops"] == 51.0 and got[1]["sustained_tflops"] == 47.0
+    assert got[0]["reports_in_window"] == 2
+    assert (got[0]["max_errors_in_a_report"], got[1]["max_errors_in_a_report"]) == (0, 2)
+    assert (got[0]["verdict"], got[1]["verdict"]) == ("OK", "FAULTY")
+
+
+def test_peer_power_is_the_second_half_of_the_samples(tmp_path):
+    s = _script()
+    csv = tmp_path / "1-peer-power.csv"
+    csv.write_text("2026/12/06 22:00:00.000, 0, 100.0, 700.00, 1980, 40, 0x0\n"
+                   "2026/12/06 22:00:01.000, 0, 300.0, 700.00, 1980, 50, 0x0\n"
+                   "2026/12/06 22:00:02.000, 0, 690.0, 700.00, 1980, 60, 0x0\n"
+                   "2026/12/06 22:00:03.000, 0, 700.0, 700.00, 1980, 61, 0x4\n"
+                   "[N/A], garbage line\n")
+    got = s.parse_power(str(csv))
+    assert got[0]["mean_power_w"] == 695.0 and got[0]["power_limit_w"] == 700.0 and got[0]["samples_in_window"] == 2
