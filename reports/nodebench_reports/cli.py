@@ -62,6 +62,21 @@ def _fail_on(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"--fail-on {text!r}: {exc}") from None
 
 
+def _date(text: str) -> str:
+    """An ISO date or date-time (2025-01-31, 2025-01-31T02:00:00Z), kept as given (runs' started_at
+    are compared as ISO text)."""
+    import datetime as _dt
+    t = text.strip()
+    try:
+        if not t or not t[:1].isdigit():
+            raise ValueError
+        _dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; give an ISO date such as 2025-01-31 "
+                                         f"or 2025-01-31T02:00:00Z") from None
+    return t
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -150,7 +165,7 @@ def cmd_ingest(args) -> int:
     runs = load_runs(args.results)  # every file is checked before anything is written
     conn = open_db(args.db, create=True)
     try:
-        res = ingest(conn, runs, node=args.node)
+        res = ingest(conn, runs, node=args.node, replace_with_fewer=args.replace_with_fewer)
     finally:
         conn.close()
     print(f"ingested {res.runs} run(s) ({res.records} ok record(s)) into {args.db}"
@@ -315,12 +330,16 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=fmt, epilog=_EPILOG, description=(
                            "Add runs to the history DB: an SQLite file (created if needed) or a PostgreSQL "
                            "database (postgresql://...; the schema is created if needed). A run already there "
-                           "(same run_id) is replaced. Every file is checked before anything is written; each "
+                           "(same run_id) is replaced, unless the file lacks records the stored copy has (refused, "
+                           "see --replace-with-fewer). Every file is checked before anything is written; each "
                            "run is then stored whole in a transaction of its own, so that many nodes may "
                            "ingest into one database at once."))
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files, .json or gzip-compressed .json.gz")
     p.add_argument("--db", required=True, metavar="DB", help=_DB_HELP)
     p.add_argument("--node", help="node name to store (default: environment.host.hostname)")
+    p.add_argument("--replace-with-fewer", action="store_true",
+                   help="replace a stored run even when the file lacks records the stored copy has (refused by "
+                        "default, exit 2, naming what would be lost)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("trend", help="plot a metric over time per node", formatter_class=fmt, epilog=_EPILOG,
@@ -330,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record id, shell-style wildcards allowed (e.g. 'gemm/fp16_*_8192')")
     p.add_argument("--metric", help="metric name (e.g. tflops, gbps, median_s); default: the family's main metric")
     p.add_argument("--node", action="append", help="only this node (repeatable)")
-    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
+    p.add_argument("--since", metavar="DATE", type=_date, help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("-o", "--output", default="trend.png", metavar="FILE",
                    help="image to write, .png or .svg (default trend.png)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the data points")
@@ -354,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="between-run spread of a case where the history has not measured it (default 0.02)")
     p.add_argument("--min-nodes", type=_positive_int, default=3,
                    help="compare a case only when at least this many nodes have it (default 3)")
-    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE")
+    p.add_argument("--since", metavar="DATE", type=_date,
+                   help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
     p.add_argument("--json", metavar="FILE", help="also write the fleet view as JSON")
     p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")

@@ -234,6 +234,10 @@ def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha:
         raise ReportError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0 <= noise_floor < 1:
         raise ReportError(f"the noise floor must be between 0 and 1, got {noise_floor}")
+    for b in bases:
+        if not b.records:   # else every case of NEW would be 'only in new' and the verdict 'no regression'
+            raise ReportError(f"{b.path}: the baseline holds no case (records: [], run status {b.run_status!r}); "
+                              f"there is nothing to compare against")
     bases = sorted(bases, key=lambda r: r.started_at)
     latest = bases[-1]
     result = Comparison(base=latest, new=new, threshold=threshold, alpha=alpha, test=test, bases=bases,

@@ -94,7 +94,7 @@ def read_advice(path: str) -> dict:
     doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != "nodebench.advise":
         raise ReportError(f"{path}: not a nodebench advise document (schema 'nodebench.advise')")
-    if doc.get("schema_version") != 1:
+    if type(doc.get("schema_version")) is not int or doc.get("schema_version") != 1:
         raise ReportError(f"{path}: advise schema_version {doc.get('schema_version')!r}, this reader knows 1")
     rows = doc.get("rows")
     if not isinstance(rows, list):

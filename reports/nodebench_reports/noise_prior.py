@@ -151,7 +151,7 @@ def load(path: str | None = None) -> NoisePrior | None:
     doc = read_json(target)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ReportError(f"{target}: not a noise prior (schema {SCHEMA!r})")
-    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc.get("schema_version"), bool):
+    if type(doc.get("schema_version")) is not int or doc.get("schema_version") != SCHEMA_VERSION:
         raise ReportError(f"{target}: noise prior schema_version {doc.get('schema_version')!r}, this reader knows 1")
     models = doc.get("models")
     if not isinstance(models, dict):

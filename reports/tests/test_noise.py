@@ -95,8 +95,12 @@ def test_bases_spread_and_t_test_match_independent_computation(noisy_runs):
     assert case.base_median_s == pytest.approx(base)
     ratio = meds[3] / base
     assert case.ratio == pytest.approx(ratio)
-    p = st.t.sf(abs(math.log(ratio)) / (sd * math.sqrt(1 + 1 / 3)), 2)
-    assert case.p_between == pytest.approx(p)
+    # Independently: the between-run test of one new median against k base medians is the pooled
+    # two-sample t-test of the log medians ([new] against the k bases: variance from the bases alone,
+    # k - 1 degrees of freedom, scale sd * sqrt(1/k + 1)), one-sided in the direction of the change.
+    side = "greater" if ratio > 1 else "less"
+    p = float(st.ttest_ind([math.log(meds[3])], logs, equal_var=True, alternative=side).pvalue)
+    assert case.p_between == pytest.approx(p, rel=1e-9)
     assert case.p_value == pytest.approx(max(p, case.p_within))
 
 
