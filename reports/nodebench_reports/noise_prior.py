@@ -9,14 +9,16 @@ The file (schema ``nodebench.noise_prior``, version 1) is written by
     {"schema": "nodebench.noise_prior", "schema_version": 1, "command": ..., "files": [...],
      "models": {"NVIDIA H200": {"runs": N,
                                 "cases": {"<case>": {"spread": s, "runs": n, "max_over_min": r}},
-                                "kinds": {"<kind>": {"spread": s, "runs": n, "cases": k}}}}}
+                                "kinds": {"<kind>": {"spread": s, "runs": n, "cases": k}},
+                                "families": {"<family>/**": {"spread": s, "runs": n, "cases": k}}}}}
 
 ``spread`` is the sample standard deviation of the log of the case's figure of merit over the runs
 (the figure ``compare`` judges: the record's ``primary_metric``, else the median time), the same
 measure as the spread of several BASE files or of the history. A case is named by
 :func:`case_name` (record id, plus its mode when not ``alone``, plus ``xN`` for N GPUs); its *kind*
 (:func:`case_kind`, the id without its last part, e.g. ``nccl/all_reduce/float/out_of_place/eager``)
-stands in for a case the prior lacks, with the largest spread among the kind's cases.
+stands in for a case the prior lacks, with the largest spread among the kind's cases, and else its
+*family* (:func:`case_family`, e.g. ``gemm/**``), with the largest spread of the family's cases.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def case_kind(rec: dict) -> str:
     return case_name({**rec, "id": kind})
 
 
+def case_family(rec: dict) -> str:
+    """The case's family (its record's ``family``), with the suffixes of :func:`case_name`."""
+    return case_name({**rec, "id": str(rec.get("family") or rec["id"].split("/", 1)[0]) + "/**"})
+
+
 def figure(rec: dict) -> float | None:
     """The figure compare judges for an ok record: its primary metric when it has one, else the
     median time; None when neither is a positive number."""
@@ -83,6 +90,7 @@ def build(runs_by_model: dict[str, list], command: str = "", files: list[str] | 
     for model, runs in sorted(runs_by_model.items()):
         values: dict[str, list[float]] = {}
         kinds: dict[str, str] = {}
+        families: dict[str, str] = {}
         for run in runs:
             for rec in run.records:
                 if record_model(run, rec) != model:
@@ -93,6 +101,7 @@ def build(runs_by_model: dict[str, list], command: str = "", files: list[str] | 
                 name = case_name(rec)
                 values.setdefault(name, []).append(v)
                 kinds[name] = case_kind(rec)
+                families[name] = case_family(rec)
         cases = {}
         for name, vals in sorted(values.items()):
             if len(vals) < 2:
@@ -100,12 +109,15 @@ def build(runs_by_model: dict[str, list], command: str = "", files: list[str] | 
             cases[name] = {"spread": statistics.stdev(math.log(v) for v in vals), "runs": len(vals),
                            "max_over_min": max(vals) / min(vals)}
         by_kind: dict[str, dict] = {}
+        by_family: dict[str, dict] = {}
         for name, entry in cases.items():
-            k = by_kind.setdefault(kinds[name], {"spread": 0.0, "runs": entry["runs"], "cases": 0})
-            k["spread"] = max(k["spread"], entry["spread"])
-            k["runs"] = min(k["runs"], entry["runs"])
-            k["cases"] += 1
-        models[model] = {"runs": len(runs), "cases": cases, "kinds": dict(sorted(by_kind.items()))}
+            for table, key in ((by_kind, kinds[name]), (by_family, families[name])):
+                k = table.setdefault(key, {"spread": 0.0, "runs": entry["runs"], "cases": 0})
+                k["spread"] = max(k["spread"], entry["spread"])
+                k["runs"] = min(k["runs"], entry["runs"])
+                k["cases"] += 1
+        models[model] = {"runs": len(runs), "cases": cases, "kinds": dict(sorted(by_kind.items())),
+                         "families": dict(sorted(by_family.items()))}
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": command, "files": files or [],
             "models": models}
 
@@ -132,13 +144,15 @@ class NoisePrior:
             case = entry["cases"].get(case_name(rec))
             if case:
                 return PriorEntry(float(case["spread"]), int(case["runs"]), f"prior ({case['runs']} runs, {where})")
-        for m in order:
-            entry = self.models[m]
-            where = m if m == model else f"measured on {m}"
-            kind = entry["kinds"].get(case_kind(rec))
-            if kind:
-                return PriorEntry(float(kind["spread"]), int(kind["runs"]),
-                                  f"prior of kind {case_kind(rec)} ({kind['runs']} runs, {where})")
+        for part, name in (("kinds", case_kind(rec)), ("families", case_family(rec))):
+            for m in order:
+                entry = self.models[m]
+                where = m if m == model else f"measured on {m}"
+                found = (entry.get(part) or {}).get(name)
+                if found:
+                    what = "kind" if part == "kinds" else "family"
+                    return PriorEntry(float(found["spread"]), int(found["runs"]),
+                                      f"prior of {what} {name} ({found['runs']} runs, {where})")
         return None
 
 
@@ -157,8 +171,8 @@ def load(path: str | None = None) -> NoisePrior | None:
     if not isinstance(models, dict):
         raise ReportError(f"{target}: models: expected an object")
     for m, entry in models.items():
-        for part in ("cases", "kinds"):
-            table = entry.get(part) if isinstance(entry, dict) else None
+        for part in ("cases", "kinds", "families"):
+            table = entry.get(part, {} if part == "families" else None) if isinstance(entry, dict) else None
             if not isinstance(table, dict):
                 raise ReportError(f"{target}: models.{m}.{part}: expected an object")
             for name, e in table.items():

@@ -43,6 +43,9 @@ def test_build_measures_the_spread_of_the_figure_compare_judges():
     kind = entry["kinds"]["gemm/fp16/cublaslt/*"]
     members = [v["spread"] for k, v in entry["cases"].items() if k.startswith("gemm/fp16/cublaslt/")]
     assert kind["spread"] == pytest.approx(max(members)) and kind["cases"] == len(members)
+    family = entry["families"]["gemm/**"]
+    assert family["spread"] == pytest.approx(max(v["spread"] for v in entry["cases"].values()))
+    assert family["cases"] == len(entry["cases"])
 
 
 def _prior(spread, runs=10, name=RID, model="NVIDIA H200"):
@@ -135,7 +138,10 @@ def test_kind_and_other_model_fallbacks():
     assert prior.lookup("NVIDIA H200", rec).spread == 0.01
     other = prior.lookup("NVIDIA H200", {"id": "gemm/fp16/cublaslt/square_2048", "gpus": [0]})
     assert other.spread == 0.03 and other.source.startswith("prior of kind gemm/fp16/cublaslt/*")
-    assert prior.lookup("NVIDIA H200", {"id": "memory/copy/8xL2", "gpus": [0]}) is None
+    assert prior.lookup("NVIDIA H200", {"id": "memory/copy/8xL2", "family": "memory", "gpus": [0]}) is None
+    doc["models"]["NVIDIA H200"]["families"] = {"gemm/**": {"spread": 0.05, "runs": 10, "cases": 3}}
+    family = prior.lookup("NVIDIA H200", {"id": "gemm/fp64/cublas/square_4096", "family": "gemm", "gpus": [0]})
+    assert family.spread == 0.05 and family.source.startswith("prior of family gemm/**")
     elsewhere = prior.lookup("Tesla P40", rec)
     assert elsewhere.spread == 0.01 and "measured on NVIDIA H200" in elsewhere.source
     # the same case on two GPUs is another case

@@ -11,12 +11,13 @@ models; same `options` but for output paths; neither file a `--runs N` aggregate
 pairs (held out: the prior is built from them alone) and give pairs of their own, each judged with a
 prior built from the other n-2 runs (leave-pair-out).
 
-For every pair, each case ok on both sides is a comparison; flagged = compare fails on it (exit 1: a
-regression, or 'slower: clock', which fails too under the default --fail-on).
+For every pair, each case ok on both sides is a comparison; flagged = compare calls it a regression;
+failing = compare fails on it (exit 1: a regression, or 'slower: clock', which fails too under the
+default --fail-on).
 BEFORE: compare as it was without a prior (one BASE, no history: the --noise-floor, 2%). AFTER: compare
 with the prior. Planted: a copy of NEW with every *stable* case (one whose prior spread lets a
 --threshold slowdown be called: nodebench_reports.compare's `unstable` rule) made 5% slower
-(scripts/dev/compare_rates.py's scale_record), judged before and after: the share caught.
+(scripts/dev/compare_rates.py's scale_record), judged before and after: the share caught (failing).
 Writes OUT.json (figures, per group, every flagged case) and OUT.md.
 """
 
@@ -45,6 +46,7 @@ from nodebench_reports.load import Run, load_run  # noqa: E402
 
 _PATHS = ("out_file", "gbench_out", "profiles_file", "algo_cache_file")
 PLANT = 1.05
+BEGIN, END = "<!-- false-alarms begin -->", "<!-- false-alarms end -->"
 
 
 def _peek(path: str):
@@ -95,13 +97,17 @@ def prior_of(runs: list[Run]) -> noise_prior.NoisePrior:
 
 
 class Tally:
+    """flagged: verdict 'regression' (the issue's measure); failing: exit 1 by the default --fail-on
+    (a regression or 'slower: clock')."""
+
     def __init__(self):
-        self.compared = self.flagged = 0
+        self.compared = self.flagged = self.failing = 0
         self.flags: list[dict] = []
 
     def json(self) -> dict:
-        return {"compared": self.compared, "flagged": self.flagged,
-                "rate": self.flagged / self.compared if self.compared else None}
+        n = self.compared
+        return {"compared": n, "flagged": self.flagged, "rate": self.flagged / n if n else None,
+                "failing": self.failing, "failing_rate": self.failing / n if n else None}
 
 
 def judge(base: Run, new: Run, prior, tally: Tally, pair: str, verdicts: dict | None = None) -> dict:
@@ -111,8 +117,9 @@ def judge(base: Run, new: Run, prior, tally: Tally, pair: str, verdicts: dict | 
         if c.base_status == c.new_status == "ok":
             tally.compared += 1
             out[c.label] = c
+            tally.flagged += c.regression
             if res.fails(c):   # a regression, or 'slower: clock' (fails too by default)
-                tally.flagged += 1
+                tally.failing += 1
                 tally.flags.append({"pair": pair, "case": c.label, "change_pct": round(c.change_pct, 2),
                                     "p": c.p_value, "verdict": c.verdict, "noise": c.noise_source})
             if verdicts is not None:
@@ -133,7 +140,8 @@ def planted(base: Run, new: Run, prior, stable: set[str], tally: Tally, pair: st
     for c in res.cases:
         if c.label in hit and c.base_status == c.new_status == "ok":
             tally.compared += 1
-            tally.flagged += res.fails(c)
+            tally.flagged += c.regression
+            tally.failing += res.fails(c)
             if not res.fails(c):
                 tally.flags.append({"pair": pair, "case": c.label, "change_pct": round(c.change_pct, 2),
                                     "verdict": c.verdict, "noise": c.noise_source})
@@ -156,31 +164,36 @@ def evaluate(pairs: list[tuple[Run, Run, object, str]]) -> dict:
     return {"pairs": len(pairs) - len(refused), "refused": refused, "before": before.json(), "after": after.json(),
             "after_verdicts": dict(sorted(verdicts.items())),
             "planted_5pct_on_stable": {"before": p_before.json(), "after": p_after.json()},
-            "flagged_before": before.flags, "flagged_after": after.flags,
+            "failing_before": before.flags, "failing_after": after.flags,
             "planted_missed_after": p_after.flags}
 
 
-def _pct(t: dict) -> str:
-    return "-" if t["rate"] is None else f"{t['flagged']} of {t['compared']} ({t['rate'] * 100:.2f}%)"
+def _pct(t: dict, what: str = "flagged") -> str:
+    n = t["compared"]
+    return "-" if not n else f"{t[what]} of {n} ({t[what] / n * 100:.2f}%)"
 
 
 def markdown(out: dict) -> str:
     lines = [f"# compare's false alarms before and after the noise prior", "",
              f"Command: `{out['command']}`", "",
              f"Prior built from {len(out['prior_runs'])} runs: {', '.join(f'`{p}`' for p in out['prior_runs'])}.", "",
-             "| pairs | what | case comparisons flagged as regressions, before (no prior, 2% floor) | after (prior) "
-             "| planted 5% slowdowns on stable cases caught, before | after |",
-             "|---|---|---|---|---|---|"]
+             "Case comparisons (cases ok on both sides) called `regression`, and failing by the default "
+             "`--fail-on` (a regression or `slower: clock`: slower, unchanged per GHz of measured clock); "
+             "planted 5% slowdowns on the cases the prior calls stable, caught (failing), before and after:", "",
+             "| pairs | what | regressions before (no prior, 2% floor) | after (prior) | failing before | "
+             "failing after | planted caught before | planted caught after |",
+             "|---|---|---|---|---|---|---|---|"]
     for name in ("committed", "leave_pair_out", "all"):
         e = out[name]
         pl = e["planted_5pct_on_stable"]
         lines.append(f"| {e['pairs']} | {name.replace('_', ' ')} | {_pct(e['before'])} | {_pct(e['after'])} | "
-                     f"{_pct(pl['before'])} | {_pct(pl['after'])} |")
+                     f"{_pct(e['before'], 'failing')} | {_pct(e['after'], 'failing')} | "
+                     f"{_pct(pl['before'], 'failing')} | {_pct(pl['after'], 'failing')} |")
     lines += ["", "Groups of committed pairs (same folder, commit, GPUs and options):", ""]
     lines += [f"- {len(g)} files: {', '.join(f'`{p}`' for p in g)}" for g in out["groups"]]
-    lines += ["", "Flagged after (all pairs):", ""]
-    lines += [f"- {f['pair']}: `{f['case']}` {f['change_pct']:+.1f}% ({f['noise']})"
-              for f in out["all"]["flagged_after"]] or ["- none"]
+    lines += ["", "Failing after (all pairs):", ""]
+    lines += [f"- {f['pair']}: `{f['case']}` {f['change_pct']:+.1f}% {f['verdict']} ({f['noise']})"
+              for f in out["all"]["failing_after"]] or ["- none"]
     return "\n".join(lines) + "\n"
 
 
@@ -189,6 +202,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prior-runs", nargs="+", required=True, metavar="RUN")
     ap.add_argument("--results", default="results", help="folder of committed results (default results)")
     ap.add_argument("--out", required=True, help="output path without extension (.json and .md written)")
+    ap.add_argument("--docs", metavar="FILE", help="regenerate the summary between the <!-- false-alarms begin/end --> "
+                                                   "markers of FILE")
     args = ap.parse_args(argv)
     prior_paths = sorted(args.prior_runs)
     prior_runs = [load_run(p) for p in prior_paths]
@@ -217,7 +232,15 @@ def main(argv=None) -> int:
     text = markdown(out)
     with open(args.out + ".md", "w", encoding="utf-8") as fh:
         fh.write(text)
-    print(text.split("\n\nGroups")[0])
+    summary = text.split("\n\nGroups")[0].split("\n", 2)[2].strip() + "\n"
+    if args.docs:
+        with open(args.docs, encoding="utf-8") as fh:
+            old = fh.read()
+        head, rest = old.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        with open(args.docs, "w", encoding="utf-8") as fh:
+            fh.write(head + BEGIN + "\n" + summary + f"\n(`{args.out}.json`, `{args.out}.md`)\n" + END + tail)
+    print(summary)
     return 0
 
 
