@@ -501,6 +501,7 @@ def summary_counts(result: Comparison) -> dict:
         "unchanged": result.count(UNCHANGED),
         "not_significant": result.count(SLOWER_NS) + result.count(FASTER_NS),
         "not_testable": result.count(UNTESTED),
+        "unstable": result.count(UNSTABLE),
         "status_fixed": result.count(STATUS_FIXED),
         "other_status": result.count(STATUS_OTHER) + result.count(STILL_NOT_OK),
         "skipped_on_both": result.skipped_on_both,
@@ -520,7 +521,7 @@ def to_json(result: Comparison) -> dict:
         "bases": [_run_info(b) for b in result.bases],
         "new": _run_info(result.new),
         "settings": {"threshold": result.threshold, "alpha": result.alpha, "test": result.test,
-                     "noise_floor": result.noise_floor, "history": result.history,
+                     "noise_floor": result.noise_floor, "history": result.history, "noise_prior": result.prior,
                      "ratio": "slowdown factor of the case's figure of merit (metric): new/base for times, "
                               "base/new for rates (> 1 is worse)"},
         "summary": summary_counts(result),
@@ -543,7 +544,9 @@ def format_table(result: Comparison) -> str:
         f"new:  {result.new.path}  (run {result.new.run_id}, {result.new.hostname}, {result.new.started_at})",
         f"test: {result.test}; regression = slower, significant (p < {result.alpha:g}) against the larger of the "
         f"within-run and the between-run noise, and possibly by {result.threshold * 100:g}% or more; "
-        f"between-run noise where not measured: {result.noise_floor * 100:g}% (floor)",
+        f"between-run noise where not measured: "
+        + (f"the noise prior ({result.prior}), else " if result.prior else "")
+        + f"{result.noise_floor * 100:g}% (floor)",
     ]
     for w in result.warnings:
         lines.append(f"warning: {w}")
@@ -578,7 +581,7 @@ def format_table(result: Comparison) -> str:
         f"({s['slowdowns']} slowdown(s), {s['status_regressions']} status regression(s)), "
         f"{s['clock_slowdowns']} slower: clock (unchanged at the same clock), "
         f"{s['improvements']} improvement(s), {s['unchanged']} unchanged, {s['not_significant']} not significant, "
-        f"{s['not_testable']} not testable; {s['missing']} missing, {s['only_in_base']} only in base, "
+        f"{s['not_testable']} not testable, {s['unstable']} unstable, not judged; {s['missing']} missing, {s['only_in_base']} only in base, "
         f"{s['needs_gpus']} on GPUs new lacks, {s['only_in_new']} only in new, "
         f"{s['skipped_on_both']} skipped on both",
         _result_line(result),
