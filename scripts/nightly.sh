@@ -114,7 +114,9 @@ case "$db" in
     if [[ "$db" =~ ^postgres(ql)?://[^/@?]*:[^/@?]*@ ]] || [[ "$db" =~ [?\&][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]= ]]; then
       die "the --db URL embeds a password; give it in PGPASSWORD, ~/.pgpass or a libpq service file (postgresql:///?service=NAME)"
     fi ;;
-  *) mkdir -p "$(dirname "$db")" || die "cannot create the folder of '$db'" ;;
+  *) mkdir -p "$(dirname "$db")" || die "cannot create the folder of '$db'"
+     # absolute, so that the saved "store it later" command stores into this history from any folder
+     db=$(cd "$(dirname "$db")" && pwd)/$(basename "$db") ;;
 esac
 mkdir -p "$out" || die "cannot create '$out'"
 

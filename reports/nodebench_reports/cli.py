@@ -62,6 +62,21 @@ def _fail_on(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"--fail-on {text!r}: {exc}") from None
 
 
+def _date(text: str) -> str:
+    """An ISO date or date-time (2025-01-31, 2025-01-31T02:00:00Z), kept as given (runs' started_at
+    are compared as ISO text)."""
+    import datetime as _dt
+    t = text.strip()
+    try:
+        if not t or not t[:1].isdigit():
+            raise ValueError
+        _dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; give an ISO date such as 2025-01-31 "
+                                         f"or 2025-01-31T02:00:00Z") from None
+    return t
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -118,6 +133,8 @@ def cmd_compare(args) -> int:
         bases, new_files = files[:-1], files[-1:]
     base_runs = [load_run(p) for p in bases]
     new = load_run(new_files[0])
+    from .noise_prior import load as load_prior
+    prior = None if args.no_noise_prior else load_prior(args.noise_prior)
     conn = None
     if args.history:
         from .history import open_db
@@ -126,7 +143,7 @@ def cmd_compare(args) -> int:
         result = compare_runs(base_runs, new, threshold=args.threshold, alpha=args.alpha, test=args.test,
                               allow_mismatch=args.allow_mismatch, noise_floor=args.noise_floor, history=conn,
                               history_path=args.history, ignore_settings=args.ignore_settings,
-                              fail_on=args.fail_on)
+                              fail_on=args.fail_on, prior=prior)
     finally:
         if conn is not None:
             conn.close()
@@ -148,7 +165,7 @@ def cmd_ingest(args) -> int:
     runs = load_runs(args.results)  # every file is checked before anything is written
     conn = open_db(args.db, create=True)
     try:
-        res = ingest(conn, runs, node=args.node)
+        res = ingest(conn, runs, node=args.node, replace_with_fewer=args.replace_with_fewer)
     finally:
         conn.close()
     print(f"ingested {res.runs} run(s) ({res.records} ok record(s)) into {args.db}"
@@ -242,13 +259,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "Write DIR/report.html (one self-contained page: checklist, environment, plots "
                            "embedded as PNG) and DIR/summary.md from one or more result files of one node. "
                            "When several files hold the same case, the latest run's record is shown."))
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files (schema version 1)")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result files (schema version 1), .json or gzip-compressed .json.gz")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
     p.add_argument("--title", help="page title (default: node and GPUs)")
     p.add_argument("--allow-mismatch", action="store_true",
                    help="merge files of different hosts or GPU models (refused by default)")
     p.add_argument("--advise", metavar="FILE",
-                   help="a `nodebench advise --json` document: predicted lines in the scaling plot, and the "
+                   help="a `nodebench advise --json` document (.json or .json.gz): predicted lines in the scaling plot, and the "
                         "checklist's strategy item judged from its predicted efficiency where none was measured")
     p.set_defaults(func=cmd_html)
 
@@ -256,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=fmt, epilog=_EPILOG, description=(
                            "Write the GPU timeline of one result file (utilisation, SM clock and power per GPU "
                            "against time, case boundaries marked) as a PNG. The HTML report holds the same plot."))
-    p.add_argument("result", metavar="RESULT", help="a result file made with 'nodebench run --monitor'")
+    p.add_argument("result", metavar="RESULT", help="a result file made with 'nodebench run --monitor' (.json or .json.gz)")
     p.add_argument("--out", required=True, metavar="PNG", help="the PNG file to write")
     p.set_defaults(func=cmd_timeline)
 
@@ -275,9 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "different hosts or GPUs. Refuses runs of different GPU models unless --allow-mismatch, and cases "
                            "measured with other settings (L2, target CV, repetitions, mode) unless "
                            "--ignore-settings."))
-    p.add_argument("runs", nargs="+", metavar="FILE", help="BASE... NEW (the last file is NEW), or NEW with --base")
+    p.add_argument("runs", nargs="+", metavar="FILE", help="BASE... NEW (the last file is NEW), or NEW with --base; .json or gzip-compressed .json.gz")
     p.add_argument("--base", action="append", metavar="FILE",
-                   help="a baseline file (repeatable); then the positional file is NEW")
+                   help="a baseline file, .json or .json.gz (repeatable); then the positional file is NEW")
     p.add_argument("--threshold", type=_fraction, default=0.05, metavar="FRACTION",
                    help="smallest slowdown that counts, as 0.05 or 5%% (default 0.05)")
     p.add_argument("--alpha", type=_alpha, default=0.01, help="significance level (default 0.01)")
@@ -288,7 +305,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="between-run spread of a case's median assumed where nothing measured it "
                         "(default 0.02; 0 judges such cases on their samples alone)")
     p.add_argument("--history", metavar="DB", help="history database (ingest): between-run spread per case "
-                   "and machine; an SQLite file or a postgresql:// URL")
+                   "and machine; an SQLite file or a postgresql:// URL. It replaces the noise prior for a case "
+                   "once it holds as many runs of it as the prior was measured on")
+    prior = p.add_mutually_exclusive_group()
+    prior.add_argument("--noise-prior", metavar="FILE",
+                       help="between-run spread per case and GPU model measured by the project on repeated runs "
+                            "(default: the one shipped with this package, used while the history is short); a "
+                            "case too noisy for --threshold to be told from noise is 'unstable, not judged'")
+    prior.add_argument("--no-noise-prior", action="store_true",
+                       help="use no prior: cases without measured noise are judged against --noise-floor")
     p.add_argument("--ignore-settings", action="store_true",
                    help="compare cases whose measurement settings differ (refused by default)")
     p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
@@ -305,12 +330,16 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=fmt, epilog=_EPILOG, description=(
                            "Add runs to the history DB: an SQLite file (created if needed) or a PostgreSQL "
                            "database (postgresql://...; the schema is created if needed). A run already there "
-                           "(same run_id) is replaced. Every file is checked before anything is written; each "
+                           "(same run_id) is replaced, unless the file lacks records the stored copy has (refused, "
+                           "see --replace-with-fewer). Every file is checked before anything is written; each "
                            "run is then stored whole in a transaction of its own, so that many nodes may "
                            "ingest into one database at once."))
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result files, .json or gzip-compressed .json.gz")
     p.add_argument("--db", required=True, metavar="DB", help=_DB_HELP)
     p.add_argument("--node", help="node name to store (default: environment.host.hostname)")
+    p.add_argument("--replace-with-fewer", action="store_true",
+                   help="replace a stored run even when the file lacks records the stored copy has (refused by "
+                        "default, exit 2, naming what would be lost)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("trend", help="plot a metric over time per node", formatter_class=fmt, epilog=_EPILOG,
@@ -320,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record id, shell-style wildcards allowed (e.g. 'gemm/fp16_*_8192')")
     p.add_argument("--metric", help="metric name (e.g. tflops, gbps, median_s); default: the family's main metric")
     p.add_argument("--node", action="append", help="only this node (repeatable)")
-    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
+    p.add_argument("--since", metavar="DATE", type=_date, help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("-o", "--output", default="trend.png", metavar="FILE",
                    help="image to write, .png or .svg (default trend.png)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the data points")
@@ -344,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="between-run spread of a case where the history has not measured it (default 0.02)")
     p.add_argument("--min-nodes", type=_positive_int, default=3,
                    help="compare a case only when at least this many nodes have it (default 3)")
-    p.add_argument("--since", metavar="DATE", help="only runs started at or after DATE")
+    p.add_argument("--since", metavar="DATE", type=_date,
+                   help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
     p.add_argument("--json", metavar="FILE", help="also write the fleet view as JSON")
     p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")
@@ -354,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_EPILOG, description=(
                            "Check files against result-v1.schema.json (needs the jsonschema package) and the "
                            "conventions this package relies on. Exit 0 when all are valid, 2 otherwise."))
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="result JSON files")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result files, .json or gzip-compressed .json.gz")
     p.add_argument("--schema", metavar="FILE", help="JSON Schema to use (default: harness/schema/"
                    "result-v1.schema.json of this checkout, else the packaged copy)")
     p.set_defaults(func=cmd_validate)

@@ -36,7 +36,7 @@ from .compare_clock import SLOWER_CLOCK, clock_explains, machine_differences, ma
 from .errors import ReportError
 from .load import (Run, is_number, key_label, measurement_settings, reason_kind, record_higher_is_better,
                    record_key, record_mode)
-from .stats import TESTS, assess_change
+from .stats import TESTS, _quantile, assess_change
 from .util import fmt_p, fmt_pct, fmt_time, text_table
 
 DEFAULT_THRESHOLD = 0.05
@@ -50,12 +50,13 @@ UNCHANGED = "unchanged"
 SLOWER_NS = "slower, not significant"
 FASTER_NS = "faster, not significant"
 UNTESTED = "not testable"
+UNSTABLE = "unstable, not judged"
 STATUS_REGRESSION = "status regression"
 STATUS_FIXED = "status fixed"
 STATUS_OTHER = "status change"
 STILL_NOT_OK = "not ok on both"
 
-_ORDER = [REGRESSION, STATUS_REGRESSION, SLOWER_CLOCK, STATUS_OTHER, STILL_NOT_OK, SLOWER_NS, UNTESTED, IMPROVEMENT,
+_ORDER = [REGRESSION, STATUS_REGRESSION, SLOWER_CLOCK, STATUS_OTHER, STILL_NOT_OK, SLOWER_NS, UNTESTED, UNSTABLE, IMPROVEMENT,
           STATUS_FIXED, FASTER_NS, UNCHANGED]
 
 
@@ -87,7 +88,8 @@ class CaseResult:
     p_between: float | None = None
     noise_within: float | None = None   # relative standard error of the median from the samples
     noise_between: float | None = None  # relative between-run spread of the median
-    noise_source: str = ""              # where noise_between came from: bases, run_to_run, history, floor
+    noise_source: str = ""              # where noise_between came from: bases, run_to_run, history, prior, floor
+    unstable: bool = False              # between-run spread too large for a --threshold slowdown to be significant
     noise_used: float | None = None     # the larger of the two
     clock_normalised: dict = field(default_factory=dict)  # {metric_per_ghz: change %}
     clock_slowdown: bool = False        # a slowdown its per-GHz figure does not show (SLOWER_CLOCK)
@@ -115,6 +117,7 @@ class Comparison:
     bases: list[Run] = field(default_factory=list)
     noise_floor: float = DEFAULT_NOISE_FLOOR
     history: str | None = None
+    prior: str | None = None                    # the noise prior file used, None: none
     fail_on: tuple = ("regression", "clock")   # as before 'slower: clock' existed: every slowdown fails
 
     @property
@@ -204,13 +207,22 @@ def _history_lookup(history, run: Run, rec: dict):
     return case_noise(history, run, rec)
 
 
+def _prior_lookup(prior, run: Run, rec: dict):
+    if prior is None:
+        return None
+    from .noise_prior import record_model
+    return prior.lookup(record_model(run, rec), rec)
+
+
 def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
                  test: str = "mannwhitney", allow_mismatch: bool = False,
                  noise_floor: float = DEFAULT_NOISE_FLOOR, history=None, history_path: str | None = None,
-                 ignore_settings: bool = False, fail_on: tuple = ("regression", "clock")) -> Comparison:
+                 ignore_settings: bool = False, fail_on: tuple = ("regression", "clock"),
+                 prior=None) -> Comparison:
     """Compare NEW with one BASE run or several (a list: repeated runs of the baseline).
 
-    `history` is an open history database (sqlite3 connection) or None."""
+    `history` is an open history database (sqlite3 connection) or None; `prior` a
+    :class:`.noise_prior.NoisePrior` (the between-run spread per case measured by the project) or None."""
     bases = list(base) if isinstance(base, (list, tuple)) else [base]
     if not bases:
         raise ReportError("no base run given")
@@ -222,10 +234,15 @@ def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha:
         raise ReportError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0 <= noise_floor < 1:
         raise ReportError(f"the noise floor must be between 0 and 1, got {noise_floor}")
+    for b in bases:
+        if not b.records:   # else every case of NEW would be 'only in new' and the verdict 'no regression'
+            raise ReportError(f"{b.path}: the baseline holds no case (records: [], run status {b.run_status!r}); "
+                              f"there is nothing to compare against")
     bases = sorted(bases, key=lambda r: r.started_at)
     latest = bases[-1]
     result = Comparison(base=latest, new=new, threshold=threshold, alpha=alpha, test=test, bases=bases,
-                        noise_floor=noise_floor, history=history_path, fail_on=tuple(fail_on))
+                        noise_floor=noise_floor, history=history_path, fail_on=tuple(fail_on),
+                        prior=prior.path if prior is not None else None)
     result.warnings += machine_differences(bases, new)
     for b in bases:
         for w in check_comparable(b, new, allow_mismatch):
@@ -285,7 +302,8 @@ def compare_runs(base, new: Run, *, threshold: float = DEFAULT_THRESHOLD, alpha:
     for key, recs, nrec, diff in pairs:
         case = compare_case(recs[-1][1], nrec, threshold, alpha, test, noise_floor=noise_floor,
                             base_history=[r for _, r in recs],
-                            history=_history_lookup(history, recs[-1][0], recs[-1][1]))
+                            history=_history_lookup(history, recs[-1][0], recs[-1][1]),
+                            prior=_prior_lookup(prior, recs[-1][0], recs[-1][1]))
         if case is None:
             result.skipped_on_both += 1
             continue
@@ -326,7 +344,7 @@ def _gmean(values: list[float]) -> float:
     return float(math.exp(np.mean(np.log(values))))
 
 
-def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_floor: float):
+def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_floor: float, prior=None):
     """(spread, source, degrees of freedom) of the between-run noise of one run's median; the largest measured one."""
     found = []
     medians = [r["stats"]["median"] for r in ok_bases if r.get("stats") and r["stats"].get("median", 0) > 0]
@@ -339,6 +357,11 @@ def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_
     if history is not None:
         n_runs, cv = history
         found.append((float(cv), f"history ({n_runs} runs)", max(1, n_runs - 1)))
+    # The shipped prior stands in (the larger spread wins) until this machine's own measured spread
+    # (base runs, run_to_run, history) rests on as many runs as the prior was measured on.
+    own_runs = max([df + 1 for _s, _src, df in found], default=0)
+    if prior is not None and own_runs < prior.runs:
+        found.append((prior.spread, prior.source, max(1, prior.runs - 1)))
     if not found:
         return noise_floor, "floor", None
     return max(found, key=lambda x: x[0])
@@ -346,12 +369,13 @@ def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_
 
 def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
                  test: str = "mannwhitney", *, noise_floor: float | None = DEFAULT_NOISE_FLOOR,
-                 base_history: list[dict] | None = None, history=None) -> CaseResult | None:
+                 base_history: list[dict] | None = None, history=None, prior=None) -> CaseResult | None:
     """Judge one case of two runs; None when it was skipped on both sides for the same reason.
 
     `base_history`: the case's records in every base run (brec among them); `history`: (runs, cv)
-    from the history database or None; `noise_floor`: the between-run noise assumed when nothing
-    measured it (None: judge on the within-run noise alone)."""
+    from the history database or None; `prior`: the case's entry of the noise prior (a
+    :class:`.noise_prior.PriorEntry`) or None; `noise_floor`: the between-run noise assumed when
+    nothing measured it (None: judge on the within-run noise alone)."""
     bs, ns = brec["status"], nrec["status"]
     case = CaseResult(id=brec["id"], gpus=list(brec["gpus"]), family=brec["family"], base_status=bs,
                       new_status=ns, verdict=UNCHANGED, regression=False,
@@ -393,12 +417,12 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
         ratio = bval / nval if hib else nval / bval
         case.metric, case.better = metric, "higher" if hib else "lower"
 
-    if noise_floor is None and not (len(ok_bases) > 1 or history is not None
+    if noise_floor is None and not (len(ok_bases) > 1 or history is not None or prior is not None
                                     or isinstance(brec.get("run_to_run"), dict)
                                     or isinstance(nrec.get("run_to_run"), dict)):
         between, source, df = None, "within-run only", None
     else:
-        between, source, df = _between_noise(ok_bases, brec, nrec, history, noise_floor or 0.0)
+        between, source, df = _between_noise(ok_bases, brec, nrec, history, noise_floor or 0.0, prior)
     t = assess_change(base_samples, nrec["samples_s"], base_median, case.new_median_s,
                       test=test, alpha=alpha, label=case.label, ratio=ratio, between=between,
                       base_runs=len(ok_bases), between_df=df)
@@ -437,6 +461,18 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
             case.verdict = UNCHANGED
     else:
         case.verdict = UNCHANGED
+    # A measured between-run spread so large that a --threshold slowdown could not be significant:
+    # the case cannot be judged at this threshold ("unstable, not judged", its spread shown); only a
+    # slowdown significant against that spread itself is still a regression.
+    if between is not None and df is not None and t.p_value is not None:
+        limit = math.exp(_quantile(alpha, df) * between * math.sqrt(1.0 + 1.0 / max(1, len(ok_bases))))
+        if limit > 1.0 + threshold:
+            case.unstable = True
+            if case.verdict in (SLOWER_NS, UNCHANGED, FASTER_NS) and t.ratio != 1.0:   # identical: unchanged
+                case.verdict = UNSTABLE
+                notes.insert(0, f"between-run spread {between * 100:.1f}% ({source}): a slowdown below "
+                                f"{(limit - 1) * 100:.0f}% cannot be told from noise")
+                case.note = "; ".join(n for n in notes if n)
     # a speed-up (ratio < 1 of the figure of merit) is never a regression
     case.regression = case.verdict == REGRESSION and t.ratio > 1.0
     if case.regression and clock_explains(case, alpha, threshold):  # unchanged at the same clock
@@ -465,6 +501,7 @@ def summary_counts(result: Comparison) -> dict:
         "unchanged": result.count(UNCHANGED),
         "not_significant": result.count(SLOWER_NS) + result.count(FASTER_NS),
         "not_testable": result.count(UNTESTED),
+        "unstable": result.count(UNSTABLE),
         "status_fixed": result.count(STATUS_FIXED),
         "other_status": result.count(STATUS_OTHER) + result.count(STILL_NOT_OK),
         "skipped_on_both": result.skipped_on_both,
@@ -484,7 +521,7 @@ def to_json(result: Comparison) -> dict:
         "bases": [_run_info(b) for b in result.bases],
         "new": _run_info(result.new),
         "settings": {"threshold": result.threshold, "alpha": result.alpha, "test": result.test,
-                     "noise_floor": result.noise_floor, "history": result.history,
+                     "noise_floor": result.noise_floor, "history": result.history, "noise_prior": result.prior,
                      "ratio": "slowdown factor of the case's figure of merit (metric): new/base for times, "
                               "base/new for rates (> 1 is worse)"},
         "summary": summary_counts(result),
@@ -507,7 +544,9 @@ def format_table(result: Comparison) -> str:
         f"new:  {result.new.path}  (run {result.new.run_id}, {result.new.hostname}, {result.new.started_at})",
         f"test: {result.test}; regression = slower, significant (p < {result.alpha:g}) against the larger of the "
         f"within-run and the between-run noise, and possibly by {result.threshold * 100:g}% or more; "
-        f"between-run noise where not measured: {result.noise_floor * 100:g}% (floor)",
+        f"between-run noise where not measured: "
+        + (f"the noise prior ({result.prior}), else " if result.prior else "")
+        + f"{result.noise_floor * 100:g}% (floor)",
     ]
     for w in result.warnings:
         lines.append(f"warning: {w}")
@@ -542,7 +581,7 @@ def format_table(result: Comparison) -> str:
         f"({s['slowdowns']} slowdown(s), {s['status_regressions']} status regression(s)), "
         f"{s['clock_slowdowns']} slower: clock (unchanged at the same clock), "
         f"{s['improvements']} improvement(s), {s['unchanged']} unchanged, {s['not_significant']} not significant, "
-        f"{s['not_testable']} not testable; {s['missing']} missing, {s['only_in_base']} only in base, "
+        f"{s['not_testable']} not testable, {s['unstable']} unstable, not judged; {s['missing']} missing, {s['only_in_base']} only in base, "
         f"{s['needs_gpus']} on GPUs new lacks, {s['only_in_new']} only in new, "
         f"{s['skipped_on_both']} skipped on both",
         _result_line(result),

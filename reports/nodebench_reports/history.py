@@ -362,12 +362,31 @@ def store_run(db: HistoryDB, run_row: tuple, records: list[tuple], metrics: list
     return bool(db.run_transaction(body))
 
 
-def ingest(conn: HistoryDB, runs: list[Run], node: str | None = None) -> IngestResult:
-    """Store `runs`, each in its own transaction (see :func:`store_run`)."""
+def lost_records(conn: HistoryDB, run_id: str, records: list[tuple]) -> list[str]:
+    """The records stored for `run_id` that the new rows `records` lack (record id [gpus, rank])."""
+    new = {(r[1], r[2], int(r[3])) for r in records}
+    stored = conn.query("SELECT record_id, gpus, rank FROM records WHERE run_id=?", (run_id,))
+    return sorted(f"{rid} [gpus {gpus}" + (f", rank {rank}" if int(rank) >= 0 else "") + "]"
+                  for rid, gpus, rank in stored if (rid, gpus, int(rank)) not in new)
+
+
+def ingest(conn: HistoryDB, runs: list[Run], node: str | None = None,
+           replace_with_fewer: bool = False) -> IngestResult:
+    """Store `runs`, each in its own transaction (see :func:`store_run`). A run already stored is
+    replaced only when the new copy keeps every stored record (else ReportError before anything is
+    written, naming what would be lost), unless `replace_with_fewer`."""
     result = IngestResult()
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for run in runs:
-        run_row, records, metrics = run_rows(run, node, now)
+    rows = [run_rows(run, node, now) for run in runs]
+    if not replace_with_fewer:
+        for run, (run_row, records, _m) in zip(runs, rows):
+            lost = lost_records(conn, run.run_id, records)
+            if lost:
+                raise ReportError(
+                    f"{run.path}: run {run.run_id} is already stored, and this file lacks {len(lost)} of its "
+                    f"stored records (e.g. {', '.join(lost[:3])}); ingesting it would drop them. Nothing was "
+                    f"written; pass --replace-with-fewer to replace the stored run anyway")
+    for run, (run_row, records, metrics) in zip(runs, rows):
         try:
             replaced = store_run(conn, run_row, records, metrics)
         except HistoryUnavailable as exc:

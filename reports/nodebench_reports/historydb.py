@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -244,13 +245,43 @@ def import_psycopg():
 def connect(target: str, create: bool) -> HistoryDB:
     """Open the history named by `target` (a file path or a postgresql:// URL); raise ReportError
     (HistoryUnavailable when it cannot be reached). The schema is not checked here."""
+    if not target.strip():
+        raise ReportError("--db is empty: give an SQLite file or a postgresql:// URL (an empty name would be "
+                          "SQLite's temporary database, gone when the command ends)")
     if is_url(target):
         return _connect_pg(target)
+    keywords = _libpq_keywords(target)
+    if keywords:   # never echoed: the string may hold a password
+        raise ReportError(f"--db: a libpq keyword=value connection string (keywords {', '.join(keywords)}) is "
+                          f"not a database this command takes, nor a file name; give a postgresql:// URL "
+                          f"(postgresql://USER@HOST/DBNAME or postgresql:///?service=NAME), with the password in "
+                          f"PGPASSWORD, ~/.pgpass or a libpq service file")
     return _connect_sqlite(target, create)
+
+
+_LIBPQ_KEYWORDS = ("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "sslmode",
+                   "connect_timeout", "options", "application_name", "target_session_attrs", "sslrootcert")
+
+
+def _libpq_keywords(target: str) -> list[str]:
+    """The libpq keywords of a `keyword=value ...` connection string (empty: not one)."""
+    found = re.findall(r"(?:^|\s)([A-Za-z_]+)\s*=", target)
+    return sorted({k.lower() for k in found if k.lower() in _LIBPQ_KEYWORDS})
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The first part of `path`'s folder that exists and is not a folder, if any."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    return parent if parent and not os.path.isdir(parent) else None
 
 
 def _connect_sqlite(path: str, create: bool) -> HistoryDB:
     if path != ":memory:":
+        blocker = _file_in_the_way(path)
+        if blocker:
+            raise ReportError(f"{path}: {blocker} is a file, not a folder")
         if not create and not os.path.exists(path):
             raise ReportError(f"{path}: no such database (run 'nodebench-report ingest ... --db {path}' first)")
         if os.path.isdir(path):

@@ -9,8 +9,12 @@ of merit, are :mod:`.conventions`, both re-exported here). Nothing here names a 
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
+import stat
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -21,17 +25,56 @@ from .errors import ReportError
 from .schema_check import RECORD_STATUSES, RUN_STATUSES, check_document  # noqa: F401
 
 
+MAX_BYTES = 256 * 1024 * 1024   # the most any reader takes (a full suite is about 7.5 MB), after decompression
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _max_bytes() -> int:
+    text = os.environ.get("NODEBENCH_REPORT_MAX_BYTES", "")
+    try:
+        return int(text) if text and int(text) > 0 else MAX_BYTES
+    except ValueError:
+        return MAX_BYTES
+
+
+def _read_capped(path: str, cap: int) -> bytes:
+    """At most `cap` bytes of `path` (ReportError past that); a FIFO is opened without waiting for a
+    writer (none: it reads as empty), so nothing here blocks on an unconnected pipe or reads a device forever."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISFIFO(st.st_mode):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            fh = os.fdopen(fd, "rb")
+        else:
+            fh = open(path, "rb")
+        with fh:
+            raw = fh.read(cap + 1)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > cap:
+        raise ReportError(f"{path}: larger than {cap >> 20} MiB, not a result file this reader takes "
+                          f"(NODEBENCH_REPORT_MAX_BYTES raises the limit)")
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+                raw = gz.read(cap + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ReportError(f"{path}: a damaged gzip file ({exc})") from None
+        if len(raw) > cap:
+            raise ReportError(f"{path}: larger than {cap >> 20} MiB once decompressed, not a result file this "
+                              f"reader takes (NODEBENCH_REPORT_MAX_BYTES raises the limit)")
+    return raw
+
+
 def read_json(path: str) -> Any:
-    """Read a JSON file, turning every I/O and syntax problem into a ReportError."""
+    """Read a JSON file (plain or gzip-compressed, e.g. .json.gz), at most MAX_BYTES, turning every
+    I/O and syntax problem into a ReportError."""
     if not os.path.exists(path):
         raise ReportError(f"{path}: no such file")
     if os.path.isdir(path):
-        raise ReportError(f"{path}: is a directory, expected a result file (.json)")
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise ReportError(f"{path}: is a directory, expected a result file (.json or .json.gz)")
+    raw = _read_capped(path, _max_bytes())
     if not raw.strip():
         raise ReportError(f"{path}: the file is empty, expected a JSON result file")
     try:
@@ -51,7 +94,7 @@ def read_advice(path: str) -> dict:
     doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != "nodebench.advise":
         raise ReportError(f"{path}: not a nodebench advise document (schema 'nodebench.advise')")
-    if doc.get("schema_version") != 1:
+    if type(doc.get("schema_version")) is not int or doc.get("schema_version") != 1:
         raise ReportError(f"{path}: advise schema_version {doc.get('schema_version')!r}, this reader knows 1")
     rows = doc.get("rows")
     if not isinstance(rows, list):

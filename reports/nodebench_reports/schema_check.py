@@ -97,7 +97,8 @@ def check_document(doc: Any, path: str) -> None:
     if "schema_version" not in doc:
         raise ReportError(f"{path}: field 'schema_version': missing (this nodebench-report reads "
                           f"version {SCHEMA_VERSION})")
-    if doc["schema_version"] != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
+    # an integer, as the C++ readers require (1.0 is refused there, so it is here)
+    if type(doc["schema_version"]) is not int or doc["schema_version"] != SCHEMA_VERSION:
         raise ReportError(f"{path}: field 'schema_version': is {_describe(doc['schema_version'])}; this "
                           f"nodebench-report reads schema version {SCHEMA_VERSION} only")
     _check_top(c, doc)

@@ -170,3 +170,16 @@ def test_help_documents_postgresql_and_exit_3():
     proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
     for text in ("postgresql://", "PGPASSWORD", "service=", "  3  ", "not-stored.txt"):
         assert text in proc.stdout, text
+
+
+def test_saved_store_later_command_has_an_absolute_db(nightly_env, tmp_path):
+    # a relative --db: the saved command must store into this history from any folder
+    work = tmp_path / "work"
+    (work / "rel").mkdir(parents=True)
+    (work / "rel" / "h.sqlite").write_text("not an SQLite database")   # ingest fails (exit 2)
+    proc = subprocess.run(["bash", str(SCRIPT), str(nightly_env["base"]), "--out", str(tmp_path / "out"),
+                           "--db", "rel/h.sqlite"], capture_output=True, text=True, timeout=300, cwd=work,
+                          env=dict(nightly_env["env"], FAKE_RESULT=str(nightly_env["same"])))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    later = (tmp_path / "out" / "not-stored.txt").read_text().splitlines()[-1]
+    assert f"--db {work / 'rel' / 'h.sqlite'}" in later.replace("\\", ""), later

@@ -54,10 +54,11 @@ def noisy_runs(tmp_path_factory):
 
 def test_one_run_against_another_is_not_judged_on_its_samples_alone(cli, noisy_runs, tmp_path):
     # the defect: with the samples alone, run-to-run offsets of 4% look like certain regressions
-    r = cli("compare", noisy_runs[0], noisy_runs[1], "--noise-floor", "0", "--json", tmp_path / "a.json")
+    r = cli("compare", noisy_runs[0], noisy_runs[1], "--noise-floor", "0", "--no-noise-prior", "--json",
+            tmp_path / "a.json")
     alone = json.loads((tmp_path / "a.json").read_text())
     # several bases measure the spread: the same new file is judged against it
-    r = cli("compare", *noisy_runs[:4], noisy_runs[4], "--json", tmp_path / "b.json")
+    r = cli("compare", *noisy_runs[:4], noisy_runs[4], "--no-noise-prior", "--json", tmp_path / "b.json")
     data = json.loads((tmp_path / "b.json").read_text())
     assert alone["summary"]["regressions"] >= 3, alone["summary"]
     # Against the spread of the four bases (computed here from their medians) the fifth run, drawn
@@ -94,8 +95,12 @@ def test_bases_spread_and_t_test_match_independent_computation(noisy_runs):
     assert case.base_median_s == pytest.approx(base)
     ratio = meds[3] / base
     assert case.ratio == pytest.approx(ratio)
-    p = st.t.sf(abs(math.log(ratio)) / (sd * math.sqrt(1 + 1 / 3)), 2)
-    assert case.p_between == pytest.approx(p)
+    # Independently: the between-run test of one new median against k base medians is the pooled
+    # two-sample t-test of the log medians ([new] against the k bases: variance from the bases alone,
+    # k - 1 degrees of freedom, scale sd * sqrt(1/k + 1)), one-sided in the direction of the change.
+    side = "greater" if ratio > 1 else "less"
+    p = float(st.ttest_ind([math.log(meds[3])], logs, equal_var=True, alternative=side).pvalue)
+    assert case.p_between == pytest.approx(p, rel=1e-9)
     assert case.p_value == pytest.approx(max(p, case.p_within))
 
 
@@ -105,12 +110,12 @@ def test_planted_slowdown_beyond_the_spread_is_found(cli, tmp_path):
     slow = nbgen.write(gemm_run(210, date_day=9, run_noise_cv=0.003, noise_cv=0.01, slowdown={RID: 1.06}),
                        tmp_path / "slow.json")
     r = cli("compare", "--base", quiet[0], "--base", quiet[1], "--base", quiet[2], "--base", quiet[3], slow,
-            "--json", tmp_path / "c.json")
+            "--no-noise-prior", "--json", tmp_path / "c.json")
     assert r.rc == 1, r
     data = json.loads((tmp_path / "c.json").read_text())
     assert [c["id"] for c in data["cases"] if c["regression"]] == [RID]
     # one base, no spread known: the 2% floor makes a 6% change not significant
-    r = cli("compare", quiet[0], slow, "--json", tmp_path / "d.json")
+    r = cli("compare", quiet[0], slow, "--no-noise-prior", "--json", tmp_path / "d.json")
     data = json.loads((tmp_path / "d.json").read_text())
     case = next(c for c in data["cases"] if c["id"] == RID)
     assert case["noise_source"] == "floor" and not case["regression"] and r.rc == 0
