@@ -136,13 +136,14 @@ def test_gpu_burn_rates_are_the_second_halfs_per_gpu_means(tmp_path):
     assert (got[0]["verdict"], got[1]["verdict"]) == ("OK", "FAULTY")
 
 
-def test_peer_power_is_the_second_half_of_the_samples(tmp_path):
+def test_peer_power_is_the_second_half_of_the_loaded_stretch(tmp_path):
     s = _script()
     csv = tmp_path / "1-peer-power.csv"
-    csv.write_text("2026/12/06 22:00:00.000, 0, 100.0, 700.00, 1980, 40, 0x0\n"
-                   "2026/12/06 22:00:01.000, 0, 300.0, 700.00, 1980, 50, 0x0\n"
-                   "2026/12/06 22:00:02.000, 0, 690.0, 700.00, 1980, 60, 0x0\n"
-                   "2026/12/06 22:00:03.000, 0, 700.0, 700.00, 1980, 61, 0x4\n"
-                   "[N/A], garbage line\n")
+    # Idle while gpu-burn allocates, six loaded seconds, idle again while it frees: the window is the
+    # loaded stretch's second half (690, 700, 700), never the idle tail.
+    watts = [80, 75, 400, 600, 650, 690, 700, 700, 300, 75, 74, 74, 74, 74]
+    csv.write_text("".join(f"2026/12/06 22:00:{i:02d}.000, 0, {w}.0, 700.00, 1980, 60, 0x0\n" for i, w in enumerate(watts))
+                   + "[N/A], garbage line\n")
     got = s.parse_power(str(csv))
-    assert got[0]["mean_power_w"] == 695.0 and got[0]["power_limit_w"] == 700.0 and got[0]["samples_in_window"] == 2
+    assert got[0]["loaded_samples"] == 6 and got[0]["samples_in_window"] == 3
+    assert abs(got[0]["mean_power_w"] - (690 + 700 + 700) / 3) < 1e-9 and got[0]["power_limit_w"] == 700.0

@@ -2,13 +2,15 @@
 """The table of scripts/dev/burn_peer.sh: nodebench burn's sustained GEMM rate and mean board power
 against gpu-burn's, per GPU, with ratio_to_gpu_burn.
 
-usage: burn_peer_summary.py OUTDIR [-o OUTDIR/burn_peer.json]
+usage: burn_peer_summary.py OUTDIR [-o OUTDIR/burn_peer.json]   (the burn files may be gzip-compressed)
 
 gpu-burn prints, at each report, the elapsed percentage and every GPU's Gflop/s over the last
 interval. Its sustained rate here is the mean of the reports from the second half of its run (the
 same share of the run as nodebench's own sustained window of min(300 s, D/2) at the end of a
 burn of D seconds, after the board has reached its power cap); its power is the mean of
-nvidia-smi's once-a-second samples over the same half. nodebench's figures are its record's
+nvidia-smi's once-a-second samples over the second half of its loaded stretch (the longest run of
+samples drawing at least half the board's power limit: gpu-burn allocates before and frees after
+its timed burn, tens of seconds at idle power that are not the burn). nodebench's figures are its record's
 `sustained_gemm_tflops` and `mean_power_w`. The ratio is nodebench over the mean of the gpu-burn
 runs that surround it.
 """
@@ -70,9 +72,20 @@ def parse_power(path):
             rows.setdefault(g, []).append((p, lim))
     out = {}
     for g, s in rows.items():
-        half = s[len(s) // 2:]
+        best, start = (0, 0), None
+        for i, (p, lim) in enumerate(s + [(0.0, 1.0)]):  # a sentinel ends the last stretch
+            if p >= 0.5 * lim:
+                start = i if start is None else start
+            elif start is not None:
+                best = max(best, (i - start, start), key=lambda x: x[0])
+                start = None
+        n, first = best
+        if n == 0:
+            continue
+        loaded = s[first:first + n]
+        half = loaded[len(loaded) // 2:]
         out[g] = {"mean_power_w": statistics.fmean(p for p, _ in half), "power_limit_w": half[-1][1],
-                  "samples_in_window": len(half)}
+                  "loaded_samples": n, "samples_in_window": len(half)}
     return out
 
 
@@ -109,7 +122,8 @@ def main():
     ap.add_argument("-o", "--out")
     a = ap.parse_args()
     steps = []
-    for path in sorted(glob.glob(os.path.join(a.outdir, "*-peer.log")) + glob.glob(os.path.join(a.outdir, "*-burn.json")),
+    for path in sorted(glob.glob(os.path.join(a.outdir, "*-peer.log")) + glob.glob(os.path.join(a.outdir, "*-burn.json"))
+                       + glob.glob(os.path.join(a.outdir, "*-burn.json.gz")),
                        key=lambda p: int(os.path.basename(p).split("-")[0])):
         n = int(os.path.basename(path).split("-")[0])
         if path.endswith("-peer.log"):
