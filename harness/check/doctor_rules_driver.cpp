@@ -2,6 +2,7 @@
 // architectures, the libraries, and which framework builds run here.
 #include "check/doctor.hpp"
 #include "check/doctor_util.hpp"
+#include "node/arch_facts.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -390,11 +391,11 @@ std::vector<Check> rule_frameworks(const DoctorInput& in, const RuleData& data) 
           (tf.is_object() ? tf.value("and_cuda_cudnn", "") : std::string());
     if (!dropped.empty())
       ev += ". " + join(dropped, ", ") + ": below cc " + pin.value("below_cc", "") + ", so the install line pins " +
-            pin.value("wheel", "") + "==" + pin.value("version", "") + " (" + pin.value("why", "") + "; source: " +
+            arch_pin("cudnn_wheel") + " (" + pin.value("why", "") + "; source: " +
             pin.value("source", "") + ")";
     ev += ". Source: " + (tf.is_object() ? tf.value("source", "") : std::string());
     std::string install = subst(tf.is_object() ? tf.value("install", "") : std::string(), {{"version", newest}});
-    if (!dropped.empty()) install += " '" + pin.value("wheel", "") + "==" + pin.value("version", "") + "'";
+    if (!dropped.empty()) install += " '" + arch_pin("cudnn_wheel") + "'";
     if (yes.empty())
       out.push_back(make_check("frameworks.tensorflow", std::nullopt, Severity::warn,
                                "no tested TensorFlow build runs on this node", ev,

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "check/doctor_util.hpp"
+#include "node/arch_facts.hpp"
 
 namespace nb {
 using namespace doctor_detail;
@@ -156,7 +157,8 @@ std::optional<CudnnPin> cudnn_pin(const RuleData& data) {
   if (!p.is_object()) return std::nullopt;
   const auto cc = parse_cc(p.value("below_cc", ""));
   if (!cc) return std::nullopt;
-  return CudnnPin{*cc, p.value("wheel", "nvidia-cudnn-cu12") + "==" + p.value("version", ""), p.value("why", "")};
+  // The wheel and version are the architecture facts' (arch_facts.json pins.cudnn_wheel), kept in one place.
+  return CudnnPin{*cc, arch_pin("cudnn_wheel"), p.value("why", "")};
 }
 
 std::string framework_install_fix(const std::string& mod, const RuleData& data, std::optional<int> cc) {
