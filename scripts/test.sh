@@ -2,7 +2,8 @@
 # The tests on a fresh machine (no GPU needed): install what is missing, build, run the C++ unit
 # and CLI tests, the tests of the set-up script and of the packages (.deb, .tar.gz, the reports
 # wheel), the Slurm health check against a throw-away Slurm cluster and the Prometheus alerting
-# rules (slurm-wlm, munge and prometheus are installed when missing), the reporting package's
+# rules (slurm-wlm, munge and prometheus are installed when missing), `nodebench frameworks` on a
+# real tensorflow-cpu (pip, into a virtual environment kept in ~/.cache/nodebench-tfcpu), the reporting package's
 # tests (the history ones on SQLite and on a throw-away PostgreSQL server: postgresql and psycopg
 # are installed when missing), and the CUDA 12 / sm_61 build check (skip that one with
 # NODEBENCH_SKIP_CUDA12=1; its first run downloads about 2.4 GB, see README.md).
@@ -78,6 +79,8 @@ echo "== set-up script (tests/scripts/setup_test.sh)"
 bash tests/scripts/setup_test.sh || status=1
 echo "== packages: .deb, .tar.gz, reports wheel (tests/scripts/package_test.sh)"
 bash tests/scripts/package_test.sh build || status=1
+echo "== nodebench frameworks on a real TensorFlow (tensorflow-cpu in a virtual environment; tests/scripts/frameworks_tf_test.sh)"
+bash tests/scripts/frameworks_tf_test.sh build || status=1
 echo "== reporting package tests (pytest)"
 python3 -m pytest reports/tests -q -rs || status=1
 if [ "${NODEBENCH_SKIP_CUDA12:-0}" != 1 ]; then
