@@ -529,7 +529,7 @@ step_frameworks() {  # issue 44: the installed PyTorch probed for real, hidden G
   timeout "$(tmo 200)" build/nodebench frameworks --python "$py" --out "$RAW/frameworks_live.json" \
     --junit "$RAW/frameworks_live.xml" > "$RAW/frameworks_live.log" 2>&1; r=$?
   note "frameworks live: rc=$r (0 expected)"; [ $r = 0 ] || rc=1
-  CUDA_VISIBLE_DEVICES= timeout "$(tmo 120)" build/nodebench frameworks --python "$py" \
+  CUDA_VISIBLE_DEVICES='' timeout "$(tmo 120)" build/nodebench frameworks --python "$py" \
     --out "$RAW/frameworks_hidden.json" > "$RAW/frameworks_hidden.log" 2>&1; r=$?
   note "frameworks with CUDA_VISIBLE_DEVICES='': rc=$r (1 expected: sees 0 GPUs, says why)"; [ $r = 1 ] || rc=1
   timeout "$(tmo 120)" build/nodebench frameworks --python "$py" --for-cc 6.1 \
