@@ -2,14 +2,16 @@
 """A signal stops a run at once, even during a case that would last hours, and the result file
 says how it ended; a second run given the same --out-file meanwhile is refused (exit 2, naming
 the first run's pid) and leaves the file alone. No GPU needed: the case is the input family's
-CPU decoding case (host-only), made endless by --repetitions 1000000.
+CPU decoding case (host-only), made endless by --repetitions 1000000. With --gpu (the GPU test,
+label gpu) the case is the memory family's on GPU 0 instead, and the run must also end within
+GPU_BOUND_S of the signal.
 
 The order is held by the run's own output, not by sleeps: the second run and the signal come once
 the first run has printed its start (its lock is held, its signal handlers are in place). The run
 must end within WAIT_S of the signal (it ends within about half a second; before, the first
 SIGTERM only asked it to stop after the case, which here never ends).
 
-usage: signal_check.py NODEBENCH OUT_DIR       (exit 77: the input family's CPU cases are not built)
+usage: signal_check.py NODEBENCH OUT_DIR [--gpu]   (exit 77: the input family's CPU cases are not built)
 """
 import json
 import signal
@@ -19,14 +21,17 @@ import time
 from pathlib import Path
 
 WAIT_S = 30
+GPU_BOUND_S = 2.0  # the run ends within kInterruptGraceMs (0.5 s) plus writing its file and exiting
 
 
 def main():
-    exe, out = sys.argv[1], Path(sys.argv[2]) / "signal_check"
+    exe, out, gpu = sys.argv[1], Path(sys.argv[2]) / "signal_check", sys.argv[3:] == ["--gpu"]
     out.mkdir(parents=True, exist_ok=True)
     f = out / "signalled.json"
     f.unlink(missing_ok=True)
-    cmd = [exe, "run", "--family", "input", "--filter", "^input/cpu/", "--quiet", "--out-file", str(f)]
+    selection = ["--family", "memory", "--gpus", "0"] if gpu else ["--family", "input", "--filter", "^input/cpu/"]
+    case_prefix = "memory/" if gpu else "input/cpu/"
+    cmd = [exe, "run"] + selection + ["--quiet", "--out-file", str(f)]
     a = subprocess.Popen(cmd + ["--repetitions", "1000000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
     seen = []
@@ -67,6 +72,9 @@ def main():
     took = time.monotonic() - t0
     print(("".join(seen) + rest)[-3000:])
     print(f"SIGTERM to exit: {took:.2f} s, exit {a.returncode}")
+    if gpu and took > GPU_BOUND_S:
+        print(f"FAIL: the run took {took:.2f} s to stop, more than {GPU_BOUND_S} s")
+        ok = False
     if a.returncode != 1:
         print(f"FAIL: exit {a.returncode}, expected 1 (interrupted)")
         ok = False
@@ -76,7 +84,7 @@ def main():
     if d.get("run_status") != "interrupted":
         print("FAIL: run_status should be 'interrupted'")
         ok = False
-    if "interrupted by SIGTERM" not in notes or "input/cpu/" not in notes:
+    if "interrupted by SIGTERM" not in notes or case_prefix not in notes:
         print("FAIL: the notes should say the signal ended the run and name the case under way")
         ok = False
     if "interrupted by SIGTERM" not in rest:
