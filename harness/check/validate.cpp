@@ -352,27 +352,16 @@ Check judge_value(const std::string& id, std::optional<int> gpu, double value, c
   c.value = value;
   c.threshold = t.max ? *t.max : t.min;
   c.unit = t.unit;
-  const int prec = t.unit == "gbps" ? 1 : 1;
-  const std::string v = fmt(value, prec) + unit_text(t.unit);
-  const std::string m = fmt(t.max ? *t.max : t.min, prec) + unit_text(t.unit);
+  const std::string v = fmt(value, 1) + unit_text(t.unit);
+  const std::string m = fmt(t.max ? *t.max : t.min, 1) + unit_text(t.unit);
   c.evidence = evidence + "; threshold " + (t.max ? "at most " : "") + m + " from " + t.source + (t.why.empty() ? "" : ": " + t.why);
-  if (t.max) {
-    if (value <= *t.max) {
-      c.severity = Severity::ok;
-      c.summary = v + " (<= " + m + ")";
-    } else {
-      c.severity = Severity::fail;
-      c.summary = v + ", above the " + m + " limit";
-      c.fix = fix;
-    }
-    return c;
-  }
-  if (value >= t.min) {
-    c.severity = Severity::ok;
-    c.summary = v + " (>= " + m + ")";
+  // A threshold is a floor (min) or, for counts and shares of time, a ceiling (max).
+  const bool passes = t.max ? value <= *t.max : value >= t.min;
+  c.severity = passes ? Severity::ok : Severity::fail;
+  if (passes) {
+    c.summary = v + (t.max ? " (<= " : " (>= ") + m + ")";
   } else {
-    c.severity = Severity::fail;
-    c.summary = v + ", below the " + m + " threshold";
+    c.summary = v + (t.max ? ", above the " + m + " limit" : ", below the " + m + " threshold");
     c.fix = fix;
   }
   return c;
