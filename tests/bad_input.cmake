@@ -139,6 +139,10 @@ list(APPEND NB_I38 cli_advise_json_folder_exits_2)
 add_test(NAME cli_frameworks_junit_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--junit: '.*data' is a folder" --
        $<TARGET_FILE:nodebench> frameworks --for-cc 6.1 --junit ${NB_DATA})
 list(APPEND NB_I38 cli_frameworks_junit_folder_exits_2)
+add_test(NAME cli_frameworks_timeout_nan_exits_2 COMMAND ${NB_EXPECT} 2
+         "--timeout: 'nan' is out of range \\(expected a number from 1 to 86400\\)"
+         -- $<TARGET_FILE:nodebench> frameworks --for-cc 6.1 --timeout nan)
+list(APPEND NB_I38 cli_frameworks_timeout_nan_exits_2)
 add_test(NAME cli_burn_out_file_folder_exits_2 COMMAND ${NB_EXPECT} 2 "--out-file: '.*data' is a folder" --
        $<TARGET_FILE:nodebench> burn --duration 60s --out-file ${NB_DATA})
 list(APPEND NB_I38 cli_burn_out_file_folder_exits_2)

@@ -154,7 +154,7 @@ void add_frameworks(CLI::App& app, FrameworksCommand& c) {
   fw->add_option("--from", o.from, "Judge a report written by --json or --out elsewhere instead of probing here")
       ->type_name("FILE");
   fw->add_option("--timeout", o.timeout_s, "Seconds each probe process may take (an import that hangs is a finding)")
-      ->check(CLI::Range(1.0, 86400.0))
+      ->check(number_in(1.0, 86400.0))
       ->capture_default_str();
   fw->add_option("--junit", o.junit_file, "Also write the checks as JUnit XML to FILE")->type_name("FILE");
   fw->add_option("--prometheus", o.prometheus_file, "Also write the checks as a node_exporter textfile to FILE")
