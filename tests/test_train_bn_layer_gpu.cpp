@@ -7,9 +7,11 @@
 // reference of bn_reference.hpp on the same inputs copied back: the saved mean and inverse
 // standard deviation, the running averages, y; dx, dgamma, dbeta and dz (the residual's
 // gradient). Shapes: ResNet-50's 7x7 and 56x56 planes with 64 channels at batch 4, and odd ones
-// (37 channels on 9x9: one element a step everywhere; 36 channels on 10x10 at batch 2: FP16 NHWC
-// vectors of 4, not 8), in both layouts and storage types; the own kernels' ReLU layer also with
-// its mask recomputed from x (the stem's, whose output is not kept: y is poisoned before backward). Every output is poisoned (NaN) first
+// (37 channels on 9x9: one element a step in the reductions; 36 channels on 10x10 at batch 2: FP16 NHWC
+// vectors of 4, not 8; 6 channels on 5x5 at batch 1; 3 channels on 1x1), in both layouts and
+// storage types; the own kernels' ReLU layer with y poisoned before backward (their backward
+// recomputes the mask from x), and the own kernels with the residual and dy one element off the
+// 16-byte vector. Every output is poisoned (NaN) first
 // and guarded on both sides; the tolerances and the faults they catch are in bn_reference.hpp
 // (tests/test_bn_reference.cpp shows a plausible FP32 implementation passes and each fault fails).
 // Each case prints the worst error / tolerance of each result (<= 1 passes).
@@ -41,29 +43,33 @@ constexpr size_t kGuard = 64;  // elements either side (128 bytes in FP16: the v
 constexpr double kGuardValue = 3.5;
 
 // n elements in FP16 or FP32 with guards; values in and out as double; poison() fills with NaN.
+// shift > 0 starts the data that many elements past the guard: a pointer off the 16-byte vector.
 class Buf {
  public:
-  Buf(size_t n, bool half) : n_(n), half_(half), buf_((n + 2 * kGuard) * (half ? 2 : 4)) { poison(); }
-  void* ptr() const { return static_cast<char*>(buf_.get()) + kGuard * (half_ ? 2 : 4); }
+  Buf(size_t n, bool half, size_t shift = 0)
+      : n_(n), half_(half), at_(kGuard + shift), buf_((n + 2 * kGuard + shift) * (half ? 2 : 4)) {
+    poison();
+  }
+  void* ptr() const { return static_cast<char*>(buf_.get()) + at_ * (half_ ? 2 : 4); }
   float* f() const { return static_cast<float*>(ptr()); }
   void set(const std::vector<double>& v) {
-    std::vector<double> all(n_ + 2 * kGuard, kGuardValue);
-    std::copy(v.begin(), v.end(), all.begin() + kGuard);
+    std::vector<double> all(total(), kGuardValue);
+    std::copy(v.begin(), v.end(), all.begin() + std::ptrdiff_t(at_));
     write(all);
   }
   void poison() {
-    std::vector<double> all(n_ + 2 * kGuard, kGuardValue);
-    std::fill(all.begin() + kGuard, all.end() - kGuard, NAN);
+    std::vector<double> all(total(), kGuardValue);
+    std::fill(all.begin() + std::ptrdiff_t(at_), all.begin() + std::ptrdiff_t(at_ + n_), NAN);
     write(all);
   }
   std::vector<double> get() const {
     const auto all = read();
-    return {all.begin() + kGuard, all.end() - kGuard};
+    return {all.begin() + std::ptrdiff_t(at_), all.begin() + std::ptrdiff_t(at_ + n_)};
   }
   size_t guards_changed() const {
     const auto all = read();
     size_t bad = 0;
-    for (size_t i = 0; i < all.size(); ++i) bad += (i < kGuard || i >= kGuard + n_) && all[i] != kGuardValue;
+    for (size_t i = 0; i < all.size(); ++i) bad += (i < at_ || i >= at_ + n_) && all[i] != kGuardValue;
     return bad;
   }
 
@@ -79,9 +85,10 @@ class Buf {
     }
     NB_CUDA(cudaDeviceSynchronize());
   }
+  size_t total() const { return n_ + 2 * kGuard + (at_ - kGuard); }
   std::vector<double> read() const {
     NB_CUDA(cudaDeviceSynchronize());
-    std::vector<double> out(n_ + 2 * kGuard);
+    std::vector<double> out(total());
     if (half_) {
       std::vector<__half> h(out.size());
       NB_CUDA(cudaMemcpy(h.data(), buf_.get(), h.size() * 2, cudaMemcpyDeviceToHost));
@@ -95,6 +102,7 @@ class Buf {
   }
   size_t n_;
   bool half_;
+  size_t at_;
   DeviceBuffer buf_;
 };
 
@@ -104,10 +112,13 @@ struct Case {
   BnAct act;
   BnPath path;
   bool from_x = false;  // the own kernels' backward recomputes the ReLU's mask from x (the stem's)
+  // The residual and dy one element off the 16-byte vector (the own kernels: the passes that read
+  // them run one element a step, the others stay vectorised).
+  bool misaligned = false;
   std::string name() const {
     return std::string(half ? "fp16" : "fp32") + (nhwc ? " nhwc" : " nchw") + " n" + std::to_string(n) + " c" +
            std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(h) + " " + train::bn_act_name(act) + " " +
-           train::bn_path_name(path) + (from_x ? " mask-from-x" : "");
+           train::bn_path_name(path) + (from_x ? " mask-from-x" : "") + (misaligned ? " misaligned" : "");
   }
 };
 
@@ -136,8 +147,9 @@ struct Descs {
 struct Bufs {
   Buf x, r, y, scratch, dy, dx, dz;
   Buf gamma, beta, dgamma, dbeta, run_mean, run_var, save_mean, save_inv;
-  Bufs(size_t e, size_t c, bool half)
-      : x(e, half), r(e, half), y(e, half), scratch(e, half), dy(e, half), dx(e, half), dz(e, half), gamma(c, false),
+  Bufs(size_t e, size_t c, bool half, size_t shift)
+      : x(e, half), r(e, half, shift), y(e, half), scratch(e, half), dy(e, half, shift), dx(e, half), dz(e, half),
+        gamma(c, false),
         beta(c, false), dgamma(c, false), dbeta(c, false), run_mean(c, false), run_var(c, false), save_mean(c, false),
         save_inv(c, false) {}
   std::vector<const Buf*> all() const {
@@ -165,7 +177,7 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   test::round_to_storage(in, k.half);
   const bool add = k.act == BnAct::add_relu, relu = k.act != BnAct::none;
   Descs d(k, train::bn_mode_for(k.nhwc));
-  Bufs b(s.size(), size_t(k.c), k.half);
+  Bufs b(s.size(), size_t(k.c), k.half, k.misaligned ? 1 : 0);
   b.x.set(in.x), b.r.set(in.residual), b.dy.set(in.dy), b.gamma.set(in.gamma), b.beta.set(in.beta);
   b.run_mean.set(in.run_mean), b.run_var.set(in.run_var);
   train::BnRun r;
@@ -206,7 +218,9 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   judge(line, "run_var", b.run_var.get(), f.run_var, ft.run_var);
   const auto y = b.y.get();
   judge(line, "y", y, f.y, ft.y);
-  if (k.from_x) b.y.poison();  // the backward must not read it: NaN would mask every element out
+  // The own kernels' backward of a ReLU recomputes the mask from x: it must not read y (NaN would
+  // mask every element out).
+  if (k.from_x || (k.path == BnPath::kernels && k.act == BnAct::relu)) b.y.poison();
   r.ws_bytes = need.bwd_ws;
   train::bn_backward(r, b.dy.ptr(), b.dx.ptr(), add ? b.dz.ptr() : nullptr, st.get());
   NB_CUDA(cudaStreamSynchronize(st.get()));
@@ -232,7 +246,9 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
   struct Shape {
     int64_t n, c, h;
   };
-  const Shape shapes[] = {{4, 64, 7}, {4, 64, 56}, {3, 37, 9}, {2, 36, 10}};
+  // ResNet-50's planes, then odd ones: C not a multiple of 4 with odd HW, N = 1 (C 6 on 5x5; C 3
+  // on 1x1 at batch 2: vectors crossing channel planes, NHWC vectors wrapping around the channels).
+  const Shape shapes[] = {{4, 64, 7}, {4, 64, 56}, {3, 37, 9}, {2, 36, 10}, {1, 6, 5}, {2, 3, 1}};
   int ran = 0, not_run = 0, cudnn_fused = 0;
   for (const Shape& sh : shapes)
     for (bool half : {false, true})
@@ -242,9 +258,11 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
             // cuDNN's fused calls: where the step takes them (FP16 NHWC, C a multiple of 4 for the add).
             if (path == BnPath::cudnn && train::choose_bn_path(train::Fusion::on, half, nhwc, sh.c, act).path != BnPath::cudnn)
               continue;
-            for (bool from_x : {false, true}) {
+            for (int variant = 0; variant < 3; ++variant) {
+              const bool from_x = variant == 1, misaligned = variant == 2;
               if (from_x && (path != BnPath::kernels || act != BnAct::relu)) continue;
-              const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x};
+              if (misaligned && path != BnPath::kernels) continue;
+              const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x, misaligned};
               std::string line;
               const bool done = run_case(k, h, prop.multiProcessorCount, line);
               std::printf("  %-52s %s\n", k.name().c_str(), line.c_str());

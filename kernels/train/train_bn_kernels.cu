@@ -13,20 +13,25 @@ namespace {
 using vec::load;
 using vec::store;
 constexpr unsigned kFinThreads = 128;  // the finalize: one warp per channel
+// Loads in flight per thread in the reductions: each iteration issues kStatsUnroll (forward: one
+// tensor) or kSumsUnroll (backward: two or three tensors) independent loads before it adds them.
+constexpr int kStatsUnroll = 4, kSumsUnroll = 2;
 
 template <class F>
 __device__ __forceinline__ void chan(F& na, F& ma, F& qa, F nb, F mb, F qb) {
   chan_combine(na, ma, qa, nb, mb, qb);
 }
 
-// The workspace: 3 partial arrays of chunks x c floats, then kBnCoefs coefficient arrays of c floats.
+// The workspace (bn_workspace_bytes): the coefficient table at the first 16-byte boundary,
+// kBnCoefStride floats per channel, then 3 partial arrays of chunks x c floats.
 struct Ws {
-  float *p0, *p1, *p2, *coef;
-  __host__ __device__ Ws(void* ws, int chunks, int64_t c) {
-    p0 = static_cast<float*>(ws);
-    p1 = p0 + size_t(chunks) * c;
-    p2 = p1 + size_t(chunks) * c;
-    coef = p2 + size_t(chunks) * c;
+  float *coef, *p0, *p1, *p2;
+  Ws(void* ws, int chunks, int64_t c) {
+    const uintptr_t a = (reinterpret_cast<uintptr_t>(ws) + (kBnWsAlign - 1)) & ~uintptr_t(kBnWsAlign - 1);
+    coef = reinterpret_cast<float*>(a);
+    p0 = coef + size_t(kBnCoefStride) * size_t(c);
+    p1 = p0 + size_t(chunks) * size_t(c);
+    p2 = p1 + size_t(chunks) * size_t(c);
   }
 };
 
@@ -54,16 +59,21 @@ struct Shifted {
 };
 
 template <class S, int W>
-__global__ void stats_nhwc_k(const S* x, int64_t rows, int c, Ws ws, int chunks) {
+__global__ void stats_nhwc_k(const S* x, int64_t rows, int c, Ws ws) {
   __shared__ float sh_n[kVecThreads], sh_m[kVecThreads * W], sh_q[kVecThreads * W];
   const int cvs = c / W, cv = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
   Shifted<W> acc;
   if (cv < cvs) {
-    for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
-      float v[W];
-      load<W>(x, uint64_t(r) * c + uint64_t(cv) * W, v);
-      acc.add(v, false);
+    const int64_t step = int64_t(gridDim.y) * blockDim.y;
+    for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += kStatsUnroll * step) {
+      float v[kStatsUnroll][W];
+#pragma unroll
+      for (int u = 0; u < kStatsUnroll; ++u)
+        if (r + u * step < rows) load<W>(x, uint64_t(r + u * step) * c + uint64_t(cv) * W, v[u]);
+#pragma unroll
+      for (int u = 0; u < kStatsUnroll; ++u)
+        if (r + u * step < rows) acc.add(v[u], false);
     }
   }
   sh_n[t] = float(acc.cnt);
@@ -102,15 +112,23 @@ __device__ void block_chan(float* sh_n, float* sh_m, float* sh_q) {
   }
 }
 
+// NCHW: the items of channel blockIdx.x (its n planes in width-W vectors), the plane of an item
+// found by a FastDiv by the items per plane.
 template <class S, int W>
-__global__ void stats_nchw_k(const S* x, int64_t items, int c, int64_t hw, Ws ws, int chunks) {
+__global__ void stats_nchw_k(const S* x, int64_t items, int c, int64_t hw, FastDiv per_plane, Ws ws) {
   __shared__ float sh_n[kVecThreads], sh_m[kVecThreads], sh_q[kVecThreads];
   const int ch = blockIdx.x;
   Shifted<W> acc;
-  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += int64_t(gridDim.y) * blockDim.x) {
-    float v[W];
-    load<W>(x, nchw_item_offset(uint64_t(j), ch, c, hw, W), v);
-    acc.add(v, true);
+  const int64_t step = int64_t(gridDim.y) * blockDim.x;
+  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += kStatsUnroll * step) {
+    float v[kStatsUnroll][W];
+#pragma unroll
+    for (int u = 0; u < kStatsUnroll; ++u)
+      if (j + u * step < items)
+        load<W>(x, nchw_item_offset(uint64_t(j + u * step), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane), v[u]);
+#pragma unroll
+    for (int u = 0; u < kStatsUnroll; ++u)
+      if (j + u * step < items) acc.add(v[u], true);
   }
   const float n = float(acc.cnt) * W;
   sh_n[threadIdx.x] = n;
@@ -145,7 +163,8 @@ __global__ void fwd_finalize_k(Ws ws, int chunks, int c, FwdFinal a) {
   float coef[3];
   bn_forward_finalize(n, m, q, a.gamma[ch], a.beta[ch], a.eps, a.factor, a.running_mean[ch], a.running_var[ch],
                       a.save_mean[ch], a.save_inv[ch], coef);
-  for (int k = 0; k < 3; ++k) ws.coef[size_t(k) * c + ch] = coef[k];  // mean, scale, shift after the scale
+  // mean, scale, shift after the scale: the first 16 bytes of the channel's row.
+  reinterpret_cast<float4*>(ws.coef)[2 * ch] = make_float4(coef[0], coef[1], coef[2], 0.f);
 }
 
 // The batch norm's output before the add and the ReLU: one fused multiply-add, written out so
@@ -155,26 +174,63 @@ __device__ __forceinline__ float bn_pre(float x, float mean, float scale, float 
 }
 // Whether the ReLU passed this element: its output, rounded to the storage type as the forward
 // stored it, above zero.
-template <bool HALF>
-__device__ __forceinline__ bool relu_passed(float v) {
-  return (HALF ? vec::to_f(vec::from_f<uint16_t>(v)) : v) > 0.f;
+__device__ __forceinline__ bool relu_passed(float v, bool half) {
+  return (half ? vec::to_f(vec::from_f<uint16_t>(v)) : v) > 0.f;
 }
 
-// y = act((x - mean) scale + beta [+ r]); lanes of an NHWC vector are consecutive channels.
-template <bool NHWC, bool RELU, int NIN>
-struct ApplyOp {
-  const float* coef;
-  int64_t c, hw;
-  template <int L>
-  __device__ void apply(uint64_t i0, const float (&in)[NIN][L], float (&out)[1][L]) const {
-    const int64_t c0 = channel_of(i0, NHWC, c, hw);
+// ---- the elementwise passes: one map over the layer's elements -------------------------------
+// Every vector of W elements is loaded and stored whole (16 bytes when the pointers allow), in
+// either layout and whatever c and hw: the channel of each lane comes from lane_channels (two
+// FastDivs, no 64-bit division), and a vector inside one channel (NCHW, all but those crossing a
+// plane's end) loads its channel's coefficients once.
+template <int L, class Op, int NIN, int NOUT>
+__device__ __forceinline__ void run_lanes(const Op& op, uint64_t i0, const ChanDims& d, const float (&in)[NIN][L],
+                                          float (&out)[NOUT][L]) {
+  uint32_t ch[L];
+  if (lane_channels<L>(i0, d, ch)) {
+    const typename Op::Coef cf = op.coef(ch[0]);
 #pragma unroll
-    for (int k = 0; k < L; ++k) {
-      const int64_t ch = NHWC ? c0 + k : c0;
-      float v = bn_pre(in[0][k], coef[ch], coef[c + ch], coef[2 * c + ch]);
-      if (NIN == 2) v += in[NIN - 1][k];
-      out[0][k] = RELU ? fmaxf(v, 0.f) : v;
-    }
+    for (int k = 0; k < L; ++k) op.template elem<L>(cf, in, out, k);
+  } else {
+#pragma unroll
+    for (int k = 0; k < L; ++k) op.template elem<L>(op.coef(ch[k]), in, out, k);
+  }
+}
+
+template <class S, int W, int NIN, int NOUT, class Op>
+__global__ void chan_map_k(vec::Ptrs<S, NIN, NOUT> p, uint64_t n, ChanDims d, Op op) {
+  const VecSplit sp = vec_split(n, W);
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  const uint64_t t0 = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  for (uint64_t v = t0; v < sp.vectors; v += stride) {
+    float in[NIN][W], out[NOUT][W];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) load<W>(p.in[k], v * W, in[k]);
+    run_lanes<W>(op, v * W, d, in, out);
+#pragma unroll
+    for (int k = 0; k < NOUT; ++k) store<W>(p.out[k], v * W, out[k]);
+  }
+  for (uint64_t i = sp.tail_begin + t0; i < n; i += stride) {
+    float in[NIN][1], out[NOUT][1];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) load<1>(p.in[k], i, in[k]);
+    run_lanes<1>(op, i, d, in, out);
+#pragma unroll
+    for (int k = 0; k < NOUT; ++k) store<1>(p.out[k], i, out[k]);
+  }
+}
+
+// y = act((x - mean) scale + beta [+ r]).
+template <bool RELU, int NIN>
+struct FwdOp {
+  using Coef = float4;  // mean, scale, shift
+  const float* table;
+  __device__ float4 coef(uint32_t ch) const { return __ldg(reinterpret_cast<const float4*>(table) + 2 * ch); }
+  template <int L>
+  __device__ void elem(const float4& cf, const float (&in)[NIN][L], float (&out)[1][L], int k) const {
+    float v = bn_pre(in[0][k], cf.x, cf.y, cf.z);
+    if (NIN == 2) v += in[NIN - 1][k];
+    out[0][k] = RELU ? fmaxf(v, 0.f) : v;
   }
 };
 
@@ -202,20 +258,23 @@ __device__ __forceinline__ void grad_terms(const float (&x)[W], const float (&dy
 #pragma unroll
   for (int j = 0; j < W; ++j) {
     const bool pass = M == kMaskFromY   ? y[j] > 0.f
-                      : M == kMaskFromX ? relu_passed<HALF>(bn_pre(x[j], cc.mean[j], cc.scale[j], cc.shift[j]))
+                      : M == kMaskFromX ? relu_passed(bn_pre(x[j], cc.mean[j], cc.scale[j], cc.shift[j]), HALF)
                                         : true;
     g[j] = pass ? dy[j] : 0.f;
     gx[j] = g[j] * (x[j] - cc.mean[j]) * cc.inv[j];
   }
 }
 
-// What the sums kernels read besides the tensors.
+// What the sums kernels read besides the tensors, and dz: where the masked gradient g goes (the
+// residual's gradient; the backward's second pass reads it back instead of dy and y), or null.
+template <class S>
 struct SumArgs {
   const float *save_mean, *save_inv, *gamma, *beta;  // gamma, beta: kMaskFromX only
+  S* dz;
 };
 
 template <class S, int W, int M>
-__global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, SumArgs a, int64_t rows, int c, Ws ws) {
+__global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, SumArgs<S> a, int64_t rows, int c, Ws ws) {
   __shared__ float sh_g[kVecThreads * W], sh_gx[kVecThreads * W];
   const int cvs = c / W, cv = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
@@ -224,15 +283,26 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, SumArgs a, int6
 #pragma unroll
   for (int j = 0; j < W; ++j) cc.load(j, int64_t(cv) * W + j, cv < cvs, a.save_mean, a.save_inv, a.gamma, a.beta);
   if (cv < cvs) {
-    for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
-      const uint64_t i = uint64_t(r) * c + uint64_t(cv) * W;
-      float xv[W], dv[W], yv[W], g[W], gx[W];
-      load<W>(x, i, xv);
-      load<W>(dy, i, dv);
-      if (M == kMaskFromY) load<W>(y, i, yv);
-      grad_terms<W, M, sizeof(S) == 2>(xv, dv, yv, cc, g, gx);
+    const int64_t step = int64_t(gridDim.y) * blockDim.y;
+    for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += kSumsUnroll * step) {
+      float xv[kSumsUnroll][W], dv[kSumsUnroll][W], yv[kSumsUnroll][W];
 #pragma unroll
-      for (int j = 0; j < W; ++j) sg[j] += g[j], sgx[j] += gx[j];
+      for (int u = 0; u < kSumsUnroll; ++u) {
+        if (r + u * step >= rows) continue;
+        const uint64_t i = uint64_t(r + u * step) * c + uint64_t(cv) * W;
+        load<W>(x, i, xv[u]);
+        load<W>(dy, i, dv[u]);
+        if (M == kMaskFromY) load<W>(y, i, yv[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kSumsUnroll; ++u) {
+        if (r + u * step >= rows) continue;
+        float g[W], gx[W];
+        grad_terms<W, M, sizeof(S) == 2>(xv[u], dv[u], yv[u], cc, g, gx);
+#pragma unroll
+        for (int j = 0; j < W; ++j) sg[j] += g[j], sgx[j] += gx[j];
+        if (a.dz) store<W>(a.dz, uint64_t(r + u * step) * c + uint64_t(cv) * W, g);
+      }
     }
   }
 #pragma unroll
@@ -256,22 +326,35 @@ __global__ void sums_nhwc_k(const S* x, const S* y, const S* dy, SumArgs a, int6
 }
 
 template <class S, int W, int M>
-__global__ void sums_nchw_k(const S* x, const S* y, const S* dy, SumArgs a, int64_t items, int c, int64_t hw, Ws ws) {
+__global__ void sums_nchw_k(const S* x, const S* y, const S* dy, SumArgs<S> a, int64_t items, int c, int64_t hw,
+                            FastDiv per_plane, Ws ws) {
   __shared__ float sh_g[kVecThreads], sh_gx[kVecThreads];
   const int ch = blockIdx.x;
   float sg = 0.f, sgx = 0.f;
   ChanCoefs<W> cc;
 #pragma unroll
   for (int j = 0; j < W; ++j) cc.load(j, ch, true, a.save_mean, a.save_inv, a.gamma, a.beta);
-  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += int64_t(gridDim.y) * blockDim.x) {
-    const uint64_t i = nchw_item_offset(uint64_t(j), ch, c, hw, W);
-    float xv[W], dv[W], yv[W], g[W], gx[W];
-    load<W>(x, i, xv);
-    load<W>(dy, i, dv);
-    if (M == kMaskFromY) load<W>(y, i, yv);
-    grad_terms<W, M, sizeof(S) == 2>(xv, dv, yv, cc, g, gx);
+  const int64_t step = int64_t(gridDim.y) * blockDim.x;
+  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += kSumsUnroll * step) {
+    float xv[kSumsUnroll][W], dv[kSumsUnroll][W], yv[kSumsUnroll][W];
+    uint64_t at[kSumsUnroll];
 #pragma unroll
-    for (int k = 0; k < W; ++k) sg += g[k], sgx += gx[k];
+    for (int u = 0; u < kSumsUnroll; ++u) {
+      if (j + u * step >= items) continue;
+      at[u] = nchw_item_offset(uint64_t(j + u * step), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane);
+      load<W>(x, at[u], xv[u]);
+      load<W>(dy, at[u], dv[u]);
+      if (M == kMaskFromY) load<W>(y, at[u], yv[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kSumsUnroll; ++u) {
+      if (j + u * step >= items) continue;
+      float g[W], gx[W];
+      grad_terms<W, M, sizeof(S) == 2>(xv[u], dv[u], yv[u], cc, g, gx);
+#pragma unroll
+      for (int k = 0; k < W; ++k) sg += g[k], sgx += gx[k];
+      if (a.dz) store<W>(a.dz, at[u], g);
+    }
   }
   sh_g[threadIdx.x] = sg, sh_gx[threadIdx.x] = sgx;
   __syncthreads();
@@ -299,79 +382,70 @@ __global__ void bwd_finalize_k(Ws ws, int chunks, int c, BwdFinal a) {
   for (int off = 16; off > 0; off >>= 1)
     sg += __shfl_down_sync(0xffffffffu, sg, off), sgx += __shfl_down_sync(0xffffffffu, sgx, off);
   if (lane) return;
-  float dx_coef[4];
+  float dx[4];
   bn_backward_coefficients(sg, sgx, a.count, a.gamma[ch], a.save_mean[ch], a.save_inv[ch], a.dgamma[ch], a.dbeta[ch],
-                           dx_coef);
-  // Then the forward's mean, scale and shift, for a ReLU mask recomputed from x.
-  const float coef[kBnCoefs] = {dx_coef[0], dx_coef[1], dx_coef[2], dx_coef[3], a.save_mean[ch],
-                                bn_scale(a.gamma[ch], a.save_inv[ch]), a.beta ? a.beta[ch] : 0.f};
-  for (int k = 0; k < kBnCoefs; ++k) ws.coef[size_t(k) * c + ch] = coef[k];
+                           dx);
+  // dx's coefficients, then the forward's mean, scale and shift (a ReLU mask recomputed from x).
+  float4* row = reinterpret_cast<float4*>(ws.coef) + 2 * ch;
+  row[0] = make_float4(dx[0], dx[1], dx[2], dx[3]);
+  row[1] = make_float4(a.save_mean[ch], bn_scale(a.gamma[ch], a.save_inv[ch]), a.beta ? a.beta[ch] : 0.f, 0.f);
 }
 
-// in: x, dy[, y when M is kMaskFromY]; out: dx[, dz].
-template <bool NHWC, int M, bool DZ, bool HALF>
-struct BwdApplyOp {
+// dx = A g + B (x - mean) + C, g = dy masked (M), or the masked gradient the sums pass wrote to dz
+// (M kNoMask). in: x, dy or dz [, y when M is kMaskFromY].
+template <int M>
+struct BwdOp {
   static constexpr int kIn = M == kMaskFromY ? 3 : 2;
-  const float* coef;
-  int64_t c, hw;
+  struct Coef {
+    float4 dx, fwd;
+  };
+  const float* table;
+  bool half;  // the storage type, for the mask recomputed from x
+  __device__ Coef coef(uint32_t ch) const {
+    const float4* row = reinterpret_cast<const float4*>(table) + 2 * ch;
+    return {__ldg(row), M == kMaskFromX ? __ldg(row + 1) : make_float4(0.f, 0.f, 0.f, 0.f)};
+  }
   template <int L>
-  __device__ void apply(uint64_t i0, const float (&in)[kIn][L], float (&out)[DZ ? 2 : 1][L]) const {
-    const int64_t c0 = channel_of(i0, NHWC, c, hw);
-#pragma unroll
-    for (int k = 0; k < L; ++k) {
-      const int64_t ch = NHWC ? c0 + k : c0;
-      const bool pass = M == kMaskFromY ? in[kIn - 1][k] > 0.f
-                        : M == kMaskFromX
-                            ? relu_passed<HALF>(bn_pre(in[0][k], coef[4 * c + ch], coef[5 * c + ch], coef[6 * c + ch]))
-                            : true;
-      const float g = pass ? in[1][k] : 0.f;
-      out[0][k] = coef[ch] * g + coef[c + ch] * (in[0][k] - coef[2 * c + ch]) + coef[3 * c + ch];
-      if (DZ) out[DZ ? 1 : 0][k] = g;
-    }
+  __device__ void elem(const Coef& cf, const float (&in)[kIn][L], float (&out)[1][L], int k) const {
+    const bool pass = M == kMaskFromY   ? in[kIn - 1][k] > 0.f
+                      : M == kMaskFromX ? relu_passed(bn_pre(in[0][k], cf.fwd.x, cf.fwd.y, cf.fwd.z), half)
+                                        : true;
+    const float g = pass ? in[1][k] : 0.f;
+    out[0][k] = cf.dx.x * g + cf.dx.y * (in[0][k] - cf.dx.z) + cf.dx.w;
   }
 };
 
-// The map kernel over the layer's elements with the widest width every pointer's alignment allows.
+// The map over the layer's elements, 16 bytes a step when every pointer is aligned to it.
 template <class Op, int NIN, int NOUT>
-void launch_apply(cudaStream_t s, const BnShape& sh, int width, const void* const (&in)[NIN], void* const (&out)[NOUT],
-                  const Op& op) {
+void launch_apply(cudaStream_t s, const BnShape& sh, const void* const (&in)[NIN], void* const (&out)[NOUT], const Op& op) {
   const size_t elem = sh.half ? 2 : 4;
+  const int width = vec_width(int(elem));
   bool ok = true;
   for (const void* p : in) ok = ok && vec::aligned_to(p, size_t(width) * elem);
   for (const void* p : out) ok = ok && vec::aligned_to(p, size_t(width) * elem);
-  const uint64_t n = uint64_t(sh.n) * sh.c * sh.hw;
+  const uint64_t n = uint64_t(sh.n) * uint64_t(sh.c) * uint64_t(sh.hw);
+  const ChanDims d = chan_dims(sh.nhwc, sh.c, sh.hw);
   vec::with_type_and_width(sh.half, ok ? width : 1, [&](auto tag, auto w) {
     using S = decltype(tag);
     constexpr int W = decltype(w)::value;
     vec::Ptrs<S, NIN, NOUT> p{};
     for (int k = 0; k < NIN; ++k) p.in[k] = static_cast<const S*>(in[k]);
     for (int k = 0; k < NOUT; ++k) p.out[k] = static_cast<S*>(out[k]);
-    vec::map_k<S, W, NIN, NOUT, Op><<<vec::grid_for(n / W + 1), kVecThreads, 0, s>>>(p, n, op);
+    chan_map_k<S, W, NIN, NOUT, Op><<<vec::grid_for(n / W + 1), kVecThreads, 0, s>>>(p, n, d, op);
   });
 }
 
-template <bool NHWC>
-void forward_apply(cudaStream_t s, const BnShape& sh, int width, const BnForward& a, const float* coef) {
-  if (a.residual) {
-    const ApplyOp<NHWC, true, 2> op{coef, sh.c, sh.hw};  // the residual join always ends in a ReLU
-    launch_apply(s, sh, width, {a.x, a.residual}, {a.y}, op);
-  } else if (a.relu) {
-    launch_apply(s, sh, width, {a.x}, {a.y}, ApplyOp<NHWC, true, 1>{coef, sh.c, sh.hw});
-  } else {
-    launch_apply(s, sh, width, {a.x}, {a.y}, ApplyOp<NHWC, false, 1>{coef, sh.c, sh.hw});
-  }
+void forward_apply(cudaStream_t s, const BnShape& sh, const BnForward& a, const float* table) {
+  if (a.residual) launch_apply(s, sh, {a.x, a.residual}, {a.y}, FwdOp<true, 2>{table});  // the join ends in a ReLU
+  else if (a.relu) launch_apply(s, sh, {a.x}, {a.y}, FwdOp<true, 1>{table});
+  else launch_apply(s, sh, {a.x}, {a.y}, FwdOp<false, 1>{table});
 }
 
-template <bool NHWC, bool HALF>
-void backward_apply(cudaStream_t s, const BnShape& sh, int width, const BnBackward& a, const float* coef) {
-  if (a.y && a.dz)
-    launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx, a.dz}, BwdApplyOp<NHWC, kMaskFromY, true, HALF>{coef, sh.c, sh.hw});
-  else if (a.y)
-    launch_apply(s, sh, width, {a.x, a.dy, a.y}, {a.dx}, BwdApplyOp<NHWC, kMaskFromY, false, HALF>{coef, sh.c, sh.hw});
-  else if (a.relu_from_x)
-    launch_apply(s, sh, width, {a.x, a.dy}, {a.dx}, BwdApplyOp<NHWC, kMaskFromX, false, HALF>{coef, sh.c, sh.hw});
-  else
-    launch_apply(s, sh, width, {a.x, a.dy}, {a.dx}, BwdApplyOp<NHWC, kNoMask, false, HALF>{coef, sh.c, sh.hw});
+void backward_apply(cudaStream_t s, const BnShape& sh, const BnBackward& a, bool from_x, const float* table) {
+  if (a.dz) launch_apply(s, sh, {a.x, a.dz}, {a.dx}, BwdOp<kNoMask>{table, sh.half});
+  else if (a.y) launch_apply(s, sh, {a.x, a.dy, a.y}, {a.dx}, BwdOp<kMaskFromY>{table, sh.half});
+  else if (from_x) launch_apply(s, sh, {a.x, a.dy}, {a.dx}, BwdOp<kMaskFromX>{table, sh.half});
+  else launch_apply(s, sh, {a.x, a.dy}, {a.dx}, BwdOp<kNoMask>{table, sh.half});
 }
 
 unsigned finalize_blocks(int64_t c) { return unsigned((c * 32 + kFinThreads - 1) / kFinThreads); }
@@ -384,53 +458,58 @@ BnGeometry geometry_for(const BnShape& sh, const BnGeometry& g, std::initializer
   return ok ? g : bn_narrow(g, sh.c);
 }
 
+FastDiv per_plane_div(const BnShape& sh, const BnGeometry& g) {
+  return make_fast_div(uint64_t(sh.hw / (g.width < 1 ? 1 : g.width)));
+}
+
 }  // namespace
 
 void launch_bn_forward(cudaStream_t s, const BnShape& sh, const BnGeometry& g0, const BnForward& a) {
-  const BnGeometry g = geometry_for(sh, g0, {a.x, a.residual, a.y});
+  const BnGeometry g = geometry_for(sh, g0, {a.x});
   const Ws ws(a.ws, g.chunks, sh.c);
   const int c = int(sh.c);
-  const dim3 grid(unsigned(g.blocks_x), unsigned(g.chunks)), block(unsigned(g.threads_x), unsigned(g.threads_y));
-  vec::with_type_and_width(sh.half, g.width, [&](auto tag, auto w) {
-    using S = decltype(tag);
-    constexpr int W = decltype(w)::value;
-    const S* x = static_cast<const S*>(a.x);
-    if (sh.nhwc) stats_nhwc_k<S, W><<<grid, block, 0, s>>>(x, g.rows, c, ws, g.chunks);
-    else stats_nchw_k<S, W><<<grid, block, 0, s>>>(x, g.items, c, sh.hw, ws, g.chunks);
-  });
-  const FwdFinal fin{a.gamma, a.beta, a.running_mean, a.running_var, a.save_mean, a.save_inv_std, a.factor, a.eps};
-  fwd_finalize_k<<<finalize_blocks(sh.c), kFinThreads, 0, s>>>(ws, g.chunks, c, fin);
-  if (sh.nhwc) forward_apply<true>(s, sh, g.width, a, ws.coef);
-  else forward_apply<false>(s, sh, g.width, a, ws.coef);
+  if (a.passes & kBnReducePass) {
+    const dim3 grid(unsigned(g.blocks_x), unsigned(g.chunks)), block(unsigned(g.threads_x), unsigned(g.threads_y));
+    vec::with_type_and_width(sh.half, g.width, [&](auto tag, auto w) {
+      using S = decltype(tag);
+      constexpr int W = decltype(w)::value;
+      const S* x = static_cast<const S*>(a.x);
+      if (sh.nhwc) stats_nhwc_k<S, W><<<grid, block, 0, s>>>(x, g.rows, c, ws);
+      else stats_nchw_k<S, W><<<grid, block, 0, s>>>(x, g.items, c, sh.hw, per_plane_div(sh, g), ws);
+    });
+    const FwdFinal fin{a.gamma, a.beta, a.running_mean, a.running_var, a.save_mean, a.save_inv_std, a.factor, a.eps};
+    fwd_finalize_k<<<finalize_blocks(sh.c), kFinThreads, 0, s>>>(ws, g.chunks, c, fin);
+  }
+  if (a.passes & kBnApplyPass) forward_apply(s, sh, a, ws.coef);
 }
 
 void launch_bn_backward(cudaStream_t s, const BnShape& sh, const BnGeometry& g0, const BnBackward& a) {
-  const BnGeometry g = geometry_for(sh, g0, {a.x, a.y, a.dy, a.dx, a.dz});
+  const BnGeometry g = geometry_for(sh, g0, {a.x, a.y, a.dy, a.dz});
   const Ws ws(a.ws, g.chunks, sh.c);
   const int c = int(sh.c);
-  const dim3 grid(unsigned(g.blocks_x), unsigned(g.chunks)), block(unsigned(g.threads_x), unsigned(g.threads_y));
   const bool from_x = !a.y && a.relu_from_x;
-  const SumArgs sa{a.save_mean, a.save_inv_std, from_x ? a.gamma : nullptr, from_x ? a.beta : nullptr};
-  vec::with_type_and_width(sh.half, g.width, [&](auto tag, auto w) {
-    using S = decltype(tag);
-    constexpr int W = decltype(w)::value;
-    const S *x = static_cast<const S*>(a.x), *y = static_cast<const S*>(a.y), *dy = static_cast<const S*>(a.dy);
-    auto sums = [&](auto mode) {
-      constexpr int M = decltype(mode)::value;
-      if (sh.nhwc) sums_nhwc_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.rows, c, ws);
-      else sums_nchw_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.items, c, sh.hw, ws);
-    };
-    if (a.y) sums(std::integral_constant<int, kMaskFromY>{});
-    else if (from_x) sums(std::integral_constant<int, kMaskFromX>{});
-    else sums(std::integral_constant<int, kNoMask>{});
-  });
-  const BwdFinal fin{a.gamma, from_x ? a.beta : nullptr, a.save_mean, a.save_inv_std, a.dgamma, a.dbeta,
-                     double(sh.n) * double(sh.hw)};
-  bwd_finalize_k<<<finalize_blocks(sh.c), kFinThreads, 0, s>>>(ws, g.chunks, c, fin);
-  if (sh.nhwc && sh.half) backward_apply<true, true>(s, sh, g.width, a, ws.coef);
-  else if (sh.nhwc) backward_apply<true, false>(s, sh, g.width, a, ws.coef);
-  else if (sh.half) backward_apply<false, true>(s, sh, g.width, a, ws.coef);
-  else backward_apply<false, false>(s, sh, g.width, a, ws.coef);
+  if (a.passes & kBnReducePass) {
+    const dim3 grid(unsigned(g.blocks_x), unsigned(g.chunks)), block(unsigned(g.threads_x), unsigned(g.threads_y));
+    vec::with_type_and_width(sh.half, g.width, [&](auto tag, auto w) {
+      using S = decltype(tag);
+      constexpr int W = decltype(w)::value;
+      const S *x = static_cast<const S*>(a.x), *y = static_cast<const S*>(a.y), *dy = static_cast<const S*>(a.dy);
+      const SumArgs<S> sa{a.save_mean, a.save_inv_std, from_x ? a.gamma : nullptr, from_x ? a.beta : nullptr,
+                          static_cast<S*>(a.dz)};
+      auto sums = [&](auto mode) {
+        constexpr int M = decltype(mode)::value;
+        if (sh.nhwc) sums_nhwc_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.rows, c, ws);
+        else sums_nchw_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.items, c, sh.hw, per_plane_div(sh, g), ws);
+      };
+      if (a.y) sums(std::integral_constant<int, kMaskFromY>{});
+      else if (from_x) sums(std::integral_constant<int, kMaskFromX>{});
+      else sums(std::integral_constant<int, kNoMask>{});
+    });
+    const BwdFinal fin{a.gamma, from_x ? a.beta : nullptr, a.save_mean, a.save_inv_std, a.dgamma, a.dbeta,
+                       double(sh.n) * double(sh.hw)};
+    bwd_finalize_k<<<finalize_blocks(sh.c), kFinThreads, 0, s>>>(ws, g.chunks, c, fin);
+  }
+  if (a.passes & kBnApplyPass) backward_apply(s, sh, a, from_x, ws.coef);
 }
 
 }  // namespace nb::kernels

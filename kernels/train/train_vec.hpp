@@ -48,6 +48,67 @@ NB_VEC_HD inline int channel_vec_width(bool nhwc, int64_t c, int64_t hw, int ele
   return w;
 }
 
+// Division by a divisor fixed at launch (1 <= d < 2^32) of a numerator below 2^63, as a
+// multiply-high, an add and a shift instead of a 64-bit division (dozens of instructions on a
+// GPU: per element of a memory-bound pass that is as much time as the memory's). The round-up
+// method of Granlund and Montgomery (1994): s = ceil(log2 d), m = floor(2^64 (2^s - d) / d) + 1,
+// then n / d = (mulhi64(n, m) + n) >> s, exact for every n < 2^64 as long as the sum does not
+// overflow (mulhi64(n, m) < n, so n < 2^63 is enough). make_fast_div is host code.
+struct FastDiv {
+  uint64_t d = 1, m = 1;
+  int s = 0;
+};
+inline FastDiv make_fast_div(uint64_t d) {
+  __extension__ typedef unsigned __int128 u128;
+  FastDiv f;
+  f.d = d < 1 ? 1 : d;
+  while ((uint64_t(1) << f.s) < f.d) ++f.s;
+  f.m = uint64_t((u128(1) << 64) * u128((uint64_t(1) << f.s) - f.d) / f.d) + 1;
+  return f;
+}
+NB_VEC_HD inline uint64_t fast_div(uint64_t n, const FastDiv& f) {
+#if defined(__CUDA_ARCH__)
+  const uint64_t hi = __umul64hi(n, f.m);
+#else
+  __extension__ typedef unsigned __int128 u128;
+  const uint64_t hi = uint64_t((u128(n) * f.m) >> 64);
+#endif
+  return (hi + n) >> f.s;
+}
+NB_VEC_HD inline uint64_t fast_mod(uint64_t n, const FastDiv& f) { return n - fast_div(n, f) * f.d; }
+
+// An n x c x hw tensor's dimensions as the per-element passes divide by them.
+struct ChanDims {
+  bool nhwc = false;
+  FastDiv c, hw;
+};
+inline ChanDims chan_dims(bool nhwc, int64_t c, int64_t hw) { return {nhwc, make_fast_div(uint64_t(c)), make_fast_div(uint64_t(hw))}; }
+
+// The channels of the L consecutive elements i0 .. i0 + L - 1 of such a tensor (any L, any c and
+// hw: a vector may cross channel planes in NCHW, or wrap around the channels in NHWC); returns
+// whether they are all one channel (NCHW: the vector inside one plane), so that a pass loads
+// that channel's coefficients once.
+template <int L>
+NB_VEC_HD inline bool lane_channels(uint64_t i0, const ChanDims& d, uint32_t (&ch)[L]) {
+  const uint32_t c = uint32_t(d.c.d);
+  if (d.nhwc) {
+    ch[0] = uint32_t(fast_mod(i0, d.c));
+#pragma unroll
+    for (int k = 1; k < L; ++k) ch[k] = ch[k - 1] + 1 == c ? 0u : ch[k - 1] + 1;
+    return L == 1 || c == 1;
+  }
+  const uint64_t plane = fast_div(i0, d.hw);
+  uint64_t off = i0 - plane * d.hw.d;
+  ch[0] = uint32_t(fast_mod(plane, d.c));
+  const bool one = off + uint64_t(L) <= d.hw.d;
+#pragma unroll
+  for (int k = 1; k < L; ++k) {
+    ch[k] = ch[k - 1];
+    if (++off == d.hw.d) off = 0, ch[k] = ch[k] + 1 == c ? 0u : ch[k] + 1;
+  }
+  return one;
+}
+
 // The channel of element i of an n x c x hw tensor.
 NB_VEC_HD inline int64_t channel_of(uint64_t i, bool nhwc, int64_t c, int64_t hw) {
   return nhwc ? int64_t(i % uint64_t(c)) : int64_t((i / uint64_t(hw)) % uint64_t(c));
@@ -59,6 +120,13 @@ NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, int64_t ch, int64_t c, in
   const uint64_t per_plane = uint64_t(hw / width);
   const uint64_t img = j / per_plane, v = j - img * per_plane;
   return (img * uint64_t(c) + uint64_t(ch)) * uint64_t(hw) + v * uint64_t(width);
+}
+
+// The same offset with the items of a plane (hw / width) as a FastDiv: what the kernels compute.
+NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, uint64_t ch, uint64_t c, uint64_t hw, int width,
+                                           const FastDiv& per_plane) {
+  const uint64_t img = fast_div(j, per_plane), v = j - img * per_plane.d;
+  return (img * c + ch) * hw + v * uint64_t(width);
 }
 
 // The grid of batch norm's reductions (statistics forward, the two sums backward). Each block
@@ -119,12 +187,15 @@ inline BnGeometry bn_narrow(BnGeometry g, int64_t c) {
   return g;
 }
 
-// Bytes of batch norm's own workspace for a layer of c channels: 3 partial floats per chunk and
-// channel, then 7 coefficient floats per channel (backward: dx's 4, and the forward's mean, scale
-// and shift for a ReLU mask recomputed from x).
-constexpr int kBnCoefs = 7;
+// Bytes of batch norm's own workspace for a layer of c channels: the coefficient table first,
+// kBnCoefStride floats per channel (two 16-byte loads: the forward's mean, scale and shift; the
+// backward's 4 coefficients of dx, then the forward's mean, scale and shift for a ReLU mask
+// recomputed from x), at the workspace's first 16-byte boundary (kBnWsAlign bytes of room for
+// a workspace that does not start on one), then 3 partial floats per chunk and channel.
+constexpr int kBnCoefs = 7, kBnCoefStride = 8;
+constexpr size_t kBnWsAlign = 16;
 inline size_t bn_workspace_bytes(const BnGeometry& g, int64_t c) {
-  return (3 * size_t(g.chunks) * size_t(c) + size_t(kBnCoefs) * size_t(c)) * sizeof(float);
+  return (3 * size_t(g.chunks) * size_t(c) + size_t(kBnCoefStride) * size_t(c)) * sizeof(float) + kBnWsAlign;
 }
 
 // ---- max pooling (window k, stride s, padding p) ----------------------------------------------

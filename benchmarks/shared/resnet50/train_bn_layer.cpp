@@ -121,7 +121,10 @@ void bn_backward(const BnRun& r, void* dy, void* dx, void* dz, cudaStream_t s, c
   const bool add = r.act == BnAct::add_relu;
   if (r.path == BnPath::kernels) {
     kernels::BnBackward a;
-    const bool from_x = r.relu_from_x && r.act == BnAct::relu;
+    // A ReLU's mask is recomputed from x (whether or not the output is kept: one tensor fewer
+    // to read in both backward passes); after the add, y is read, and the first pass writes the
+    // masked gradient to dz, which the second reads back.
+    const bool from_x = r.act == BnAct::relu;
     a.x = r.x;
     a.y = r.act == BnAct::none || from_x ? nullptr : r.out;
     a.relu_from_x = from_x;

@@ -51,8 +51,8 @@ struct BnRun {
   void* ws = nullptr;       // workspace of this call (cuDNN's, or the own kernels' bn_workspace_bytes)
   size_t ws_bytes = 0;
   void* scratch = nullptr;  // unfused batch norm + add: the batch norm's output before the add (elems)
-  // Backward recomputes the ReLU's mask from x (the own kernels, act relu): out is not read, so it
-  // need not be kept from forward to backward.
+  // out need not be kept from forward to backward (the own kernels, act relu: their backward
+  // recomputes every ReLU's mask from x, this flag set or not, and reads no out).
   bool relu_from_x = false;
 };
 
