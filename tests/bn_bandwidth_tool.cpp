@@ -1,0 +1,340 @@
+// A developer tool, not a test: the bandwidth each pass of the training step's own batch norm
+// reaches (kernels/train/train_bn_kernels.cuh) on every batch-norm layer shape of ResNet-50, against
+// the GPU's copy bandwidth. For each layout and batch, each distinct (channels, positions, residual
+// add) of the step's 53 batch norms runs its forward and backward once, then each of its four
+// passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize) is timed
+// alone --reps times, the L2 flushed before each (a cudaMemsetAsync over twice the L2 between the
+// events), so that the pass reads from device memory as the step's large layers do. Bytes are
+// what the pass must move (kernels/train/bn_traffic.hpp); GB/s are 1e9 bytes per second of the
+// median launch. Per pass class, the step's figure weights each shape by its layer count
+// (its bytes over its time, summed over the step's layers).
+// The reference: --copy-gbps (the memory family's copy figure on the same GPU, bytes read plus
+// written, as the memory family counts; scripts/dev/device/train_fp32_session.sh passes it), else
+// this tool's own cudaMemcpyAsync device to device of 1 GiB, counted the same way.
+//   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G] [--out FILE]
+// Prints a table per layout and batch; --out writes everything as JSON. Exit 2 on bad arguments,
+// 1 on a CUDA failure, 3 without a GPU.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "base/resources.hpp"
+#include "kernels/train/bn_traffic.hpp"
+#include "kernels/train/train_bn_kernels.cuh"
+#include "kernels/train/train_kernels.cuh"
+#include "kernels/train/train_vec.hpp"
+#include "shared/resnet50/resnet50_net.hpp"
+
+using namespace nb;
+using nlohmann::json;
+using kernels::BnPass;
+
+namespace {
+
+struct Args {
+  std::vector<std::string> layouts = {"nchw", "nhwc"};
+  std::vector<int> batches = {64, 256};
+  int reps = 10;
+  double copy_gbps = 0;
+  std::string out;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "nodebench_bn_bandwidth: " << why
+            << "\nusage: nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]"
+               " [--out FILE]\n";
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) out.push_back(t);
+  return out;
+}
+
+double number(const std::string& opt, const std::string& v, double lo, double hi) {
+  size_t used = 0;
+  double d = 0;
+  try {
+    d = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || !(d >= lo && d <= hi)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+    usage(opt + ": '" + v + "' is not a number in " + range);
+  }
+  return d;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string o = argv[i];
+    if (o == "--help" || o == "-h") {
+      std::cout << "nodebench_bn_bandwidth: the bandwidth of each batch-norm pass of the training step on ResNet-50's\n"
+                   "layer shapes (FP32), against the copy bandwidth. Options:\n"
+                   "  --layouts L   comma list of nchw, nhwc (default both)\n"
+                   "  --batches B   comma list of batch sizes (default 64,256)\n"
+                   "  --reps N      timed launches per pass and shape, the median kept (default 10)\n"
+                   "  --copy-gbps G the reference copy bandwidth in GB/s (read + written); default: measured here\n"
+                   "  --out FILE    everything as JSON\n";
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage(o + " needs a value");
+    const std::string v = argv[++i];
+    if (o == "--layouts") {
+      a.layouts = split(v);
+      if (a.layouts.empty()) usage("--layouts: empty");
+      for (const auto& l : a.layouts)
+        if (l != "nchw" && l != "nhwc") usage("--layouts: '" + l + "' is not nchw or nhwc");
+    } else if (o == "--batches") {
+      a.batches.clear();
+      for (const auto& b : split(v)) a.batches.push_back(int(number("--batches", b, 1, 4096)));
+      if (a.batches.empty()) usage("--batches: empty");
+    } else if (o == "--reps") {
+      a.reps = int(number("--reps", v, 1, 1000));
+    } else if (o == "--copy-gbps") {
+      a.copy_gbps = number("--copy-gbps", v, 1e-3, 1e6);
+    } else if (o == "--out") {
+      a.out = v;
+    } else {
+      usage("unknown option '" + o + "'");
+    }
+  }
+  return a;
+}
+
+// A batch-norm layer shape of the step: channels, positions per image, residual add (+ ReLU), and
+// how many of the step's layers have it.
+struct Shape {
+  int c = 0, hw = 0;
+  bool add = false, relu = true;
+  int layers = 0;
+};
+
+std::vector<Shape> step_shapes() {
+  const auto& net = resnet50::net();
+  std::vector<int> act(net.convs.size(), 1);  // 0 none, 1 relu, 2 add + relu (as the step sets them)
+  for (const auto& b : net.blocks) {
+    act[size_t(b.conv3)] = 2;
+    if (b.down >= 0) act[size_t(b.down)] = 0;
+  }
+  std::map<std::tuple<int, int, int>, int> count;
+  for (size_t i = 0; i < net.convs.size(); ++i) {
+    const auto& c = net.convs[i];
+    ++count[{c.k, c.out_hw() * c.out_hw(), act[i]}];
+  }
+  std::vector<Shape> out;
+  for (const auto& [k, n] : count) out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k) == 2, std::get<2>(k) != 0, n});
+  return out;
+}
+
+struct Events {
+  cudaEvent_t a = nullptr, b = nullptr;
+  Events() {
+    NB_CUDA(cudaEventCreate(&a));
+    NB_CUDA(cudaEventCreate(&b));
+  }
+  ~Events() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+};
+
+// Median seconds of `reps` launches of f, each after an L2 flush outside the timed interval.
+template <class F>
+double timed(cudaStream_t s, void* flush, size_t flush_bytes, int reps, F&& f) {
+  Events e;
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    NB_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s));
+    NB_CUDA(cudaEventRecord(e.a, s));
+    f();
+    NB_CUDA(cudaGetLastError());
+    NB_CUDA(cudaEventRecord(e.b, s));
+    NB_CUDA(cudaEventSynchronize(e.b));
+    float ms = 0;
+    NB_CUDA(cudaEventElapsedTime(&ms, e.a, e.b));
+    t.push_back(double(ms) * 1e-3);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double memcpy_gbps(cudaStream_t s) {
+  const size_t bytes = size_t(1) << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  NB_CUDA(cudaMemsetAsync(a.get(), 1, bytes, s));
+  Events e;
+  NB_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s));  // warm
+  NB_CUDA(cudaEventRecord(e.a, s));
+  for (int i = 0; i < 5; ++i) NB_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s));
+  NB_CUDA(cudaEventRecord(e.b, s));
+  NB_CUDA(cudaEventSynchronize(e.b));
+  float ms = 0;
+  NB_CUDA(cudaEventElapsedTime(&ms, e.a, e.b));
+  return 2.0 * double(bytes) * 5 / (double(ms) * 1e-3) / 1e9;
+}
+
+// One shape at one batch: the four passes' seconds.
+std::array<double, kernels::kBnPasses> run_shape(cudaStream_t s, const Shape& sh, int batch, bool nhwc, int sms,
+                                                 void* flush, size_t flush_bytes, int reps) {
+  const size_t e = size_t(batch) * size_t(sh.c) * size_t(sh.hw), c = size_t(sh.c);
+  kernels::BnShape shape{batch, sh.c, sh.hw, nhwc, false};
+  const kernels::BnGeometry geo = kernels::bn_geometry(nhwc, batch, sh.c, sh.hw, 4, sms);
+  DeviceBuffer x(e * 4), r(e * 4), y(e * 4), dy(e * 4), dx(e * 4), dz(e * 4), ch(c * 4 * 10),
+      ws(kernels::bn_workspace_bytes(geo, sh.c));
+  float* p = static_cast<float*>(ch.get());
+  float *gamma = p, *beta = p + c, *rm = p + 2 * c, *rv = p + 3 * c, *sm = p + 4 * c, *si = p + 5 * c, *dg = p + 6 * c,
+        *db = p + 7 * c;
+  kernels::launch_init_uniform(s, static_cast<float*>(x.get()), e, 2.f, 1);
+  kernels::launch_init_uniform(s, static_cast<float*>(r.get()), e, 1.f, 2);
+  kernels::launch_init_uniform(s, static_cast<float*>(dy.get()), e, 1.f, 3);
+  kernels::launch_fill_value(s, gamma, c, 1.f);
+  kernels::launch_fill_value(s, beta, c, 0.1f);
+  kernels::launch_fill_value(s, rm, c, 0.f);
+  kernels::launch_fill_value(s, rv, c, 1.f);
+  NB_CUDA(cudaGetLastError());
+  kernels::BnForward f;
+  f.x = x.get(), f.residual = sh.add ? r.get() : nullptr, f.y = y.get(), f.relu = sh.relu;
+  f.gamma = gamma, f.beta = beta, f.running_mean = rm, f.running_var = rv, f.save_mean = sm, f.save_inv_std = si;
+  f.ws = ws.get();
+  // As the step's layers call them (train_bn_layer.cpp): a ReLU's mask from x, y read after the add.
+  kernels::BnBackward b;
+  b.x = x.get(), b.y = sh.add ? y.get() : nullptr, b.relu_from_x = sh.relu && !sh.add, b.beta = beta;
+  b.dy = dy.get(), b.dx = dx.get(), b.dz = sh.add ? dz.get() : nullptr;
+  b.gamma = gamma, b.save_mean = sm, b.save_inv_std = si, b.dgamma = dg, b.dbeta = db, b.ws = ws.get();
+  kernels::launch_bn_forward(s, shape, geo, f);
+  kernels::launch_bn_backward(s, shape, geo, b);
+  NB_CUDA(cudaStreamSynchronize(s));
+  std::array<double, kernels::kBnPasses> t{};
+  for (int k = 0; k < kernels::kBnPasses; ++k) {
+    const BnPass pass = BnPass(k);
+    const unsigned which = pass == BnPass::fwd_stats || pass == BnPass::bwd_reduce ? kernels::kBnReducePass
+                                                                                    : kernels::kBnApplyPass;
+    t[size_t(k)] = timed(s, flush, flush_bytes, reps, [&] {
+      if (pass == BnPass::fwd_stats || pass == BnPass::fwd_apply) {
+        kernels::BnForward a = f;
+        a.passes = which;
+        kernels::launch_bn_forward(s, shape, geo, a);
+      } else {
+        kernels::BnBackward a = b;
+        a.passes = which;
+        kernels::launch_bn_backward(s, shape, geo, a);
+      }
+    });
+  }
+  return t;
+}
+
+std::string fixed(double v, int d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", d, v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    std::cerr << "nodebench_bn_bandwidth: no CUDA device\n";
+    return 3;
+  }
+  try {
+    cudaDeviceProp prop{};
+    NB_CUDA(cudaGetDeviceProperties(&prop, 0));
+    Stream st;
+    const cudaStream_t s = st.get();
+    const size_t flush_bytes = std::max<size_t>(2 * size_t(prop.l2CacheSize), size_t(64) << 20);
+    DeviceBuffer flush(flush_bytes);
+    const double own_copy = memcpy_gbps(s);
+    const double ref = a.copy_gbps > 0 ? a.copy_gbps : own_copy;
+    json doc = {{"tool", "nodebench_bn_bandwidth"},
+                {"device", prop.name},
+                {"precision", "fp32"},
+                {"reps", a.reps},
+                {"l2_flush_bytes", flush_bytes},
+                {"memcpy_d2d_gbps", own_copy},
+                {"reference_gbps", ref},
+                {"reference", a.copy_gbps > 0 ? "--copy-gbps (the memory family's copy)" : "memcpy_d2d_gbps (1 GiB)"},
+                {"rows", json::array()},
+                {"step", json::array()}};
+    const auto shapes = step_shapes();
+    std::printf("batch-norm passes, FP32, %s; reference %.0f GB/s (%s)\n", prop.name, ref,
+                a.copy_gbps > 0 ? "memory family copy" : "cudaMemcpy D2D");
+    for (const auto& layout : a.layouts)
+      for (int batch : a.batches) {
+        const bool nhwc = layout == "nhwc";
+        double bytes[kernels::kBnPasses] = {}, secs[kernels::kBnPasses] = {}, worst[kernels::kBnPasses];
+        std::string worst_at[kernels::kBnPasses];
+        std::fill(std::begin(worst), std::end(worst), 1e30);
+        for (const Shape& sh : shapes) {
+          const auto t = run_shape(s, sh, batch, nhwc, prop.multiProcessorCount, flush.get(), flush_bytes, a.reps);
+          const int64_t e = int64_t(batch) * sh.c * sh.hw;
+          json row = {{"layout", layout}, {"batch", batch}, {"c", sh.c}, {"hw", sh.hw}, {"add", sh.add},
+                      {"relu", sh.relu}, {"layers", sh.layers}, {"elems", e}};
+          for (int k = 0; k < kernels::kBnPasses; ++k) {
+            const double by = kernels::bn_pass_bytes(BnPass(k), e, 4, sh.add), gbps = by / t[size_t(k)] / 1e9;
+            row[kernels::bn_pass_name(BnPass(k))] = {{"bytes", by}, {"us", t[size_t(k)] * 1e6}, {"gbps", gbps},
+                                                      {"ratio", gbps / ref}};
+            bytes[k] += by * sh.layers, secs[k] += t[size_t(k)] * sh.layers;
+            if (gbps / ref < worst[k]) {
+              worst[k] = gbps / ref;
+              worst_at[k] = std::to_string(sh.c) + "x" + std::to_string(sh.hw) + (sh.add ? "+add" : "");
+            }
+          }
+          doc["rows"].push_back(row);
+        }
+        std::printf("%s b%d: %-10s %9s %9s %8s %7s  %s\n", layout.c_str(), batch, "pass", "step ms", "GB/s", "ratio",
+                    "worst", "worst at");
+        json step = {{"layout", layout}, {"batch", batch}};
+        double all_b = 0, all_s = 0;
+        for (int k = 0; k < kernels::kBnPasses; ++k) {
+          const double gbps = bytes[k] / secs[k] / 1e9;
+          all_b += bytes[k], all_s += secs[k];
+          step[kernels::bn_pass_name(BnPass(k))] = {{"bytes", bytes[k]}, {"ms", secs[k] * 1e3}, {"gbps", gbps},
+                                                     {"ratio", gbps / ref}, {"worst_ratio", worst[k]},
+                                                     {"worst_shape", worst_at[k]}};
+          std::printf("%*s %-10s %9s %9s %8s %7s  %s\n", int(layout.size() + std::to_string(batch).size() + 3), "",
+                      kernels::bn_pass_name(BnPass(k)), fixed(secs[k] * 1e3, 3).c_str(), fixed(gbps, 0).c_str(),
+                      fixed(gbps / ref, 3).c_str(), fixed(worst[k], 3).c_str(), worst_at[k].c_str());
+        }
+        step["all"] = {{"bytes", all_b}, {"ms", all_s * 1e3}, {"gbps", all_b / all_s / 1e9}, {"ratio", all_b / all_s / 1e9 / ref}};
+        std::printf("%*s %-10s %9s %9s %8s\n", int(layout.size() + std::to_string(batch).size() + 3), "", "all",
+                    fixed(all_s * 1e3, 3).c_str(), fixed(all_b / all_s / 1e9, 0).c_str(),
+                    fixed(all_b / all_s / 1e9 / ref, 3).c_str());
+        doc["step"].push_back(step);
+      }
+    if (!a.out.empty()) {
+      std::ofstream f(a.out);
+      f << doc.dump(2) << "\n";
+      if (!f) {
+        std::cerr << "nodebench_bn_bandwidth: cannot write " << a.out << "\n";
+        return 1;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "nodebench_bn_bandwidth: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
