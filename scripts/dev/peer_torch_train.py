@@ -7,6 +7,7 @@ as nodebench's step sets it (0.1 x batch / 256, at most 0.02). Precision modes (
   fp16/nhwc  mixed precision: autocast FP16, channels_last, GradScaler (FP32 master weights)
   tf32/nchw  FP32 storage with TF32 allowed in convolutions and matmuls
   fp32/nchw  FP32, TF32 disallowed
+  tf32/nhwc, fp32/nhwc  the same in channels_last
 PyTorch modes (--torch-modes, any of): eager; compile (torch.compile(model), the default mode);
 reduce-overhead (torch.compile(model, mode="reduce-overhead"): CUDA graphs). The optimizer step
 stays eager, as a user writes it.
@@ -48,7 +49,7 @@ import subprocess
 import sys
 import time
 
-MODES = ("fp16/nhwc", "tf32/nchw", "fp32/nchw")
+MODES = ("fp16/nhwc", "tf32/nchw", "fp32/nchw", "tf32/nhwc", "fp32/nhwc")
 TORCH_MODES = ("eager", "compile", "reduce-overhead")
 T0 = time.monotonic()
 
@@ -266,7 +267,7 @@ def main(argv):
         print("peer_torch_train: no CUDA device", file=sys.stderr)
         return 3
     torch.backends.cudnn.benchmark = True
-    tf32 = a.mode == "tf32/nchw"
+    tf32 = a.mode.startswith("tf32/")
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     doc = {"mode": a.mode, "torch": torch.__version__, "torchvision": torchvision.__version__,

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The FP32 and TF32 ResNet-50 training step against PyTorch on one GPU (issue 40), on the GPU
+# machine (one H100 or H200, CUDA 13, PyTorch and torchvision installed, no network), from the
+# repository root:
+#   bash scripts/dev/device/train_fp32_session.sh
+# 1. build (Release, CMAKE_CUDA_ARCHITECTURES from the GPU; an existing build/ is reused):
+#    nodebench, nodebench_train_gpu_tests, nodebench_bn_bandwidth;
+# 2. the GPU tests of the batch norm (TrainBnLayerGpu.*: every kind, path, layout and odd shape
+#    against the float64 reference) and of the fused step against the unfused one (TrainFusionGpu.*);
+# 3. the memory family's copy bandwidth (memory/copy/8xL2), then nodebench_bn_bandwidth: each
+#    batch-norm pass on every ResNet-50 layer shape at b64 and b256, NCHW and NHWC, against it;
+# 4. per point of POINTS, PyTorch (peer_torch_train.py) in every mode of TORCH_MODES (eager,
+#    torch.compile, mode=reduce-overhead; TF32 off for fp32, on for tf32; channels_last for nhwc),
+#    each mode built and warmed once, then timed in 2 rounds with nodebench's step of the same
+#    point run between them (a new process each time: alternated, the same seconds per round);
+# 5. compare_train_peer.py over what was measured, then the short tables (train_fp32_summary.py):
+#    ratios to the fastest PyTorch mode, bn and conv time, the convolution algorithms chosen, the
+#    batch-norm bandwidth table. Printed last.
+# Each part starts only when its time is left (BUDGET_S, default 480 s); a point that did not fit
+# is named in session.log. Expected, fresh machine, on 16 cores: build 2-3 min, tests under 1 min,
+# bandwidth under 1 min, about 1.5 min per point (two torch.compile warm-ups dominate) -- the
+# default four points do not all fit in 8 minutes: the second call on the warm machine runs the rest:
+#   POINTS="tf32/nchw:256 tf32/nhwc:256" TESTS= bash scripts/dev/device/train_fp32_session.sh
+# Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
+# tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
+# per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
+# ALGO_CACHE (nodebench's --algo-cache file).
+# Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json,
+# bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 2
+case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-480}
+OUT=${OUT:-$PWD/gpu-out}
+RAW=$OUT/raw
+POINTS=${POINTS:-fp32/nchw:64 fp32/nchw:256 tf32/nchw:256 tf32/nhwc:256}
+TORCH_MODES=${TORCH_MODES:-eager,compile,reduce-overhead}
+ROUND_S=${ROUND_S:-1}
+TESTS=${TESTS-TrainBnLayerGpu.*:TrainFusionGpu.*}
+BN_REPS=${BN_REPS:-5}
+mkdir -p "$OUT" "$RAW"
+export PYTHONUNBUFFERED=1
+left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
+tmo() { local l; l=$(( $(left) - 5 )); [ "$l" -lt "$1" ] && echo "$((l > 1 ? l : 1))" || echo "$1"; }  # min(N, time left)
+note() { echo "$*" | tee -a "$OUT/session.log"; }
+rc=0
+
+# 1. build
+if [ -z "${ARCHS:-}" ]; then
+  ARCHS=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  ARCHS=${ARCHS:-90}
+fi
+note "== build (CUDA archs $ARCHS, $(left) s left)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$RAW/nvidia-smi.csv" 2>&1
+if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" > "$RAW/build.log" 2>&1 &&
+       timeout "$(tmo 400)" cmake --build build -j "$(nproc)" --target nodebench nodebench_train_gpu_tests nodebench_bn_bandwidth \
+         >> "$RAW/build.log" 2>&1; }; then
+  grep -E "error|Error" "$RAW/build.log" | head -20 | tee -a "$OUT/session.log"
+  note "build failed: see raw/build.log"
+  exit 1
+fi
+note "built in $(( $(date +%s) - START )) s"
+
+# 2. the GPU tests
+if [ -n "$TESTS" ]; then
+  note "== GPU tests $TESTS ($(left) s left)"
+  timeout "$(tmo 180)" build/tests/nodebench_train_gpu_tests --gtest_filter="$TESTS" > "$RAW/gpu_tests.log" 2>&1 || rc=1
+  grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED|cases run" "$RAW/gpu_tests.log" | head -40 | tee -a "$OUT/session.log"
+fi
+
+# 3. copy bandwidth, then each batch-norm pass against it
+note "== memory copy and batch-norm bandwidth ($(left) s left)"
+timeout "$(tmo 90)" build/nodebench run --suite full --gpus 0 --family memory --filter '^memory/copy/8xL2$' --max-time 1 \
+  --quiet --out-file "$RAW/memory_copy.json" > "$RAW/memory_copy.log" 2>&1 || rc=1
+copy=$(python3 - "$RAW/memory_copy.json" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(next(r["metrics"]["gbps"] for r in d["records"] if r.get("status") == "ok" and "gbps" in r.get("metrics", {})))
+PY
+)
+note "memory/copy/8xL2: ${copy:-not measured} GB/s"
+timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
+  --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
+cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+
+# 4. the points, PyTorch's rounds around nodebench's step
+# The algorithm cache: ALGO_CACHE, else a copy of the committed H200 cache (entries name the GPU
+# model and cuDNN version; those that do not match this machine are searched again).
+cache=${ALGO_CACHE:-$RAW/algo_cache.json}
+seed=results/h200/2026-12-01-train-sweep/algo_cache_h200.json
+if [ ! -f "$cache" ] && [ -f "$seed" ]; then cp "$seed" "$cache"; fi
+NEED_POINT=${NEED_POINT:-100}
+for spec in $POINTS; do
+  prec=${spec%%/*}; layout=${spec#*/}; layout=${layout%%:*}; batch=${spec##*:}
+  tag="${prec}_${layout}_b$batch"
+  if [ "$(left)" -lt "$NEED_POINT" ]; then note "== $spec: not run, $(left) s left (needs $NEED_POINT)"; continue; fi
+  note "== $spec: PyTorch $TORCH_MODES around nodebench ($(left) s left)"
+  nb="build/nodebench run --suite full --gpus 0 --family train --filter '^train/resnet50/$prec/$layout/b$batch\$' --max-time $ROUND_S"
+  nb+=" --quiet --algo-cache $cache --out-file $RAW/nb_${tag}_{torch_mode}.json > $RAW/nb_${tag}_{torch_mode}.log 2>&1; true"
+  CUDA_VISIBLE_DEVICES=0 timeout "$(( $(left) - 20 ))" python3 scripts/dev/peer_torch_train.py --mode "$prec/$layout" \
+    --batches "$batch" --torch-modes "$TORCH_MODES" --seconds "$ROUND_S" --rounds 2 --warmup 5 --between "$nb" \
+    --out "$RAW/torch_${tag}.json" > "$RAW/torch_${tag}.out" 2> "$RAW/torch_${tag}.log" || rc=1
+  grep -E "compiled and warm|round|error|out of memory" "$RAW/torch_${tag}.log" | tail -9 | tee -a "$OUT/session.log"
+done
+
+# 5. the tables
+note "== summary ($(left) s left)"
+cmp=()
+if compgen -G "$RAW/nb_*.json" > /dev/null && compgen -G "$RAW/torch_*.json" > /dev/null; then
+  python3 scripts/dev/compare_train_peer.py "$RAW"/nb_*.json --peer "$RAW"/torch_*.json --out "$OUT/train_fp32_ratio.json" \
+    > "$RAW/compare.txt" 2>&1
+  cat "$RAW/compare.txt" >> "$OUT/session.log"
+  [ -f "$OUT/train_fp32_ratio.json" ] && cmp=(--compare "$OUT/train_fp32_ratio.json")
+fi
+nbfiles=()
+compgen -G "$RAW/nb_*.json" > /dev/null && nbfiles=(--nodebench "$RAW"/nb_*.json)
+bnfile=()
+[ -f "$OUT/bn_bandwidth.json" ] && bnfile=(--bn "$OUT/bn_bandwidth.json")
+python3 scripts/dev/device/train_fp32_summary.py "${cmp[@]}" "${nbfiles[@]}" "${bnfile[@]}" --out "$OUT/summary.json" \
+  > "$OUT/summary.txt" 2>&1 || rc=1
+gzip -f "$RAW"/*.json 2> /dev/null
+note "done in $(( $(date +%s) - START )) s, rc=$rc"
+cat "$OUT/summary.txt"
+exit $rc
