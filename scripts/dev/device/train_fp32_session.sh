@@ -24,7 +24,7 @@
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
 # tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
-# ALGO_CACHE (nodebench's --algo-cache file).
+# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json,
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
 set -uo pipefail
@@ -86,11 +86,13 @@ timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy
 cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
 
 # 4. the points, PyTorch's rounds around nodebench's step
-# The algorithm cache: ALGO_CACHE, else a copy of the committed H200 cache (entries name the GPU
-# model and cuDNN version; those that do not match this machine are searched again).
+# The algorithm cache: ALGO_CACHE, else one in raw/ started from a copy of the committed H200 cache
+# (entries name the GPU model and cuDNN version; those that do not match this machine are searched
+# again) unless SEED_CACHE=0, which makes the first nodebench run of each point search in full
+# (cudnnFind over every algorithm; the later runs reuse its choice).
 cache=${ALGO_CACHE:-$RAW/algo_cache.json}
 seed=results/h200/2026-12-01-train-sweep/algo_cache_h200.json
-if [ ! -f "$cache" ] && [ -f "$seed" ]; then cp "$seed" "$cache"; fi
+if [ "${SEED_CACHE:-1}" = 1 ] && [ ! -f "$cache" ] && [ -f "$seed" ]; then cp "$seed" "$cache"; fi
 NEED_POINT=${NEED_POINT:-100}
 for spec in $POINTS; do
   prec=${spec%%/*}; layout=${spec#*/}; layout=${layout%%:*}; batch=${spec##*:}
