@@ -262,6 +262,8 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
               const bool from_x = variant == 1, misaligned = variant == 2;
               if (from_x && (path != BnPath::kernels || act != BnAct::relu)) continue;
               if (misaligned && path != BnPath::kernels) continue;
+              // The N = 1 and 1x1 shapes are the own kernels' odd cases, not cuDNN's.
+              if ((sh.n == 1 || sh.h == 1) && path != BnPath::kernels) continue;
               const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x, misaligned};
               std::string line;
               const bool done = run_case(k, h, prop.multiProcessorCount, line);

@@ -273,6 +273,11 @@ def main(argv):
     doc = {"mode": a.mode, "torch": torch.__version__, "torchvision": torchvision.__version__,
            "device": torch.cuda.get_device_name(0), "seconds": a.seconds, "rounds": a.rounds,
            "command": " ".join(shlex.quote(x) for x in sys.argv), "results": [], "between": []}
+    try:  # Inductor's layout optimisation runs an NCHW model's convolutions channels-last (TORCHINDUCTOR_LAYOUT_OPTIMIZATION)
+        import torch._inductor.config as inductor_config
+        doc["inductor_layout_optimization"] = bool(inductor_config.layout_optimization)
+    except (ImportError, AttributeError):
+        pass
     for b in batches:
         for tm in torch_modes:
             try:

@@ -21,6 +21,10 @@
 # bandwidth under 1 min, about 1.5 min per point (two torch.compile warm-ups dominate) -- the
 # default four points do not all fit in 8 minutes: the second call on the warm machine runs the rest:
 #   POINTS="tf32/nchw:256 tf32/nhwc:256" TESTS= bash scripts/dev/device/train_fp32_session.sh
+# torch.compile's Inductor may run an NCHW model's convolutions channels-last (its layout
+# optimisation; the peer file records inductor_layout_optimization): to see torch.compile with NCHW
+# convolutions, TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 OUT=gpu-out-nchw-convs POINTS=tf32/nchw:256
+# TORCH_MODES=compile TESTS= bash scripts/dev/device/train_fp32_session.sh
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
 # tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
