@@ -20,7 +20,7 @@
 # is named in session.log. Expected, fresh machine, on 16 cores: build 2-3 min, tests under 1 min,
 # bandwidth under 1 min, about 1.5 min per point (two torch.compile warm-ups dominate) -- the
 # default four points do not all fit in 8 minutes: the second call on the warm machine runs the rest:
-#   POINTS="tf32/nchw:256 tf32/nhwc:256" TESTS= bash scripts/dev/device/train_fp32_session.sh
+#   POINTS="tf32/nchw:256 tf32/nhwc:256" TESTS= BN=0 bash scripts/dev/device/train_fp32_session.sh
 # torch.compile's Inductor may run an NCHW model's convolutions channels-last (its layout
 # optimisation; the peer file records inductor_layout_optimization): to see torch.compile with NCHW
 # convolutions, TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 OUT=gpu-out-nchw-convs POINTS=tf32/nchw:256
@@ -28,7 +28,7 @@
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
 # tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
-# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1).
+# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json,
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
 set -uo pipefail
@@ -75,19 +75,21 @@ if [ -n "$TESTS" ]; then
 fi
 
 # 3. copy bandwidth, then each batch-norm pass against it
-note "== memory copy and batch-norm bandwidth ($(left) s left)"
-timeout "$(tmo 90)" build/nodebench run --suite full --gpus 0 --family memory --filter '^memory/copy/8xL2$' --max-time 1 \
-  --quiet --out-file "$RAW/memory_copy.json" > "$RAW/memory_copy.log" 2>&1 || rc=1
-copy=$(python3 - "$RAW/memory_copy.json" <<'PY' 2>/dev/null
+if [ "${BN:-1}" = 1 ]; then
+  note "== memory copy and batch-norm bandwidth ($(left) s left)"
+  timeout "$(tmo 90)" build/nodebench run --suite full --gpus 0 --family memory --filter '^memory/copy/8xL2$' --max-time 1 \
+    --quiet --out-file "$RAW/memory_copy.json" > "$RAW/memory_copy.log" 2>&1 || rc=1
+  copy=$(python3 - "$RAW/memory_copy.json" <<'PY' 2>/dev/null
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(next(r["metrics"]["gbps"] for r in d["records"] if r.get("status") == "ok" and "gbps" in r.get("metrics", {})))
 PY
-)
-note "memory/copy/8xL2: ${copy:-not measured} GB/s"
-timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
-  --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
-cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+  )
+  note "memory/copy/8xL2: ${copy:-not measured} GB/s"
+  timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
+    --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
+  cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+fi
 
 # 4. the points, PyTorch's rounds around nodebench's step
 # The algorithm cache: ALGO_CACHE, else one in raw/ started from a copy of the committed H200 cache
