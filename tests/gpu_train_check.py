@@ -5,7 +5,7 @@ record is ok, and every ok train record was verified (sampled conv and FC output
 finite and falling over its 20 steps on the fixed batch), carries every metric of the family
 with sane values (time per layer kind adding up to about the step, no elementwise time of its own
 when the batch norms are fused, memory measured, the byte floors), says in details.fusion which
-batch-norm path ran, and the file has the train_recommendation analysis.
+batch-norm path ran and in details.bn_traffic what the own kernels' passes move, and the file has the train_recommendation analysis.
 
 usage: gpu_train_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
 """
@@ -19,6 +19,31 @@ import sys
 from result_check import check_result  # the JSON Schema, or without jsonschema the loader's checks
 
 KINDS = ["conv", "bn", "elementwise", "pool", "fc", "loss", "update"]
+
+
+def check_bn_traffic(d, m):
+    """details.bn_traffic (kernels/train/bn_traffic.hpp): the layers on the own kernels as
+    details.fusion counts them; per layer the stats pass moves its x once and the dx pass three
+    tensors, so bwd_apply is three times fwd_stats; the passes add up to the total; with every
+    batch norm on the own kernels, gbps_at_time_bn is the total over time_bn_ms."""
+    t, fusion = d.get("bn_traffic") or {}, d.get("fusion") or {}
+    kernels = sum(v.get("kernels", 0) for v in (fusion.get("layers") or {}).values() if isinstance(v, dict))
+    passes = ("fwd_stats_bytes", "fwd_apply_bytes", "bwd_reduce_bytes", "bwd_apply_bytes")
+    if t.get("batch_norm_layers") != 53 or t.get("layers") != kernels or not all(isinstance(t.get(k), (int, float)) for k in passes):
+        return [f"details.bn_traffic {t} does not match details.fusion's {kernels} layers on the own kernels"]
+    bad = []
+    if abs(sum(t[k] for k in passes) - t["total_bytes"]) > 1e-9 * max(t["total_bytes"], 1):
+        bad.append(f"details.bn_traffic passes do not add up to total_bytes: {t}")
+    if t["bwd_apply_bytes"] != 3 * t["fwd_stats_bytes"] or t["fwd_apply_bytes"] < 2 * t["fwd_stats_bytes"]:
+        bad.append(f"details.bn_traffic per-pass bytes inconsistent: {t}")
+    if (kernels > 0) != (t["fwd_stats_bytes"] > 0):
+        bad.append(f"details.bn_traffic: {kernels} layers on the own kernels, fwd_stats_bytes {t['fwd_stats_bytes']}")
+    if kernels == 53:
+        g = t.get("gbps_at_time_bn")
+        want = t["total_bytes"] / (m["time_bn_ms"] * 1e-3) / 1e9 if m.get("time_bn_ms") else None
+        if not isinstance(g, (int, float)) or want is None or abs(g - want) > 1e-6 * want:
+            bad.append(f"details.bn_traffic.gbps_at_time_bn {g}, expected {want}")
+    return bad
 
 
 def check_record(r):
@@ -56,6 +81,7 @@ def check_record(r):
         bad.append(f"details.fusion missing or not 53 batch norms: {fusion}")
     elif fused != (fusion.get("setting") != "0") or (fused and fusion["fused_layers"] != 49):
         bad.append(f"details.fusion does not match its setting: {fusion}")
+    bad += check_bn_traffic(d, m)
     for k in ("bn_floor_bytes", "pool_floor_bytes", "update_floor_bytes"):
         if not isinstance(m.get(k), (int, float)) or not m[k] > 0:
             bad.append(f"metric {k} missing or not positive: {m.get(k)}")

@@ -161,6 +161,13 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
   ctx.metric("pool_floor", Unit::bytes, double(floor.pool));
   ctx.metric("update_floor", Unit::bytes, double(floor.update));
   record_profile(ctx, st, kinds, med);
+  // What the batch norms on the step's own kernels must move, and, when every batch norm runs
+  // them, the bandwidth that makes of the profile's batch-norm time (finalize launches included).
+  json traffic = st.bn_traffic();
+  const double bn_ms = kinds[size_t(Kind::bn)];
+  if (traffic["layers"] == traffic["batch_norm_layers"] && bn_ms > 0)
+    traffic["gbps_at_time_bn"] = traffic["total_bytes"].get<double>() / (bn_ms * 1e-3) / 1e9;
+  ctx.details()["bn_traffic"] = traffic;
   return double(batch) / med;
 }
 

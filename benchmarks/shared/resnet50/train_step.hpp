@@ -178,6 +178,9 @@ class TrainStep {
   std::vector<float> bn_statistics(size_t layer);
   // details.fusion: which path each batch norm took (train_fusion.hpp).
   nlohmann::json fusion_details() const;
+  // details.bn_traffic: the bytes the batch norms on the step's own kernels must move per pass
+  // (kernels/train/bn_traffic.hpp), summed over those layers, and how many layers that is.
+  nlohmann::json bn_traffic() const;
 
   size_t peak_bytes() const { return arena_.peak(); }
   // The largest workspace of one operation (a convolution pass or a batch norm), batch norm's

@@ -2,6 +2,7 @@
 // (train_fusion.hpp): cuDNN's fused calls, the step's own kernels, or unfused.
 #include <algorithm>
 
+#include "kernels/train/bn_traffic.hpp"
 #include "train_bn_layer.hpp"
 #include "train_step.hpp"
 #include "train_step_impl.hpp"
@@ -87,6 +88,26 @@ void TrainStep::bn_fwd(Layer& L, const void* residual, cudaStream_t s) {
 
 void TrainStep::bn_bwd(Layer& L, void* dy, void* dx, void* dz, cudaStream_t s) {
   bn_backward(bn_run(L, false), dy, dx, dz, s, [&](bool elementwise) { mark(elementwise ? Kind::elementwise : Kind::bn, s); });
+}
+
+json TrainStep::bn_traffic() const {
+  double bytes[kernels::kBnPasses] = {};
+  int layers = 0;
+  for (const auto& L : impl_->layers) {
+    if (L.bn_choice.path != BnPath::kernels) continue;
+    ++layers;
+    const int64_t elems = L.shape.n * L.shape.c * L.shape.hw;
+    for (int k = 0; k < kernels::kBnPasses; ++k)
+      bytes[k] += kernels::bn_pass_bytes(kernels::BnPass(k), elems, int(elem_), L.act == BnAct::add_relu);
+  }
+  json j = {{"layers", layers}, {"batch_norm_layers", impl_->layers.size()}};
+  double total = 0;
+  for (int k = 0; k < kernels::kBnPasses; ++k) {
+    j[std::string(kernels::bn_pass_name(kernels::BnPass(k))) + "_bytes"] = bytes[k];
+    total += bytes[k];
+  }
+  j["total_bytes"] = total;
+  return j;
 }
 
 json TrainStep::fusion_details() const {
