@@ -19,7 +19,7 @@ def _load():
 
 
 def _record(status, bn, conv, algos, warning=None):
-    details = {"algorithms": algos, "profile_sum_ms": bn + conv}
+    details = {"algorithms": algos, "profile_sum_ms": bn + conv, "bn_traffic": {"gbps_at_time_bn": 100.0 * bn}}
     if warning:
         details["profile_warning"] = warning
     return {"family": "train", "status": status, "params": {"precision": "fp32", "layout": "nchw", "batch": 64},
@@ -48,6 +48,7 @@ def test_profile_medians_of_ok_records_only():
     p = m.profile_of(recs)
     assert (p["records"], p["ok"]) == (3, 2)
     assert p["time_bn_ms"] == 11.0 and p["time_conv_ms"] == 42.0
+    assert p["bn_gbps"] == 1100.0  # the median of 1000 and 1200, the wrong record's left out
     assert p["profile_warnings"] == ["does not add up"]
     assert p["statuses"] == ["ok", "wrong"]
 

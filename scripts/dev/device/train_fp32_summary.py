@@ -5,8 +5,8 @@ bandwidth, and the convolution algorithms it chose.
 
 Reads compare_train_peer.py's --out file (pairs: nodebench against each PyTorch mode per
 precision, layout and batch), nodebench's result files of the same runs (per record: status, the
-per-kind profile time_bn_ms / time_conv_ms and whether it added up to the step, the chosen
-algorithms) and nodebench_bn_bandwidth's --out file. Prints three tables; --out writes them as JSON.
+per-kind profile time_bn_ms / time_conv_ms and whether it added up to the step, the batch
+norm's bandwidth at time_bn_ms (details.bn_traffic), the chosen algorithms) and nodebench_bn_bandwidth's --out file. Prints three tables; --out writes them as JSON.
 
 usage: train_fp32_summary.py [--compare RATIO.json] [--nodebench NB.json ...] [--bn BN.json] [--out FILE]
 Exit status 0; 2 when an input cannot be read.
@@ -58,6 +58,7 @@ def profile_of(records):
             "time_bn_ms": median(r["metrics"].get("time_bn_ms") for r in ok),
             "time_conv_ms": median(r["metrics"].get("time_conv_ms") for r in ok),
             "profile_sum_ms": median((r.get("details") or {}).get("profile_sum_ms") for r in ok),
+            "bn_gbps": median(((r.get("details") or {}).get("bn_traffic") or {}).get("gbps_at_time_bn") for r in ok),
             "profile_warnings": warn}
 
 
@@ -95,12 +96,13 @@ def fmt(v, w, d=2):
 def print_tables(rows, bn):
     print("ResNet-50 step: nodebench against every PyTorch mode (ratio = fastest PyTorch / nodebench; >= 1: as fast or faster)")
     print(f"{'case':16s} {'nb ms':>8s} {'eager':>8s} {'compile':>8s} {'r-o':>8s} {'fastest':>15s} {'ratio':>6s}"
-          f" {'mem/min':>7s} {'bn ms':>7s} {'conv ms':>7s} {'ok':>5s}")
+          f" {'mem/min':>7s} {'bn ms':>7s} {'bn GB/s':>7s} {'conv ms':>7s} {'ok':>5s}")
     for r in rows:
         m, pr = r["pytorch_ms"], r["profile"]
         print(f"{r['case']:16s} {fmt(r['nodebench_ms'], 8)} {fmt(m.get('eager'), 8)} {fmt(m.get('compile'), 8)}"
               f" {fmt(m.get('reduce-overhead'), 8)} {r['fastest_mode']:>15s} {fmt(r['ratio_to_fastest'], 6, 3)}"
-              f" {fmt(r['memory_ratio_to_smallest'], 7)} {fmt(pr['time_bn_ms'], 7)} {fmt(pr['time_conv_ms'], 7)}"
+              f" {fmt(r['memory_ratio_to_smallest'], 7)} {fmt(pr['time_bn_ms'], 7)} {fmt(pr['bn_gbps'], 7, 0)}"
+              f" {fmt(pr['time_conv_ms'], 7)}"
               f" {str(pr['ok']) + '/' + str(pr['records']):>5s}")
         for w in pr["profile_warnings"][:1]:
             print(f"  profile: {w}")
