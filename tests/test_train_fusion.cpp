@@ -210,8 +210,13 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   EXPECT_EQ(bn_geometry(true, 100000, 64, 12544, 2, 100000).chunks, kBnMaxChunks);
   EXPECT_EQ(bn_narrow(n, 64).items, 256 * 112 * 112);
   EXPECT_EQ(bn_narrow(n, 64).chunks, n.chunks);  // the same workspace
-  // 3 partials per chunk and channel, 8 coefficients per channel, 16 bytes to align the table.
-  EXPECT_EQ(bn_workspace_bytes(n, 64), size_t(3 * 9 * 64 + 8 * 64) * 4 + 16);
+  // 3 partials per chunk and channel, 7 coefficient arrays of 64 channels, 32 bytes to align the table.
+  EXPECT_EQ(bn_workspace_bytes(n, 64), size_t(3 * 9 * 64 + 7 * 64) * 4 + 32);
+  // Each coefficient array a whole number of 32-byte rows (8 FP16 channels of an NHWC vector).
+  EXPECT_EQ(bn_coef_stride(37), 40);
+  EXPECT_EQ(bn_coef_stride(64), 64);
+  EXPECT_EQ(bn_coef_stride(1), 8);
+  EXPECT_EQ(bn_workspace_bytes(bn_geometry(false, 3, 37, 81, 4, 132), 37), size_t(3 * 1 * 37 + 7 * 40) * 4 + 32);
 }
 
 TEST(TrainUpdateTable, ChunksCoverEachElementOnceOnVectorBoundaries) {

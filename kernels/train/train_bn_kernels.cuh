@@ -18,7 +18,9 @@
 // Every elementwise pass moves 16 bytes a thread and step when the pointers are aligned to it (in
 // both layouts and for any c and hw: a vector may cross a channel plane; a scalar tail); the
 // reductions move W elements of one channel (NCHW: W divides hw) or W channels (NHWC: W divides
-// c) a load, W from channel_vec_width. bn_traffic.hpp counts the bytes each pass must move.
+// c) a load, W from channel_vec_width. The per-channel coefficients of the elementwise passes are
+// arrays over the channels (an NHWC vector loads its W channels' as one access; an NCHW vector
+// inside one plane loads its channel's once). bn_traffic.hpp counts the bytes each pass must move.
 // Storage FP32 or FP16, arithmetic FP32 (FP64 in the finalize), so they run on sm_61 as on newer GPUs.
 #pragma once
 #include <cstddef>

@@ -188,14 +188,17 @@ inline BnGeometry bn_narrow(BnGeometry g, int64_t c) {
 }
 
 // Bytes of batch norm's own workspace for a layer of c channels: the coefficient table first,
-// kBnCoefStride floats per channel (two 16-byte loads: the forward's mean, scale and shift; the
-// backward's 4 coefficients of dx, then the forward's mean, scale and shift for a ReLU mask
-// recomputed from x), at the workspace's first 16-byte boundary (kBnWsAlign bytes of room for
-// a workspace that does not start on one), then 3 partial floats per chunk and channel.
-constexpr int kBnCoefs = 7, kBnCoefStride = 8;
-constexpr size_t kBnWsAlign = 16;
+// kBnCoefs arrays of bn_coef_stride(c) floats (a coefficient of every channel, so that the W
+// consecutive channels of an NHWC vector load theirs as one 16- or 32-byte access: forward the
+// mean, scale and shift; backward the 4 coefficients of dx, then the forward's mean, scale and
+// shift for a ReLU mask recomputed from x), at the workspace's first kBnWsAlign-byte boundary
+// (kBnWsAlign bytes of room for a workspace that does not start on one), then 3 partial floats
+// per chunk and channel.
+constexpr int kBnCoefs = 7;
+constexpr size_t kBnWsAlign = 32;
+inline int64_t bn_coef_stride(int64_t c) { return (c + 7) / 8 * 8; }
 inline size_t bn_workspace_bytes(const BnGeometry& g, int64_t c) {
-  return (3 * size_t(g.chunks) * size_t(c) + size_t(kBnCoefStride) * size_t(c)) * sizeof(float) + kBnWsAlign;
+  return (3 * size_t(g.chunks) * size_t(c) + size_t(kBnCoefs) * size_t(bn_coef_stride(c))) * sizeof(float) + kBnWsAlign;
 }
 
 // ---- max pooling (window k, stride s, padding p) ----------------------------------------------
