@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One session on the GPU machine (an H200 machine, one GPU or several): configure and build, then
-# the named steps, in the order given. What each step measured is recorded in results/README.md.
+# the named steps, in the order given. What each step measured is recorded in the README of its
+# folder under results/ (index: results/README.md).
 #
 # usage: scripts/dev/device/gpu_session.sh STEPS [CUDA_ARCHS]
 #   STEPS       comma list of the steps below, or "all" (every step but multigpu)
