@@ -28,7 +28,7 @@ CALIBRATE=${CALIBRATE:-'^(train/resnet50/fp32/nchw/b(8|64|256)|train/resnet50/fp
 # The committed runs the fit starts from (fit_costs pools their points with the calibration run's);
 # FIT_RUNS (a space list) names others, FIT_ARGS adds fit_costs.py options (--renew PREFIX: that
 # family's kinds from the calibration run alone, for a family whose cases changed since those runs).
-OLD_RUNS=(results/h200/2026-12-02-full-suite/full.json.gz results/h200/2026-12-02-refactor-quick/quick-after.json)
+OLD_RUNS=(results/h200/2026-12-02-full-suite/full.json.gz results/h200/2026-12-02-refactor-quick/quick-after.json.gz)
 [ -n "${FIT_RUNS:-}" ] && read -r -a OLD_RUNS <<< "$FIT_RUNS"
 read -r -a FIT_ARGS <<< "${FIT_ARGS:-}"
 STEPS=(build calibrate fit full wait report gputests quick-before quick-after quick-before2 quick-report)
