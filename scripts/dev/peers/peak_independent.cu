@@ -51,10 +51,16 @@ __global__ void chains(int iters, T a, T b, float* sink) {
   if (s == -7.0f) sink[threadIdx.x] = s;
 }
 
-__global__ void chains_h2(int iters, __half2 a, __half2 b, float* sink) {
-  __half2 r[kChains];
+// The paired 16-bit chains (FP16 HFMA2, BF16 FMA2): T is __half2 or __nv_bfloat162, and
+// pair_of(v, T{}) the pair (v, v) of that type.
+__device__ __half2 pair_of(float v, __half2) { return __float2half2_rn(v); }
+__device__ __nv_bfloat162 pair_of(float v, __nv_bfloat162) { return __float2bfloat162_rn(v); }
+
+template <class T>
+__device__ void paired_chains(int iters, T a, T b, float* sink) {
+  T r[kChains];
 #pragma unroll
-  for (int c = 0; c < kChains; ++c) r[c] = __hadd2(b, __float2half2_rn(0.001f * (threadIdx.x % 5 + c)));
+  for (int c = 0; c < kChains; ++c) r[c] = __hadd2(b, pair_of(0.001f * (threadIdx.x % 5 + c), T{}));
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
     for (int c = 0; c < kChains; ++c) r[c] = __hfma2(r[c], a, b);
@@ -65,19 +71,11 @@ __global__ void chains_h2(int iters, __half2 a, __half2 b, float* sink) {
   if (s == -7.0f) sink[threadIdx.x] = s;
 }
 
+__global__ void chains_h2(int iters, __half2 a, __half2 b, float* sink) { paired_chains(iters, a, b, sink); }
+
 __global__ void chains_b2(int iters, __nv_bfloat162 a, __nv_bfloat162 b, float* sink) {
 #if __CUDA_ARCH__ >= 800
-  __nv_bfloat162 r[kChains];
-#pragma unroll
-  for (int c = 0; c < kChains; ++c) r[c] = __hadd2(b, __float2bfloat162_rn(0.001f * (threadIdx.x % 5 + c)));
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int c = 0; c < kChains; ++c) r[c] = __hfma2(r[c], a, b);
-  }
-  float s = 0;
-#pragma unroll
-  for (int c = 0; c < kChains; ++c) s += __low2float(r[c]) + __high2float(r[c]);
-  if (s == -7.0f) sink[threadIdx.x] = s;
+  paired_chains(iters, a, b, sink);
 #endif
 }
 
