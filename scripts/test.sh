@@ -85,7 +85,7 @@ echo "== reporting package tests (pytest)"
 python3 -m pytest reports/tests -q -rs || status=1
 if [ "${NODEBENCH_SKIP_CUDA12:-0}" != 1 ]; then
   echo "== CUDA 12 build for sm_61 (P40) and machine-code check (NODEBENCH_SKIP_CUDA12=1 skips it)"
-  bash scripts/dev/ci-cuda12.sh || status=1
+  bash scripts/dev/checks/ci-cuda12.sh || status=1
 fi
 if [ $status = 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi
 exit $status

@@ -1,14 +1,14 @@
 // A developer tool, not a test: the cost model's seconds (bench/cost.hpp, before the fit) of each
 // record of a result file whose case is in this build's quick or full suite, on the file's first
 // GPU and with the file's sampling options, one JSON line per record: {"id", "kind", "model_s",
-// "model_sample_s" (the sampling part of model_s), "duration_s"}. scripts/dev/fit_costs.py fits harness/profiles/costs.json from such lines (files
+// "model_sample_s" (the sampling part of model_s), "duration_s"}. scripts/dev/costs/fit_costs.py fits harness/profiles/costs.json from such lines (files
 // written before records carried progress.model_s).
 // With --replay OUT.json: the run's estimate of time left again, as this build's costs (the fit
 // built in now) and Estimator would have printed it, step by step from the file's records (their
 // times, skips and figures), written as a copy of the file whose records' progress.left_s is the
-// replayed one (scripts/dev/estimate_table.py reads it). A replay of the run a fit was made from
+// replayed one (scripts/dev/costs/estimate_table.py reads it). A replay of the run a fit was made from
 // is no test of that fit. With --costs FILE: that costs.json (fit_costs.py's output) instead of the
-// built-in one, so that a fit made without a run can be tested on it (scripts/dev/estimate_holdout.py).
+// built-in one, so that a fit made without a run can be tested on it (scripts/dev/costs/estimate_holdout.py).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>

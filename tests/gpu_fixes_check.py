@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 
+from result_check import verdict  # each problem a FAIL line, the count, the exit status
+
 
 def main() -> int:
     exe, outdir = sys.argv[1], pathlib.Path(sys.argv[2])
@@ -79,10 +81,7 @@ def main() -> int:
     for what in ("p2p latency", "p2p bidir", "hostlink bidir", "dp4a", "gemm fp16"):
         if what not in seen:
             bad.append(f"no ok record for {what}")
-    for b in bad:
-        print("FAIL:", b)
-    print(f"{len(doc['records'])} records checked, {len(bad)} problems")
-    return 1 if bad else 0
+    return verdict(bad, doc)
 
 
 if __name__ == "__main__":

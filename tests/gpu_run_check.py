@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from result_check import check_result  # the JSON Schema, or without jsonschema the loader's checks
+from result_check import check_result, verdict  # the JSON Schema, or without jsonschema the loader's checks
 
 
 def main() -> int:
@@ -46,10 +46,7 @@ def main() -> int:
                 bad.append(f"{r['id']}: not verified: {v}")
     if doc["run_status"] != "complete" or not doc["records"]:
         bad.append(f"run_status {doc['run_status']}, {len(doc['records'])} records")
-    for b in bad:
-        print("FAIL:", b)
-    print(f"{len(doc['records'])} records checked, {len(bad)} problems")
-    return 1 if bad else 0
+    return verdict(bad, doc)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,14 @@ def check_result(doc, schema_path, label="result"):
         raise AssertionError(f"{label}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:20]))
 
 
+def verdict(bad, doc):
+    """A GPU check's end: each problem as a FAIL line, the count, and its exit status (1 on any)."""
+    for b in bad:
+        print("FAIL:", b)
+    print(f"{len(doc['records'])} records checked, {len(bad)} problems")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":  # `result_check.py SCHEMA RESULT.json`: the check alone (its CPU tests)
     try:
         check_result(json.loads(pathlib.Path(sys.argv[2]).read_text()), sys.argv[1], sys.argv[2])

@@ -219,7 +219,7 @@ TEST(TrainStepGpu, EveryPrecisionLayoutAndFusionVerifiesAndLearns) {
 // was still needed gives O(1) differences; the two steps differ otherwise only where a backward
 // pass sums in another order from run to run. The unfused FP16 NCHW step is not deterministic at
 // the stem (two identical steps differed by 3.6e-3 relative in conv1.bn.bias on an H200:
-// results/h200/2026-12-02-gpu-tests/ctest-gpu.log), so each parameter may differ by 1e-3 relative
+// results/h200/2026-12-02-gpu-tests/ctest-gpu.log.gz), so each parameter may differ by 1e-3 relative
 // plus four times what the planned step's own second run moves it.
 TEST(TrainStepGpu, PlannedMemoryComputesWhatSeparateBuffersDo) {
   cudaDeviceProp prop{};

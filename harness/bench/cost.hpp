@@ -3,7 +3,7 @@
 // how many operations of what size its setup, search, verification and sampling run -- with the
 // time of one operation taken from the GPU's expected peaks; the seconds this gives ("model
 // seconds") are turned into predicted seconds by a fit per kind (fixed seconds plus a scale) made
-// from a committed run (harness/profiles/costs.json, scripts/dev/fit_costs.py), and the run
+// from a committed run (harness/profiles/costs.json, scripts/dev/costs/fit_costs.py), and the run
 // calibrates each kind again by the pace of its cases done so far.
 #pragma once
 #include <cstdint>

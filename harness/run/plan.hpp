@@ -62,7 +62,7 @@ std::vector<Step> schedule(const Plan& plan);
 // The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default, made
 // predicted seconds by its kind's fit: bench/cost.hpp) over `gpus` GPUs (a multi-GPU case); `gpu`
 // null for a step on no GPU (a host-only case): the default. `model_s`: the model seconds before
-// the fit (what scripts/dev/fit_costs.py fits). A case that GPU cannot run (Case::available says
+// the fit (what scripts/dev/costs/fit_costs.py fits). A case that GPU cannot run (Case::available says
 // no) or a multi-GPU case given fewer GPUs than its min_gpus costs nothing: it is skipped before
 // any work.
 CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr,

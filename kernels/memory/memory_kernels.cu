@@ -13,7 +13,7 @@ __device__ __forceinline__ float4 f4_fma(float4 a, float s, float4 b) {
 
 // Each thread handles kUnroll elements spaced one grid apart per step, loads first. Plain loads
 // and stores: on an H200 the streaming hints (__ldcs/__stcs) made a 4 GiB copy 1.8% slower
-// (scripts/dev/copy_kernel_shapes.cu, results/h200x2/2026-11-29-peer/copy_kernel_shapes.txt).
+// (scripts/dev/device/copy_kernel_shapes.cu, results/h200x2/2026-11-29-peer/copy_kernel_shapes.txt).
 template <StreamOp Op>
 __global__ void stream_kernel(float4* __restrict__ a, float4* __restrict__ b, float4* __restrict__ c, float s,
                               size_t n4, float* __restrict__ partial) {

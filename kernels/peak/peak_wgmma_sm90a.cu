@@ -93,7 +93,7 @@ __device__ __forceinline__ void wgmma_peak(int iters, const uint4* tiles, uint32
   bc.stop(clocks);
 }
 
-// One named kernel per unit, so the machine-code check (scripts/dev/check_peak_sass.py) finds
+// One named kernel per unit, so the machine-code check (scripts/dev/checks/check_peak_sass.py) finds
 // each by name.
 #define NB_WGMMA_KERNEL(name, unit)                                                                            \
   __global__ void __launch_bounds__(kWgmmaThreads) name(int iters, const uint4* tiles, uint32_t* acc_out,      \

@@ -86,7 +86,7 @@ _STEPS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS records_by_node ON records(node, record_id)",
     ],
 }
-# indexes a bulk load may drop and build again afterwards (scripts/dev/gen_history.py)
+# indexes a bulk load may drop and build again afterwards (scripts/dev/facts/gen_history.py)
 SECONDARY_INDEXES = [s for step in _STEPS.values() for s in step if s.startswith("CREATE INDEX")]
 _MIGRATION_LOCK = "nodebench-history-schema"
 

@@ -4,7 +4,7 @@ and shipped with the package (``data/noise_prior.json``), so that ``compare`` ju
 first nights against measured spreads instead of a flat floor.
 
 The file (schema ``nodebench.noise_prior``, version 1) is written by
-``scripts/dev/noise_prior.py`` from N result files of the same code on one GPU model::
+``scripts/dev/facts/noise_prior.py`` from N result files of the same code on one GPU model::
 
     {"schema": "nodebench.noise_prior", "schema_version": 1, "command": ..., "files": [...],
      "models": {"NVIDIA H200": {"runs": N,

@@ -40,7 +40,7 @@ def find_bindir() -> str | None:
 
 class PgServer:
     """`base`: the folder to use (default: a new one under the temporary folder); `extra_conf`:
-    lines appended to postgresql.conf (scripts/dev/history_scale.py gives it more memory)."""
+    lines appended to postgresql.conf (scripts/dev/facts/history_scale.py gives it more memory)."""
 
     def __init__(self, base: str | None = None, extra_conf: str = ""):
         self.base, self.extra_conf = base, extra_conf

@@ -108,12 +108,12 @@ def test_reports_without_a_burn_show_nothing_of_it():
 
 
 # ----------------------------------------------------------------------------------------------
-# scripts/dev/burn_peer_summary.py: reading gpu-burn's progress lines (as its source prints them)
+# scripts/dev/peers/burn_peer_summary.py: reading gpu-burn's progress lines (as its source prints them)
 
 def _script():
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "burn_peer_summary.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "peers" / "burn_peer_summary.py"
     spec = importlib.util.spec_from_file_location("burn_peer_summary", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

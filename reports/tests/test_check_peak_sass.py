@@ -1,4 +1,4 @@
-"""scripts/dev/check_peak_sass.py on synthetic machine code: the wgmma loops (opcode, operations per
+"""scripts/dev/checks/check_peak_sass.py on synthetic machine code: the wgmma loops (opcode, operations per
 source iteration, serialization), the FP8 mma.sync loop, the BF16 HFMA2.MMA split, and the per-image
 split of a cuobjdump dump. Each expectation is written here from the instruction shapes."""
 
@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-DEV = Path(__file__).resolve().parents[2] / "scripts" / "dev"
+DEV = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "checks"
 sys.path.insert(0, str(DEV))
 _spec = importlib.util.spec_from_file_location("check_peak_sass", DEV / "check_peak_sass.py")
 cps = importlib.util.module_from_spec(_spec)

@@ -1,4 +1,4 @@
-"""scripts/dev/compare_rates.py on synthetic repeated runs (nbgen), against expectations computed here."""
+"""scripts/dev/facts/compare_rates.py on synthetic repeated runs (nbgen), against expectations computed here."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from scipy import stats as st
 
 import nbgen
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "compare_rates.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "facts" / "compare_rates.py"
 NOISY = ["gemm/fp16/cublaslt/square_1024", "gemm/fp32/cublas/square_1024"]  # 15% between-run noise
 
 

@@ -71,7 +71,7 @@ def _pair(slowdown=None, seed=400):
 
 @pytest.fixture(autouse=True)
 def _plant_module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("compare_rates_plant", REPO / "scripts" / "dev" / "compare_rates.py")
+    spec = importlib.util.spec_from_file_location("compare_rates_plant", REPO / "scripts" / "dev" / "facts" / "compare_rates.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     monkeypatch.setitem(__import__("sys").modules, "compare_rates_plant", mod)
@@ -199,7 +199,7 @@ def test_a_planted_5pct_slowdown_is_caught_on_every_stable_case_of_a_real_file(t
 
 
 def test_the_docs_noise_table_is_the_one_generated_from_the_packaged_prior():
-    spec = importlib.util.spec_from_file_location("noise_prior_script", REPO / "scripts" / "dev" / "noise_prior.py")
+    spec = importlib.util.spec_from_file_location("noise_prior_script", REPO / "scripts" / "dev" / "facts" / "noise_prior.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     from nodebench_reports import noise_prior

@@ -1,4 +1,4 @@
-"""scripts/dev/peak_wgmma_table.py (the GPU session's peak-wgmma table) on synthetic records and
+"""scripts/dev/device/peak_wgmma_table.py (the GPU session's peak-wgmma table) on synthetic records and
 independent-kernel output: the reference is the best of cuBLAS's APIs and of the independent runs,
 and a unit fails below the ratio, when missing, or when a check failed."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "peak_wgmma_table.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "device" / "peak_wgmma_table.py"
 UNITS = [("fp16", "tflops"), ("bf16", "tflops"), ("tf32", "tflops"), ("int8", "tops"), ("fp8", "tflops")]
 
 

@@ -1,12 +1,14 @@
 """Real result files committed under results/ (e.g. results/h200/quick-*.json), when there are any.
 
-Every results/**/*.json whose top-level "schema" is "nodebench.result" must validate against the
+Every results/**/*.json or .json.gz (the committed run files are gzip-compressed; the readers take
+both) whose top-level "schema" is "nodebench.result" must validate against the
 schema, render to HTML, and compare with itself with exit status 0. Nothing to check (one skip)
 while no such file exists.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -14,14 +16,19 @@ import pytest
 from conftest import REPO
 
 
+def _read(path):
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def real_result_files():
     root = REPO / "results"
     found = []
     if root.is_dir():
-        for path in sorted(root.rglob("*.json")):
+        for path in sorted([*root.rglob("*.json"), *root.rglob("*.json.gz")]):
             try:
-                with open(path, encoding="utf-8") as fh:
-                    doc = json.load(fh)
+                doc = _read(path)
             except (OSError, ValueError):
                 continue
             if isinstance(doc, dict) and doc.get("schema") == "nodebench.result":
@@ -36,7 +43,7 @@ PARAMS = [pytest.param(p, id=str(p.relative_to(REPO))) for p in FILES] or [
 
 @pytest.mark.parametrize("path", PARAMS)
 def test_real_result_validates(path, validate):
-    validate(json.loads(path.read_text(encoding="utf-8")))
+    validate(_read(path))
 
 
 @pytest.mark.parametrize("path", PARAMS)

@@ -1,4 +1,4 @@
-"""scripts/dev/peer_torch_train.py's interval union, PyTorch-mode parsing, --between command and
+"""scripts/dev/peers/peer_torch_train.py's interval union, PyTorch-mode parsing, --between command and
 round summary, and compare_train_peer.py's verdicts, every-mode comparison and best-of-each-side
 table, on synthetic files, against expectations worked out here."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-DEV = Path(__file__).resolve().parents[2] / "scripts" / "dev"
+DEV = Path(__file__).resolve().parents[2] / "scripts" / "dev" / "peers"
 
 
 def _load(name):

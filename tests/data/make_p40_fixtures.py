@@ -290,7 +290,7 @@ ar = add("nccl", "all_reduce/float/out_of_place/eager/256MiB/ngpus4",
 # 208.7 images/s at batch 64 (TensorFlow 2.2, synthetic data; lambda-tensorflow-benchmark), scaled to
 # the P40's 30 SMs at its 1303 MHz base clock; the step's work grows with the batch at that rate.
 # Peak memory in proportion to the batch, 21.55 GB at batch 256 as nodebench's own TF32 NCHW step
-# plans it (README, results/h200/2026-12-02-full-suite-2/).
+# plans it (docs/RESULTS.md, results/h200/2026-12-02-full-suite-2/).
 TRAIN_IMAGES_PER_S = 208.7 * (30 * BASE) / (28 * 1582.0)
 MEMORY_PER_IMAGE = 21.55e9 / 256
 TRAIN_FLOP_PER_IMAGE = 3 * 8.2e9  # forward 4.1 GMAC, backward twice it

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks of the scripts themselves (run by scripts/test.sh; no GPU): every script in scripts/ and
-# scripts/dev/ parses (bash -n) and, where shellcheck is installed, has no warning; the
+# scripts/dev/'s folders parses (bash -n) and, where shellcheck is installed, has no warning;
+# scripts/dev/ holds folders only (each with its README.md), no loose script; the
 # GPU-machine session script rejects an unknown step (exit 2), lists its steps in --help, and,
 # given a time budget too short for its steps, skips them, prints its table and leaves at most
-# 8 files in OUT; scripts/dev/read_wheel_archs.py reads a wheel at hand with a stand-in for the
+# 8 files in OUT; scripts/dev/facts/read_wheel_archs.py reads a wheel at hand with a stand-in for the
 # fatbin reader and compares it with harness/profiles/arch_facts.json.
 # Exit status: 0 all passed, 1 a check failed.
 set -uo pipefail
@@ -16,14 +17,22 @@ check() {
   if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
 }
 cd "$repo" || exit 1
-for f in scripts/*.sh scripts/dev/*.sh tests/scripts/*.sh; do
+for f in scripts/*.sh scripts/dev/*/*.sh tests/scripts/*.sh; do
   check "bash -n $f" bash -n "$f"
   if command -v shellcheck > /dev/null; then
     check "shellcheck -S warning $f" shellcheck -S warning "$f"
   fi
 done
 
-# scripts/dev/read_wheel_archs.py on a wheel at hand (no download) and a stand-in for
+# scripts/dev/: a folder per purpose (peers, device, costs, checks, facts), each saying in its
+# README.md what its scripts do; nothing loose at the top but the index README.md.
+loose=$(find scripts/dev -maxdepth 1 -type f ! -name README.md)
+check "scripts/dev has no loose file at its top (${loose:-none})" test -z "$loose"
+for d in scripts/dev/*/; do
+  check "${d}README.md is there" test -s "${d}README.md"
+done
+
+# scripts/dev/facts/read_wheel_archs.py on a wheel at hand (no download) and a stand-in for
 # `nodebench fatbin --json`: it agrees with arch_facts.json's row, and says which row differs (exit
 # 1) when the wheel's lowest SASS is not the row's.
 mkdir -p "$tmp/whl"
@@ -43,7 +52,7 @@ for f in "\$@"; do
 done
 SH
   chmod +x "$tmp/whl/fake_nb_$lowest"
-  python3 scripts/dev/read_wheel_archs.py --nodebench "$tmp/whl/fake_nb_$lowest" --download-dir "$tmp/whl" \
+  python3 scripts/dev/facts/read_wheel_archs.py --nodebench "$tmp/whl/fake_nb_$lowest" --download-dir "$tmp/whl" \
     --wheel-files "$tmp/whl/nvidia_nccl_cu12-2.27.7-py3-none-manylinux2014_x86_64.whl" --out "$tmp/whl/out$lowest" \
     > "$tmp/whl/out$lowest.txt" 2>&1
   echo $? > "$tmp/whl/rc$lowest"
@@ -56,7 +65,7 @@ check "read_wheel_archs: a wheel starting at sm_60 differs from the row (rc=$(ca
   bash -c "[ \$(cat '$tmp/whl/rc60') = 1 ] && grep -q 'DIFFERS: lowest SASS: arch_facts.json says sm_50, the wheel sm_60' '$tmp/whl/out60.txt'"
 check "read_wheel_archs: the rows not read from a wheel are listed as such" grep -q "not re-read: pytorch torch 2.14" "$tmp/whl/out50.txt"
 
-gs=scripts/dev/gpu_session.sh
+gs=scripts/dev/device/gpu_session.sh
 bash "$gs" nosuch > /dev/null 2> "$tmp/err"; rc=$?
 check "gpu_session.sh with an unknown step exits 2 (rc=$rc)" test "$rc" = 2
 check "and names the step" grep -q "unknown step 'nosuch'" "$tmp/err"
@@ -65,7 +74,7 @@ check "gpu_session.sh --help exits 0 (rc=$rc)" test "$rc" = 0
 for s in build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu peak-indep peak-wgmma \
          train-peer train-tests train-sweep train-fused train-fused-sweep input-peer; do
   check "--help describes step $s" grep -qE "^  $s " "$tmp/help"
-  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs" scripts/dev/gpu_session_train.sh
+  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs" scripts/dev/device/gpu_session_train.sh
 done
 
 # A budget too short for the steps: nothing runs on a GPU, every step is skipped and says why.
@@ -85,7 +94,7 @@ fi
 
 # gpu_full_session.sh with no time for a step: runs nothing, says the build is left for the next
 # run, exits 0, and moves nothing but its log to OUT; a second run counts itself as the second.
-fs=scripts/dev/gpu_full_session.sh
+fs=scripts/dev/device/gpu_full_session.sh
 mkdir -p "$tmp/fout"
 for i in 1 2; do
   NB_SESSION_DIR="$tmp/fs" BUDGET_S=10 OUT="$tmp/fout" bash "$fs" > "$tmp/fs$i.out" 2>&1; rc=$?

@@ -107,7 +107,7 @@ for spec in $POINTS; do
   note "== $spec: PyTorch $TORCH_MODES around nodebench ($(left) s left)"
   nb="build/nodebench run --suite full --gpus 0 --family train --filter '^train/resnet50/$prec/$layout/b$batch\$' --max-time $ROUND_S"
   nb+=" --quiet --algo-cache $cache --out-file $RAW/nb_${tag}_{torch_mode}.json > $RAW/nb_${tag}_{torch_mode}.log 2>&1; true"
-  CUDA_VISIBLE_DEVICES=0 timeout "$(( $(left) - 20 ))" python3 scripts/dev/peer_torch_train.py --mode "$prec/$layout" \
+  CUDA_VISIBLE_DEVICES=0 timeout "$(( $(left) - 20 ))" python3 scripts/dev/peers/peer_torch_train.py --mode "$prec/$layout" \
     --batches "$batch" --torch-modes "$TORCH_MODES" --seconds "$ROUND_S" --rounds 2 --warmup 5 --between "$nb" \
     --out "$RAW/torch_${tag}.json" > "$RAW/torch_${tag}.out" 2> "$RAW/torch_${tag}.log" || rc=1
   grep -E "compiled and warm|round|error|out of memory" "$RAW/torch_${tag}.log" | tail -9 | tee -a "$OUT/session.log"
@@ -117,7 +117,7 @@ done
 note "== summary ($(left) s left)"
 cmp=()
 if compgen -G "$RAW/nb_*.json" > /dev/null && compgen -G "$RAW/torch_*.json" > /dev/null; then
-  python3 scripts/dev/compare_train_peer.py "$RAW"/nb_*.json --peer "$RAW"/torch_*.json --out "$OUT/train_fp32_ratio.json" \
+  python3 scripts/dev/peers/compare_train_peer.py "$RAW"/nb_*.json --peer "$RAW"/torch_*.json --out "$OUT/train_fp32_ratio.json" \
     > "$RAW/compare.txt" 2>&1
   cat "$RAW/compare.txt" >> "$OUT/session.log"
   [ -f "$OUT/train_fp32_ratio.json" ] && cmp=(--compare "$OUT/train_fp32_ratio.json")
