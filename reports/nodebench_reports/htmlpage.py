@@ -9,10 +9,11 @@ from collections import Counter
 from html import escape
 
 from . import __version__
-from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, build_checklist
+from .assemble import build_checklist, render_all
+from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item
 from .errors import ReportError
 from .load import ReportData, is_number
-from .plots import Plot, render_all
+from .plots import Plot
 from .records import gpu_label, where
 from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table

@@ -14,10 +14,11 @@ import pytest
 import nbgen
 from conftest import PLOT_KEYS
 from nodebench_reports import derive, families
-from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, Item, build_checklist
+from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, Item
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.conventions import primary_metric
 from nodebench_reports.load import Run, check_document, merge_runs
-from nodebench_reports.plots import render_all
+from nodebench_reports.assemble import render_all
 
 PACKAGE = Path(families.__file__).resolve().parents[1]
 KNOWN = ("conv", "gemm", "hostlink", "latency", "memory", "nccl", "p2p", "peak", "train", "train_dp")

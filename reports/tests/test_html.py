@@ -10,8 +10,8 @@ import pytest
 
 import nbgen
 from conftest import PLOT_KEYS
-from nodebench_reports.checklist import (FAIL, NOT_MEASURED, PASS, WARN, arch_support, build_checklist,
-                                         parse_architectures)
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, arch_support, parse_architectures
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
 CHECK_KEYS = ["compute_capability", "pcie", "h2d", "pinned_pageable", "input_pipeline", "distribution", "mixed_precision", "clocks",

@@ -15,6 +15,7 @@ from ..derive import missing_analysis
 from ..load import ReportData
 from ..records import Where, gpu_label, is_oom, model_of, num, where
 from ..util import fmt_pct
+from .resnet50 import BatchPoint
 
 FAMILY = "conv"
 PRIMARY = ("train_images_per_s", "images_per_s", "tflops")
@@ -33,13 +34,7 @@ def group_key(rec: dict) -> tuple:
 
 
 @dataclass
-class ConvPoint:
-    where: Where
-    precision: str
-    layout: str
-    batch: int
-    status: str
-    oom: bool
+class ConvPoint(BatchPoint):
     train_ips: float | None
     fwd_ips: float | None
     peak_memory_bytes: float | None

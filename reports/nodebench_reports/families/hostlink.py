@@ -9,10 +9,10 @@ from collections import defaultdict
 from .. import families, plots
 from ..checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, placed, worst
 from ..conventions import is_number
-from ..derive import IMAGE_BYTES
 from ..load import ReportData
 from ..records import Where, gpu_label, max_link_gbps, model_of, num, where
 from ..util import fmt_bytes, fmt_bytes_short, fmt_num
+from .resnet50 import IMAGE_BYTES
 
 FAMILY = "hostlink"
 PRIMARY = ("gbps",)

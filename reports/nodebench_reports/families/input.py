@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import derive_train, plots
+from .. import plots
 from ..checklist import NOT_MEASURED, PASS, WARN, Item, placed
 from ..conventions import is_number
 from ..load import ReportData
+from . import train_derive as derive_train
 
 FAMILY = "input"
 PRIMARY = ("images_per_s",)

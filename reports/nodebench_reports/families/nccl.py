@@ -13,9 +13,9 @@ from matplotlib.ticker import FuncFormatter
 
 from .. import families, plots
 from ..conventions import is_number
-from ..derive import RESNET50_GRAD_BYTES
 from ..load import ReportData
 from ..records import num
+from .resnet50 import RESNET50_GRAD_BYTES
 
 FAMILY = "nccl"
 PRIMARY = ("busbw_gbps", "algbw_gbps")

@@ -1,15 +1,16 @@
 """The train family in the report: throughput and memory against batch size (the limit and the
 recommended batch marked), and the checklist items memory at the recommended batch (judged from
 ``analysis.train_recommendation``; it supersedes the conv sweep's judgment), what kernel fusion can save
-at most, and whether small batches are host-bound. The numbers come from ``derive_train.py``."""
+at most, and whether small batches are host-bound. The numbers come from ``train_derive.py``."""
 
 from __future__ import annotations
 
-from .. import derive_train, plots
+from .. import plots
 from ..checklist import FAIL, MEMORY_PASS, MEMORY_WARN, NOT_MEASURED, PASS, WARN, Item, placed, worst
 from ..load import ReportData
 from ..records import gpu_label, model_of, where
 from ..util import fmt_bytes, fmt_pct
+from . import train_derive as derive_train
 
 FAMILY = "train"
 PRIMARY = ("images_per_s",)
