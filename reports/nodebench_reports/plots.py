@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from .util import fmt_bytes, fmt_bytes_short  # noqa: E402
 DPI = 100
 _OOM_COLOR = "black"  # never a series colour (C3 is red)
 MAX_PANELS = 8
+MAX_SERIES = 6      # lines per panel at most: more are split into small multiples (split_series)
 _PREC_ORDER = ["fp64", "fp32", "tf32", "fp16", "fp16acc16", "bf16", "int8", "fp8"]
 _STYLE = {
     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
@@ -84,12 +86,24 @@ def _legend(ax, handles=None, labels=None, ncol: int = 1) -> None:
                   frameon=False, ncol=ncol)
 
 
-def _grid(n: int, cols_max: int = 2, w: float = 5.6, h: float = 3.6):
+def split_series(series: list, lines_each: int = 1, most: int = MAX_SERIES) -> list[list]:
+    """The series of one panel split into small multiples of at most ``most`` lines (each series draws
+    ``lines_each``), in their order, the parts as even as can be: 7 precisions -> 4 + 3."""
+    per = max(1, most // max(1, lines_each))
+    if len(series) <= per:
+        return [list(series)]
+    parts = math.ceil(len(series) / per)
+    size = math.ceil(len(series) / parts)
+    return [list(series[i:i + size]) for i in range(0, len(series), size)]
+
+
+def _grid(n: int, cols_max: int = 2, w: float = 5.6, h: float = 3.6, sharey: bool = False):
     if n == 1 and w < 7.5:
         w = 7.5
     cols = min(n, cols_max)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False, layout="constrained",
+                             sharey=sharey)
     flat = [ax for row in axes for ax in row]
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -137,7 +151,8 @@ def plot_speedup(data: ReportData) -> Plot:
             ax.bar_label(bars, fmt="%.1fx", fontsize=7, padding=2)
         ax.axhline(1.0, color="black", lw=1)
         ax.set_xticks(range(len(sources)))
-        ax.set_xticklabels([s if len(s) < 28 else s[:26] + "..." for s in sources], fontsize=8)
+        # each source's name whole, wrapped onto lines (never cut off)
+        ax.set_xticklabels([textwrap.fill(s, 22) for s in sources], fontsize=8)
         ax.set_ylabel("speedup (x)")
         ax.set_ylim(0, max(r.speedup_x for r in rows) * 1.18)
         if len(gpus) > 1:

@@ -83,9 +83,8 @@ class _Checker:
             self.fail(name, f"expected a UTC ISO 8601 time like 2025-01-31T12:00:00Z, got {_describe(value)}")
 
 
-def check_document(doc: Any, path: str) -> None:
-    """Check the identity (schema, version) and the structure this package relies on."""
-    c = _Checker(path)
+def check_identity(doc: Any, path: str) -> None:
+    """The file is a nodebench result of the schema version this package reads."""
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a nodebench result file: the top level is {type(doc).__name__}, "
                           f"expected a JSON object")
@@ -101,6 +100,14 @@ def check_document(doc: Any, path: str) -> None:
     if type(doc["schema_version"]) is not int or doc["schema_version"] != SCHEMA_VERSION:
         raise ReportError(f"{path}: field 'schema_version': is {_describe(doc['schema_version'])}; this "
                           f"nodebench-report reads schema version {SCHEMA_VERSION} only")
+
+
+def check_document(doc: Any, path: str) -> None:
+    """The loader's check, run on every file a command reads (the full JSON Schema is ``validate``'s:
+    jsonschema takes seconds on a full suite's file): the identity, the structure this package relies
+    on, the schema's own rule for metric names, and a case's uniqueness."""
+    check_identity(doc, path)
+    c = _Checker(path)
     _check_top(c, doc)
     env = _check_environment(c, doc)
     _check_records(c, doc["records"])
@@ -163,18 +170,46 @@ def _check_environment(c: _Checker, doc: dict) -> dict:
     return env
 
 
-def _check_records(c: _Checker, records) -> None:
+def unique_cases(doc: dict, path: str) -> list[str]:
+    """What the schema cannot say: a case (id, GPUs, rank, mode) appears once in a run. Records are
+    taken as the schema describes them (the loader's checks or jsonschema ran first)."""
     seen: dict[tuple, int] = {}
+    for i, rec in enumerate(doc.get("records") or []):
+        key = record_key(rec) + (record_mode(rec),)
+        if key in seen:
+            where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
+            return [f"{path}: field 'records[{i}].id': {rec['id']!r} {where} appears twice (also "
+                    f"records[{seen[key]}]); a case is unique in a run together with its GPUs (and rank)"]
+        seen[key] = i
+    return []
+
+
+_metric_name = None
+
+
+def metric_name_rule() -> re.Pattern:
+    """The schema's rule for a metric's name (its unit suffix), read from the packaged schema."""
+    global _metric_name
+    if _metric_name is None:
+        from importlib import resources
+        schema = json.loads(resources.files(__package__).joinpath("schema", "result-v1.schema.json")
+                            .read_text(encoding="utf-8"))
+        _metric_name = re.compile(schema["$defs"]["record"]["properties"]["metrics"]["propertyNames"]["pattern"])
+    return _metric_name
+
+
+def _check_records(c: _Checker, records) -> None:
     for i, rec in enumerate(c.array(records, "records")):
         name = f"records[{i}]"
         _check_record(c, rec, name)
         _check_record_extras(c, rec, name)
-        key = record_key(rec) + (record_mode(rec),)
-        if key in seen:
-            where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
-            c.fail(name + ".id", f"{rec['id']!r} {where} appears twice (also records[{seen[key]}]); "
-                                 f"a case is unique in a run together with its GPUs (and rank)")
-        seen[key] = i
+        for key in rec["metrics"]:
+            if not metric_name_rule().search(key):
+                c.fail(f"{name}.metrics", f"{key!r} does not match the schema's metric-name rule (a unit "
+                                          f"suffix: {metric_name_rule().pattern})")
+    problems = unique_cases({"records": records}, c.path)
+    if problems:
+        raise ReportError(problems[0])
 
 
 def _check_record(c: _Checker, rec, name: str) -> None:

@@ -14,11 +14,15 @@ from ..conventions import is_number
 from ..load import ReportData
 from ..records import max_link_gbps, num
 from ..util import fmt_bytes
+from ..metrics import declare, metric
 from .nccl import scaling as nccl_scaling
 from .resnet50 import RESNET50_GRAD_BYTES
 
 FAMILY = "train_dp"
 PRIMARY = ("images_per_s",)
+METRICS = declare(metric("images_per_s", "images/s"), "step_time_ms", "scaling_efficiency_ratio", "one_gpu_images_per_s",
+                  "one_gpu_step_ms", "compute_step_ms", "exposed_comm_ms", "bucket_count", "bucket_bytes",
+                  "gradient_bytes")
 SCALING_PASS, SCALING_WARN = 0.9, 0.7
 DISTRIBUTION_ORDER, SCALING_ORDER = 50, 70
 
@@ -229,10 +233,16 @@ def plot_scaling(data: ReportData) -> plots.Plot:
     plot = plots.Plot("scaling", "Scaling efficiency against GPU count",
                 "All-reduce bus bandwidth at the largest message relative to the smallest GPU count, and the "
                 "estimated data-parallel ResNet-50 training efficiency (FP32 gradients, no overlap).", order=SCALING_ORDER)
-    series = [s for s in dp_series(data) if s.measured or s.predicted]
+    # a configuration with a point beyond one GPU (measured, or predicted by advise): a one-GPU run alone
+    # draws no empty frame
+    series = [s for s in dp_series(data) if any(q.gpus >= 2 for q in s.measured + s.predicted)]
     if series:
         return _plot_dp(plot, series)
     sc = nccl_scaling(data)
+    if sc is None and dp_series(data):
+        plot.missing = ("not measured: data-parallel training ran on one GPU only; `nodebench advise --json` "
+                        "predicts the scaling (give it with html --advise to draw the prediction)")
+        return plot
     if sc is None:
         plot.missing = plots._absent(data, "nccl", "scaling")
         return plot
