@@ -77,12 +77,16 @@ def parse_architectures(text: str | None) -> tuple[list[Arch], list[str]]:
         if token in ("native", "all", "all-major"):
             special.append(token)
             continue
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
-        if not m:
+        m = re.fullmatch(r"(sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
+        if not m or (m.group(1) and m.group(4)):
             special.append(token)
             continue
-        kind = m.group(3)
-        archs.append(Arch(int(m.group(1)), m.group(2), sass=kind != "virtual", ptx=kind != "real"))
+        # nvcc's sm_X is SASS alone, compute_X PTX alone; CMake's X both, X-real SASS, X-virtual PTX
+        # (the binary's doctor reads them alike: tests/data/arch_rule.json holds both to one table)
+        prefix, kind = m.group(1), m.group(4)
+        sass = prefix == "sm_" or (prefix is None and kind != "virtual")
+        ptx = prefix == "compute_" or (prefix is None and kind != "real")
+        archs.append(Arch(int(m.group(2)), m.group(3), sass=sass, ptx=ptx))
     return archs, special
 
 
@@ -97,7 +101,7 @@ def arch_support(cc: str, archs: list[Arch]) -> tuple[str, str]:
         # A cubin for X.y runs on X.z with z >= y (not for arch-specific "a" targets).
         if a.sass and a.suffix != "a" and a.number // 10 == major and a.number < value:
             return PASS, f"binary-compatible code (sm_{a.number}{a.suffix} runs on {cc})"
-    ptx = [a for a in archs if a.ptx and a.suffix == "" and a.number <= value]
+    ptx = [a for a in archs if a.ptx and a.suffix != "a" and a.number <= value]
     if ptx:
         best = max(a.number for a in ptx)
         return WARN, f"only PTX (compute_{best}), JIT-compiled at start-up: slower start, may miss {cc} features"
