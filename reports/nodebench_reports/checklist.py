@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from . import derive
 from .conventions import is_number
 from .load import ReportData
-from .util import fmt_bytes, fmt_num
+from .util import fmt_num
 
 PASS, WARN, FAIL, NOT_MEASURED = "pass", "warn", "fail", "not measured"
 STATUSES = (PASS, WARN, FAIL, NOT_MEASURED)

@@ -13,12 +13,10 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 
 import matplotlib
-import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -26,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E4
 
 from . import derive  # noqa: E402
 from .load import ReportData  # noqa: E402
-from .util import fmt_bytes, fmt_bytes_short  # noqa: E402
+from .util import fmt_bytes_short  # noqa: E402
 
 DPI = 100
 _OOM_COLOR = "black"  # never a series colour (C3 is red)

@@ -13,7 +13,7 @@ from ..checklist import FAIL, MEMORY_PASS, MEMORY_WARN, NOT_MEASURED, PASS, WARN
 from ..conventions import is_number
 from ..derive import missing_analysis
 from ..load import ReportData
-from ..records import Where, gpu_label, is_oom, model_of, num, where
+from ..records import gpu_label, is_oom, model_of, num, where
 from ..util import fmt_pct
 from ..metrics import declare, metric
 from .resnet50 import BatchPoint
