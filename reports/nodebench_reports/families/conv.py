@@ -192,7 +192,7 @@ def plot_conv(data: ReportData) -> plots.Plot:
     # small multiples sharing the y axis
     by_layout = [[s for s in series if s[1] == lay] for lay in sorted(layouts)] if len(series) > 3 else [series]
     panels = [(g, part) for g in groups for group in by_layout
-              for part in plots.split_series(group, lines_each=2)][:plots.MAX_PANELS]
+              for part in plots.split_series(group, lines_each=2)]
     with plots.plt.rc_context(plots._STYLE):
         fig, axes = plots._grid(len(panels), sharey=len(panels) > 1)
         colors = {s: plots._color(i) for i, s in enumerate(series)}

@@ -74,7 +74,7 @@ def plot_gemm(data: ReportData) -> plots.Plot:
                          f"see the records table.")
     # more precisions than a panel reads at a glance: small multiples, sharing the y axis
     panels = [(g, shape, part) for g, shape in panels
-              for part in plots.split_series(sorted(series[(g, shape)], key=plots._prec_key))][:plots.MAX_PANELS]
+              for part in plots.split_series(sorted(series[(g, shape)], key=plots._prec_key))]
     with plots.plt.rc_context(plots._STYLE):
         fig, axes = plots._grid(len(panels), sharey=len(panels) > 1)
         precs = sorted({p for lines in series.values() for p in lines}, key=plots._prec_key)
