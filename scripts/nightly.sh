@@ -110,10 +110,9 @@ out=${out:-$repo/results/runs/nightly-$stamp}
 db=${db:-$repo/results/runs/history.sqlite}
 case "$db" in
   postgresql://*|postgres://*)
-    # a password in the URL would end up in ps, logs and files: refused (and never printed)
-    if [[ "$db" =~ ^postgres(ql)?://[^/@?]*:[^/@?]*@ ]] || [[ "$db" =~ [?\&][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]= ]]; then
-      die "the --db URL embeds a password; give it in PGPASSWORD, ~/.pgpass or a libpq service file (postgresql:///?service=NAME)"
-    fi ;;
+    # a password in the URL would end up in ps, logs and files: refused (and never printed), by the
+    # report's own check (historydb.check_url), the one the history applies
+    "${report[@]}" check-db "$db" || exit 2 ;;
   *) mkdir -p "$(dirname "$db")" || die "cannot create the folder of '$db'"
      # absolute, so that the saved "store it later" command stores into this history from any folder
      db=$(cd "$(dirname "$db")" && pwd)/$(basename "$db") ;;

@@ -84,6 +84,19 @@ TEST(DoctorArch, ParsesCmakeTorchAndTensorflowNotations) {
   EXPECT_TRUE(unknown);
 }
 
+// The table the reports' checklist is tested against too (reports/tests/test_html.py): one rule.
+TEST(DoctorArch, TheSharedTableOfVerdicts) {
+  const json table = read_json("arch_rule.json");
+  ASSERT_GE(table["cases"].size(), 10u);
+  for (const json& c : table["cases"]) {
+    const std::string cc = c["cc"];
+    const int value = std::stoi(cc.substr(0, cc.find('.'))) * 10 + std::stoi(cc.substr(cc.find('.') + 1));
+    const ArchFit fit = match_arch(parse_arch_list(c["archs"].get<std::string>()), value).fit;
+    const std::string code = fit == ArchFit::native ? "native" : fit == ArchFit::jit ? "jit" : "none";
+    EXPECT_EQ(code, c["code"].get<std::string>()) << c.dump();
+  }
+}
+
 TEST(DoctorArch, SassOfTheSameMajorWithLowerMinorOrOlderPtx) {
   const auto archs = parse_arch_list(kCuda13Archs);
   EXPECT_EQ(match_arch(archs, 90).fit, ArchFit::native);

@@ -31,16 +31,21 @@ json combine_runs(const std::vector<json>& docs, const std::vector<std::string>&
     const auto it = medians.find(record_key(r));
     if (it == medians.end() || it->second.size() < 2) continue;
     const std::vector<double>& m = it->second;
-    double mean = 0;
-    for (double x : m) mean += x;
-    mean /= double(m.size());
-    double var = 0;
-    for (double x : m) var += (x - mean) * (x - mean);
-    const double sd = std::sqrt(var / double(m.size() - 1));
     const auto [lo, hi] = std::minmax_element(m.begin(), m.end());
+    // The between-run noise as nodebench defines it everywhere (the reports' stats.between_run_spread,
+    // the history, the noise prior): the sample standard deviation of the log of the medians.
+    double sd = 0;
+    if (*lo > 0) {
+      double mean = 0;
+      for (double x : m) mean += std::log(x);
+      mean /= double(m.size());
+      double var = 0;
+      for (double x : m) var += (std::log(x) - mean) * (std::log(x) - mean);
+      sd = std::sqrt(var / double(m.size() - 1));
+    }
     r["run_to_run"] = {{"runs", m.size()},
                        {"medians_s", m},
-                       {"cv", mean > 0 ? sd / mean : 0.0},
+                       {"cv", sd},
                        {"max_over_min", *lo > 0 ? *hi / *lo : 0.0}};
   }
   out["runs"] = {{"count", docs.size()}, {"files", files}};

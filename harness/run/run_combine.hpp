@@ -9,7 +9,7 @@
 namespace nb {
 
 // The last document's records, each with `run_to_run` = {runs, medians_s (one per run where the
-// case was timed, in run order), cv (stddev/mean of those medians), max_over_min} when at least
+// case was timed, in run order), cv (the sample standard deviation of their logs), max_over_min} when at least
 // two runs timed it; records are matched by id, GPUs, host and rank. The document gets `runs` =
 // {count, files}, its summary's wall time is the sum of the runs'.
 nlohmann::json combine_runs(const std::vector<nlohmann::json>& docs, const std::vector<std::string>& files);

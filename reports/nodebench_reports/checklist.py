@@ -2,10 +2,10 @@
 
 Statuses: ``pass``, ``warn``, ``fail``, ``not measured`` (the results hold nothing to judge by;
 never an error). This module holds the item type and the items that are no family's: the GPUs and
-the build, the PCIe links, clocks and throttling, the run's health, and the items that combine
-families (the distribution strategy, and mixed precision from ``analysis.fp16_vs_fp32``). Each
-family's own items come from its module (``families/<family>.py``: ``checklist_items(data)``);
-:func:`build_checklist` places every item by its ``order``.
+the build, the PCIe links, clocks and throttling, the run's health, and mixed precision from the
+file's ``analysis.fp16_vs_fp32``. Each family's own items come from its module
+(``families/<family>.py``: ``checklist_items(data)``); :func:`assemble.build_checklist` places every
+item by its ``order``. Nothing here names a family.
 """
 
 from __future__ import annotations
@@ -18,19 +18,18 @@ from dataclasses import dataclass, field
 from . import derive
 from .conventions import is_number
 from .load import ReportData
-from .util import fmt_bytes, fmt_num
+from .util import fmt_num
 
 PASS, WARN, FAIL, NOT_MEASURED = "pass", "warn", "fail", "not measured"
 STATUSES = (PASS, WARN, FAIL, NOT_MEASURED)
 _RANK = {NOT_MEASURED: 0, PASS: 1, WARN: 2, FAIL: 3}
 
 # thresholds (documented in README.md; the families' own are in their modules)
-SCALING_PASS, SCALING_WARN = 0.9, 0.7
 CLOCK_RATIO_WARN = 0.85
 MEMORY_PASS, MEMORY_WARN = 0.90, 0.95
 
 # places on the page of the items kept here (the families' items sit between them: README.md)
-ORDER = {"compute_capability": 10, "pcie": 20, "distribution": 50, "mixed_precision": 60, "clocks": 70, "run": 1000}
+ORDER = {"compute_capability": 10, "pcie": 20, "mixed_precision": 60, "clocks": 70, "run": 1000}
 
 
 @dataclass
@@ -78,12 +77,16 @@ def parse_architectures(text: str | None) -> tuple[list[Arch], list[str]]:
         if token in ("native", "all", "all-major"):
             special.append(token)
             continue
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
-        if not m:
+        m = re.fullmatch(r"(sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
+        if not m or (m.group(1) and m.group(4)):
             special.append(token)
             continue
-        kind = m.group(3)
-        archs.append(Arch(int(m.group(1)), m.group(2), sass=kind != "virtual", ptx=kind != "real"))
+        # nvcc's sm_X is SASS alone, compute_X PTX alone; CMake's X both, X-real SASS, X-virtual PTX
+        # (the binary's doctor reads them alike: tests/data/arch_rule.json holds both to one table)
+        prefix, kind = m.group(1), m.group(4)
+        sass = prefix == "sm_" or (prefix is None and kind != "virtual")
+        ptx = prefix == "compute_" or (prefix is None and kind != "real")
+        archs.append(Arch(int(m.group(2)), m.group(3), sass=sass, ptx=ptx))
     return archs, special
 
 
@@ -98,7 +101,7 @@ def arch_support(cc: str, archs: list[Arch]) -> tuple[str, str]:
         # A cubin for X.y runs on X.z with z >= y (not for arch-specific "a" targets).
         if a.sass and a.suffix != "a" and a.number // 10 == major and a.number < value:
             return PASS, f"binary-compatible code (sm_{a.number}{a.suffix} runs on {cc})"
-    ptx = [a for a in archs if a.ptx and a.suffix == "" and a.number <= value]
+    ptx = [a for a in archs if a.ptx and a.suffix != "a" and a.number <= value]
     if ptx:
         best = max(a.number for a in ptx)
         return WARN, f"only PTX (compute_{best}), JIT-compiled at start-up: slower start, may miss {cc} features"
@@ -174,107 +177,6 @@ def check_pcie(data: ReportData) -> Item:
                WARN: f"{counts[WARN]} link(s) below maximum generation, all at full width",
                FAIL: f"{counts[FAIL]} link(s) at reduced width"}[status]
     return Item("pcie", title, status, summary, ev)
-
-
-# ----------------------------------------------------------------------------------------------
-# distribution strategy
-
-
-def _best_at_top(series, which: str):
-    """(series, point) with the largest GPU count above one and, there, the best efficiency."""
-    best = None
-    for s in series:
-        for q in getattr(s, which):
-            if q.gpus < 2 or q.efficiency is None:
-                continue
-            if best is None or (q.gpus, q.efficiency) > (best[1].gpus, best[1].efficiency):
-                best = (s, q)
-    return best
-
-
-def _fabric_evidence(data: ReportData, sc) -> list:
-    """The all-reduce bus bandwidth of the most GPUs against the fastest PCIe link (the maximum
-    link: idle GPUs train down), as evidence of the interconnect class."""
-    if sc is None or not sc.rows:
-        return []
-    pcie = [p for p in (derive.max_link_gbps(g) for g in data.gpus) if is_number(p)]
-    if not pcie:
-        return []
-    top_bw = max(sc.rows, key=lambda r: r.ngpus).busbw_gbps
-    fabric = "NVLink/NVSwitch-class" if top_bw > 1.2 * max(pcie) else "PCIe/host-class"
-    return [f"bus bandwidth {top_bw:.0f} GB/s vs PCIe {max(pcie):.0f} GB/s: {fabric} interconnect"]
-
-
-def _efficiency(data: ReportData, series, sc, ev: list) -> tuple[float, int, str] | None:
-    """(efficiency, GPU count, basis) of the strategy: measured, else predicted, else estimated; None
-    when there is no training step to judge by. Adds its evidence to ``ev``."""
-    measured = _best_at_top(series, "measured")
-    predicted = _best_at_top(series, "predicted")
-    if measured:
-        s, q = measured
-        ev.append(f"{s.label}: {q.images_per_s:.0f} images/s on {q.gpus} GPUs, efficiency {q.efficiency * 100:.1f}% "
-                  f"(train_dp, N-GPU over N x 1-GPU throughput)")
-        for pq in [pq for ps in series if ps.key == s.key for pq in ps.predicted if pq.gpus == q.gpus]:
-            ev.append(f"predicted for the same configuration: {pq.images_per_s:.0f} images/s "
-                      f"({(pq.images_per_s - q.images_per_s) / q.images_per_s * 100:+.1f}%)")
-        return q.efficiency, q.gpus, "measured data-parallel training efficiency"
-    if predicted:
-        s, q = predicted
-        ev.append(f"{s.label}: {q.images_per_s:.0f} images/s predicted on {q.gpus} GPUs, "
-                  f"efficiency {q.efficiency * 100:.1f}%")
-        return q.efficiency, q.gpus, f"predicted data-parallel training efficiency ({s.predicted_label}, nodebench advise)"
-    if sc is not None and sc.step_s is not None and any(r.ngpus >= 2 for r in sc.rows):
-        top = max(sc.rows, key=lambda r: r.ngpus)
-        ev.append(f"step time used: {sc.step_s * 1e3:.1f} ms ({sc.step_label}, per GPU)")
-        return top.train_efficiency, top.ngpus, "predicted data-parallel training efficiency (one-GPU step + all-reduce, no overlap)"
-    return None
-
-
-def _strategy(eff: float, n: int) -> tuple[str, str]:
-    if eff >= SCALING_PASS:
-        return PASS, f"data parallel (DDP: one process per GPU, NCCL all-reduce) across {n} GPUs"
-    if eff >= SCALING_WARN:
-        return WARN, (f"data parallel across {n} GPUs with gradient-bucket overlap and a larger per-GPU batch "
-                      f"or gradient accumulation to amortise the all-reduce")
-    return FAIL, (f"all-reduce-bound at {n} GPUs: accumulate gradients / communicate less often, keep "
-                  f"sharded strategies inside fast-link groups, and check the interconnect")
-
-
-def check_distribution(data: ReportData) -> Item:
-    """Judged from training efficiency (N-GPU throughput over N x 1-GPU throughput): measured (train_dp
-    records), else predicted by `nodebench advise`, else estimated from the one-GPU step and the all-reduce
-    curve (no overlap). Bus bandwidth alone never judges a strategy: it is evidence only."""
-    from .families import nccl, train_dp  # here: the family modules import this one
-    title = "Distribution strategy from training efficiency"
-    sc = nccl.scaling(data)
-    ev: list[str] = []
-    judged = _efficiency(data, train_dp.dp_series(data), sc, ev)
-    if judged is None:
-        if len(data.gpus) == 1 and sc is None:
-            return Item("distribution", title, NOT_MEASURED, "single GPU: no multi-GPU strategy to choose")
-        why = ("no all-reduce (nccl) records in these results" if sc is None else
-               "no training step time (train, train_dp or conv records, or an advise document): "
-               "bus bandwidth alone does not judge a strategy")
-        for r in (sc.rows if sc else []):
-            ev.append(f"{r.ngpus} GPU(s): all-reduce bus bandwidth {r.busbw_gbps:.1f} GB/s at "
-                      f"{fmt_bytes(sc.common_bytes)}")
-        ev += _fabric_evidence(data, sc)
-        return Item("distribution", title, NOT_MEASURED, why, ev)
-    eff, n, basis = judged
-    if sc is not None:
-        for r in sc.rows:
-            line = (f"{r.ngpus} GPU(s): all-reduce bus bandwidth {r.busbw_gbps:.1f} GB/s at "
-                    f"{fmt_bytes(sc.common_bytes)}; ResNet-50 FP32 gradient all-reduce "
-                    f"({fmt_bytes(derive.RESNET50_GRAD_BYTES)}) ~ {r.allreduce_s * 1e3:.2f} ms")
-            if r.train_efficiency is not None:
-                line += f", no-overlap training efficiency ~ {r.train_efficiency * 100:.1f}%"
-            ev.append(line)
-        ev += _fabric_evidence(data, sc)
-    if data.advice:   # the advisor's strategy table, each statement with its figures
-        ev += [f"advise ({st.get('topic', '')}): {st.get('text', '')}" for st in data.advice.get("recommendation", [])
-               if isinstance(st, dict)]
-    status, strategy = _strategy(eff, n)
-    return Item("distribution", title, status, f"{basis} {eff * 100:.1f}% at {n} GPUs: {strategy}", ev)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -450,16 +352,3 @@ def check_run(data: ReportData) -> Item:
     else:
         status = PASS
     return Item("run", title, status, summary, ev)
-
-
-def build_checklist(data: ReportData) -> list[Item]:
-    """The items kept here and every family's, in checklist order; where families judge one item, the
-    one of higher precedence."""
-    from . import families  # here: the family modules import this one
-    own = (check_compute_capability, check_pcie, check_distribution, check_mixed_precision, check_clocks, check_run)
-    items = [fn(data) for fn in own]
-    chosen: dict[str, Item] = {}
-    for item in [placed(i, ORDER[i.key]) for i in items] + families.checklist_items(data):
-        if item.key not in chosen or item.precedence > chosen[item.key].precedence:
-            chosen[item.key] = item
-    return sorted(chosen.values(), key=lambda i: i.order)

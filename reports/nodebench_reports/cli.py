@@ -10,7 +10,6 @@ busy: the run being stored was not written, the same command may simply be run a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -119,7 +118,8 @@ def cmd_html(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare_runs, format_table, to_json, to_junit
+    from .compare import compare_runs
+    from .compare_output import format_table
     from .load import load_run
 
     files = list(args.runs)
@@ -147,10 +147,7 @@ def cmd_compare(args) -> int:
     finally:
         if conn is not None:
             conn.close()
-    if args.json:
-        _write(args.json, json.dumps(to_json(result), indent=2) + "\n")
-    if args.junit:
-        _write(args.junit, to_junit(result))
+    _write_formats(args, "compare", result)
     if not args.quiet:
         print(format_table(result))
     else:
@@ -174,7 +171,8 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_trend(args) -> int:
-    from .history import open_db, trend
+    from .history import open_db
+    from .history_query import trend
 
     conn = open_db(args.db, create=False)
     try:
@@ -188,7 +186,8 @@ def cmd_trend(args) -> int:
 
 
 def cmd_fleet(args) -> int:
-    from .history import fleet, fleet_json, fleet_plot, fleet_table, open_db
+    from .history import open_db
+    from .history_fleet import fleet, fleet_plot, fleet_table
 
     conn = open_db(args.db, create=False)
     try:
@@ -200,8 +199,7 @@ def cmd_fleet(args) -> int:
         raise ReportError(f"no case was measured on at least {args.min_nodes} nodes "
                           f"({f.groups_too_small} case(s) on fewer); lower --min-nodes or ingest more nodes")
     print(fleet_table(f, show_all=args.all))
-    if args.json:
-        _write(args.json, json.dumps(fleet_json(f), indent=2) + "\n")
+    _write_formats(args, "fleet", f)
     if args.output:
         fleet_plot(f, args.output)
         print(f"wrote {args.output}")
@@ -209,19 +207,26 @@ def cmd_fleet(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .validate import load_schema, validate_file
+    from .validate import FULL_SCHEMA, load_schema, validate_file
 
     schema, source = load_schema(args.schema)
     print(f"schema: {source}")
     bad = 0
-    for path in args.results:
-        problems = validate_file(path, schema)
+    for i, path in enumerate(args.results):
+        problems, checked_by = validate_file(path, schema)
+        if i == 0 and checked_by != FULL_SCHEMA:
+            print(f"nodebench-report: note: checked with {checked_by}", file=sys.stderr)
         if problems:
             bad += 1
             for p in problems:
                 print(p, file=sys.stderr)
         else:
             print(f"{path}: valid (nodebench.result, schema version 1)")
+            from .load import load_run
+            odd = load_run(path).undeclared_metrics
+            if odd:
+                print(f"{path}: note: metrics their family does not declare (typed by their unit suffix): "
+                      f"{', '.join(odd)}", file=sys.stderr)
     if bad:
         print(f"nodebench-report: error: {bad} of {len(args.results)} file(s) invalid", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -229,6 +234,14 @@ def cmd_validate(args) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+
+def cmd_check_db(args) -> int:
+    from .historydb import check_url, is_url
+
+    if is_url(args.db):
+        check_url(args.db)   # ReportError (exit 2) naming the redacted URL
+    return EXIT_OK
+
 
 def cmd_timeline(args) -> int:
     from .load import load_run
@@ -244,6 +257,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line plus usage, exit 2 (argparse's convention, kept)
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _format_options(p, command: str) -> None:
+    """One option per output format of the command that is written to a file it names (formats.py)."""
+    from .formats import formats
+    for fmt in formats(command):
+        if fmt.option:
+            p.add_argument(fmt.option, metavar="FILE", help=fmt.description)
+
+
+def _write_formats(args, command: str, made) -> None:
+    """Each format of the command whose option was given, rendered from what the command made."""
+    from .formats import formats
+    for fmt in formats(command):
+        path = getattr(args, fmt.option.lstrip("-").replace("-", "_"), None) if fmt.option else None
+        if path:
+            _write(path, fmt.render(made))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -316,8 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="use no prior: cases without measured noise are judged against --noise-floor")
     p.add_argument("--ignore-settings", action="store_true",
                    help="compare cases whose measurement settings differ (refused by default)")
-    p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case)")
+    _format_options(p, "compare")
     p.add_argument("--allow-mismatch", action="store_true", help="compare runs of different GPU models")
     p.add_argument("--fail-on", type=_fail_on, default=("regression", "clock"), metavar="WHAT",
                    help="which slowdowns fail (exit 1), comma-separated: 'regression' (slower at the same clock) "
@@ -376,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="DATE", type=_date,
                    help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
-    p.add_argument("--json", metavar="FILE", help="also write the fleet view as JSON")
+    _format_options(p, "fleet")
     p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")
     p.set_defaults(func=cmd_fleet)
 
@@ -388,6 +417,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema", metavar="FILE", help="JSON Schema to use (default: harness/schema/"
                    "result-v1.schema.json of this checkout, else the packaged copy)")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("check-db", help="check a --db target without opening it (scripts/nightly.sh asks it)",
+                       formatter_class=fmt, epilog=_EPILOG, description=(
+                           "Refuse a postgresql:// URL that embeds a password (it would end up in ps, logs and "
+                           "files; the message never shows it). Exit 0 when the target is acceptable, 2 otherwise."))
+    p.add_argument("db", metavar="DB", help="an SQLite file or a postgresql:// URL")
+    p.set_defaults(func=cmd_check_db)
     return parser
 
 

@@ -4,7 +4,9 @@ Case identity is the record ``id`` plus its ``gpus`` (plus the MPI ``rank``) and
 For cases ``ok`` on both sides the slowdown factor (> 1 worse: from the record's
 ``primary_metric``/``primary_better`` when present, else the ratio of median times new/base) is
 judged against the larger of the within-run noise (the samples, see :mod:`.stats`) and the
-between-run noise, taken from, in this order of preference and the largest where several exist:
+between-run noise (one definition everywhere, :func:`.stats.between_run_spread`: the sample standard
+deviation of the log of the runs' medians), taken from, in this order of preference and the largest
+where several exist:
 
 * several BASE files: the spread of the case's median across them (and the base figure is their
   geometric mean);
@@ -20,24 +22,21 @@ failed/wrong). A case of BASE that NEW lacks *fails* as ``missing`` unless it wa
 or needs GPUs that NEW does not have (a 1-GPU and a 2-GPU file compare their common cases).
 Measurement settings (L2 mode, target CV, fixed repetitions, mode) that differ between BASE and
 NEW are refused unless ``ignore_settings``.
+
+The comparison's outputs (text table, JSON, JUnit XML) are :mod:`.compare_output`'s.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
-import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-import numpy as np
 
-from . import __version__
-from .compare_clock import SLOWER_CLOCK, clock_explains, machine_differences, machines_json
+from .compare_clock import SLOWER_CLOCK, clock_explains, machine_differences
 from .errors import ReportError
 from .load import (Run, is_number, key_label, measurement_settings, reason_kind, record_higher_is_better,
                    record_key, record_mode)
-from .stats import TESTS, _quantile, assess_change
-from .util import fmt_p, fmt_pct, fmt_time, text_table
+from .stats import TESTS, _quantile, assess_change, between_run_spread, geometric_mean
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
@@ -338,18 +337,12 @@ def _metric_of(brec: dict, nrec: dict) -> str | None:
     return None
 
 
-def _gmean(values: list[float]) -> float:
-    if len(values) == 1:
-        return float(values[0])
-    return float(math.exp(np.mean(np.log(values))))
-
-
 def _between_noise(ok_bases: list[dict], brec: dict, nrec: dict, history, noise_floor: float, prior=None):
     """(spread, source, degrees of freedom) of the between-run noise of one run's median; the largest measured one."""
     found = []
     medians = [r["stats"]["median"] for r in ok_bases if r.get("stats") and r["stats"].get("median", 0) > 0]
     if len(medians) >= 2:
-        found.append((float(np.std(np.log(medians), ddof=1)), f"{len(medians)} base runs", len(medians) - 1))
+        found.append((between_run_spread(medians), f"{len(medians)} base runs", len(medians) - 1))
     for side, rec in (("base", brec), ("new", nrec)):
         rtr = rec.get("run_to_run")
         if isinstance(rtr, dict) and is_number(rtr.get("cv")) and (rtr.get("runs") or 0) >= 2:
@@ -403,7 +396,7 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
     case.base_runs = len(ok_bases)
     base_samples = [s for r in ok_bases for s in r["samples_s"]]
     case.n_base = len(base_samples)
-    base_median = _gmean([r["stats"]["median"] for r in ok_bases]) if all(
+    base_median = geometric_mean([r["stats"]["median"] for r in ok_bases]) if all(
         r["stats"]["median"] > 0 for r in ok_bases) else case.base_median_s
     case.base_median_s = base_median
 
@@ -411,7 +404,7 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
     ratio = None
     if metric:
         hib = record_higher_is_better(nrec, metric)
-        bval = _gmean([r["metrics"][metric] for r in ok_bases if is_number(r["metrics"].get(metric))
+        bval = geometric_mean([r["metrics"][metric] for r in ok_bases if is_number(r["metrics"].get(metric))
                        and r["metrics"][metric] > 0] or [brec["metrics"][metric]])
         nval = nrec["metrics"][metric]
         ratio = bval / nval if hib else nval / bval
@@ -478,182 +471,3 @@ def compare_case(brec: dict, nrec: dict, threshold: float = DEFAULT_THRESHOLD, a
     if case.regression and clock_explains(case, alpha, threshold):  # unchanged at the same clock
         case.verdict, case.regression, case.clock_slowdown = SLOWER_CLOCK, False, True
     return case
-
-
-# ----------------------------------------------------------------------------------------------
-# Outputs
-
-
-def _run_info(run: Run) -> dict:
-    return {"path": run.path, "run_id": run.run_id, "hostname": run.hostname, "started_at": run.started_at,
-            "run_status": run.run_status, "gpus": run.gpu_names,
-            "git_commit": run.doc["nodebench"].get("git_commit")}
-
-
-def summary_counts(result: Comparison) -> dict:
-    return {
-        "compared": len(result.cases),
-        "regressions": len(result.regressions),
-        "slowdowns": result.count(REGRESSION),
-        "clock_slowdowns": result.count(SLOWER_CLOCK),
-        "status_regressions": result.count(STATUS_REGRESSION),
-        "improvements": result.count(IMPROVEMENT),
-        "unchanged": result.count(UNCHANGED),
-        "not_significant": result.count(SLOWER_NS) + result.count(FASTER_NS),
-        "not_testable": result.count(UNTESTED),
-        "unstable": result.count(UNSTABLE),
-        "status_fixed": result.count(STATUS_FIXED),
-        "other_status": result.count(STATUS_OTHER) + result.count(STILL_NOT_OK),
-        "skipped_on_both": result.skipped_on_both,
-        "only_in_base": len(result.only_in_base),
-        "only_in_new": len(result.only_in_new),
-        "missing": len(result.missing),
-        "needs_gpus": len(result.needs_gpus),
-    }
-
-
-def to_json(result: Comparison) -> dict:
-    return {
-        "tool": "nodebench-report compare",
-        "version": __version__,
-        "format_version": 1,
-        "base": _run_info(result.base),
-        "bases": [_run_info(b) for b in result.bases],
-        "new": _run_info(result.new),
-        "settings": {"threshold": result.threshold, "alpha": result.alpha, "test": result.test,
-                     "noise_floor": result.noise_floor, "history": result.history, "noise_prior": result.prior,
-                     "ratio": "slowdown factor of the case's figure of merit (metric): new/base for times, "
-                              "base/new for rates (> 1 is worse)"},
-        "summary": summary_counts(result),
-        "exit_code": result.exit_code,
-        "fail_on": list(result.fail_on),
-        "machines": machines_json(result.bases, result.new),
-        "warnings": result.warnings,
-        "cases": [asdict(c) for c in result.cases],
-        "only_in_base": result.only_in_base,
-        "only_in_new": result.only_in_new,
-        "missing": result.missing,
-        "needs_gpus": result.needs_gpus,
-    }
-
-
-def format_table(result: Comparison) -> str:
-    s = summary_counts(result)
-    lines = [f"base: {b.path}  (run {b.run_id}, {b.hostname}, {b.started_at})" for b in result.bases]
-    lines += [
-        f"new:  {result.new.path}  (run {result.new.run_id}, {result.new.hostname}, {result.new.started_at})",
-        f"test: {result.test}; regression = slower, significant (p < {result.alpha:g}) against the larger of the "
-        f"within-run and the between-run noise, and possibly by {result.threshold * 100:g}% or more; "
-        f"between-run noise where not measured: "
-        + (f"the noise prior ({result.prior}), else " if result.prior else "")
-        + f"{result.noise_floor * 100:g}% (floor)",
-    ]
-    for w in result.warnings:
-        lines.append(f"warning: {w}")
-    lines.append("")
-    rows = []
-    for c in result.cases:
-        status = "ok" if c.base_status == c.new_status == "ok" else f"{c.base_status}->{c.new_status}"
-        rows.append([
-            ("!! " if result.fails(c) else "   ") + c.label, status, fmt_time(c.base_median_s),
-            fmt_time(c.new_median_s), "-" if c.ratio is None else f"{c.ratio:.3f}",
-            "-" if c.change_pct is None else f"{c.change_pct:+.1f}%", fmt_p(c.p_value), _noise_text(c), c.verdict,
-            c.note,
-        ])
-    if rows:
-        lines.append(text_table(["case", "status", "base median", "new median", "ratio", "change", "p",
-                                 "noise (source)", "verdict", "note"], rows))
-    else:
-        lines.append("no case present on both sides")
-    if result.missing:
-        lines += ["", f"missing: measured in base, absent from new ({len(result.missing)}; each fails):"] + [
-            f"!! {k}" for k in result.missing]
-    if result.needs_gpus:
-        lines += ["", f"on GPUs the new run does not have ({len(result.needs_gpus)}; not compared):"] + [
-            f"  {k}" for k in result.needs_gpus]
-    if result.only_in_base:
-        lines += ["", f"only in base ({len(result.only_in_base)}):"] + [f"  {k}" for k in result.only_in_base]
-    if result.only_in_new:
-        lines += ["", f"only in new ({len(result.only_in_new)}):"] + [f"  {k}" for k in result.only_in_new]
-    lines += [
-        "",
-        f"{s['compared']} cases compared: {s['regressions']} regression(s) "
-        f"({s['slowdowns']} slowdown(s), {s['status_regressions']} status regression(s)), "
-        f"{s['clock_slowdowns']} slower: clock (unchanged at the same clock), "
-        f"{s['improvements']} improvement(s), {s['unchanged']} unchanged, {s['not_significant']} not significant, "
-        f"{s['not_testable']} not testable, {s['unstable']} unstable, not judged; {s['missing']} missing, {s['only_in_base']} only in base, "
-        f"{s['needs_gpus']} on GPUs new lacks, {s['only_in_new']} only in new, "
-        f"{s['skipped_on_both']} skipped on both",
-        _result_line(result),
-    ]
-    return "\n".join(lines)
-
-
-def _result_line(result: Comparison) -> str:
-    if not result.exit_code:
-        clock = f" ({len(result.clock_slowdowns)} slower: clock, not failing: --fail-on " \
-                f"{','.join(result.fail_on)})" if result.clock_slowdowns else ""
-        return "result: no regression (exit 0)" + clock
-    if any(result.fails(c) for c in result.regressions):
-        return "result: REGRESSION (exit 1)"
-    if any(result.fails(c) for c in result.clock_slowdowns):
-        return "result: SLOWER: CLOCK (exit 1; --fail-on regression lets clock-only slowdowns pass)"
-    return "result: MISSING CASES (exit 1)"
-
-
-def _noise_text(c: CaseResult) -> str:
-    if c.noise_used is None:
-        return "-"
-    src = c.noise_source if c.noise_between is not None and c.noise_between >= (c.noise_within or 0) \
-        else "samples"
-    return f"{c.noise_used * 100:.1f}% ({src})"
-
-
-def to_junit(result: Comparison) -> str:
-    s = summary_counts(result)
-    skipped = s["only_in_base"] + s["only_in_new"] + s["needs_gpus"]
-    failures = sum(1 for c in result.cases if result.fails(c)) + s["missing"]
-    total = len(result.cases) + skipped + s["missing"]
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    suites = ET.Element("testsuites", name="nodebench-report compare", tests=str(total),
-                        failures=str(failures), errors="0", skipped=str(skipped))
-    suite = ET.SubElement(suites, "testsuite", name="nodebench.compare", tests=str(total),
-                          failures=str(failures), errors="0", skipped=str(skipped), timestamp=now,
-                          hostname=result.new.hostname)
-    props = ET.SubElement(suite, "properties")
-    for name, value in (("base", result.base.path), ("base_run_id", result.base.run_id), ("new", result.new.path),
-                        ("new_run_id", result.new.run_id), ("threshold", str(result.threshold)),
-                        ("noise_floor", str(result.noise_floor)),
-                        ("alpha", str(result.alpha)), ("test", result.test)):
-        ET.SubElement(props, "property", name=name, value=value)
-    for c in result.cases:
-        tc = ET.SubElement(suite, "testcase", classname=f"nodebench.{c.family}", name=c.label,
-                           time=f"{c.new_median_s or 0:.9f}")
-        detail = (f"base median {fmt_time(c.base_median_s)}, new median {fmt_time(c.new_median_s)}, "
-                  f"ratio {'-' if c.ratio is None else f'{c.ratio:.4f}'}, p {fmt_p(c.p_value)}, "
-                  f"status {c.base_status} -> {c.new_status}; {c.note}".rstrip("; "))
-        if result.fails(c):
-            if c.verdict in (REGRESSION, SLOWER_CLOCK):
-                msg = f"slower by {fmt_pct(c.ratio - 1)} (p={fmt_p(c.p_value)})" + (
-                    ", unchanged at the same clock" if c.clock_slowdown else "")
-            else:
-                msg = f"{c.base_status} in base, {c.new_status} in new"
-            failure = ET.SubElement(tc, "failure", message=msg, type=c.verdict)
-            failure.text = detail
-        else:
-            out = ET.SubElement(tc, "system-out")
-            out.text = f"{c.verdict}: {detail}"
-    for label in result.missing:
-        tc = ET.SubElement(suite, "testcase", classname="nodebench.missing", name=label, time="0")
-        ET.SubElement(tc, "failure", message="measured in the base run, absent from the new run", type="missing")
-    for label in result.needs_gpus:
-        tc = ET.SubElement(suite, "testcase", classname="nodebench.needs_gpus", name=label, time="0")
-        ET.SubElement(tc, "skipped", message="on GPUs the new run does not have")
-    for label in result.only_in_base:
-        tc = ET.SubElement(suite, "testcase", classname="nodebench.only_in_base", name=label, time="0")
-        ET.SubElement(tc, "skipped", message="present in the base run only")
-    for label in result.only_in_new:
-        tc = ET.SubElement(suite, "testcase", classname="nodebench.only_in_new", name=label, time="0")
-        ET.SubElement(tc, "skipped", message="present in the new run only")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

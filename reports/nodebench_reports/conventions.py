@@ -52,22 +52,20 @@ def primary_metric(rec: dict) -> str:
 
 
 def higher_is_better(metric: str) -> bool:
-    """Throughput-like metrics are better when higher; times, latencies, bytes when lower."""
-    if metric.endswith("per_s") or metric.endswith("_x") or metric.endswith("_pct"):
-        return True
-    lower_suffixes = ("_s", "_us", "_ms", "_bytes", "_mib", "_gib", "_w", "_c")
-    if metric in ("us", "ms", "bytes", "median_s") or metric.endswith(lower_suffixes):
-        return False
-    return True
+    """The metric's direction as its declaration says (:mod:`.metrics`: the family's ``METRICS``, else
+    its name's unit suffix: throughput higher, times, latencies, bytes lower)."""
+    from .metrics import by_name  # here: metrics asks the family modules, which import this one
+    return by_name(metric).higher_is_better
 
 
 def record_higher_is_better(rec: dict, metric: str) -> bool:
     """Direction of `metric` for this record: ``primary_better`` when the record states it for its
-    primary metric, else the naming convention."""
+    primary metric, else its family's declaration of the metric."""
     better = rec.get("primary_better")
     if metric == rec.get("primary_metric") and better in ("higher", "lower"):
         return better == "higher"
-    return higher_is_better(metric)
+    from .metrics import of_record  # here: metrics asks the family modules, which import this one
+    return of_record(rec, metric).higher_is_better
 
 
 # Structured skip/failure kinds (record ``reason_kind``); older files only have the text.

@@ -1,6 +1,5 @@
 """What the checklist and the plots read across families, so that both agree: the FP16-versus-FP32
-verdict from the file's ``analysis.fp16_vs_fp32``, the sentence for an analysis a file lacks, and the
-model constants of ResNet-50. What is one family's lives in ``families/<family>.py``; the helpers on
+verdict from the file's ``analysis.fp16_vs_fp32`` and the sentence for an analysis a file lacks. What is one family's lives in ``families/<family>.py``; the helpers on
 records (``records.py``) are re-exported here.
 
 A verdict the harness writes into the file is read, never computed again: a file without it (an
@@ -13,12 +12,6 @@ from dataclasses import dataclass
 
 from .load import ReportData
 from .records import PCIE_LANE_GBPS, Where, gpu_label, is_oom, max_link_gbps, model_of, num, where  # noqa: F401
-
-# ResNet-50 (torchvision): 25,557,032 parameters; FP32 gradients are all-reduced in data parallel.
-RESNET50_PARAMS = 25_557_032
-RESNET50_GRAD_BYTES = RESNET50_PARAMS * 4
-# One 224x224 RGB input image as an FP32 tensor, as a typical data loader sends it to the GPU.
-IMAGE_BYTES = 3 * 224 * 224 * 4
 
 
 def missing_analysis(data: ReportData, key: str) -> str | None:

@@ -9,10 +9,12 @@ from collections import Counter
 from html import escape
 
 from . import __version__
-from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, build_checklist
+from .assemble import build_checklist, render_all
+from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item
 from .errors import ReportError
+from .formats import formats, register
 from .load import ReportData, is_number
-from .plots import Plot, render_all
+from .plots import Plot
 from .records import gpu_label, where
 from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
@@ -161,6 +163,7 @@ def _title(data: ReportData) -> str:
     return f"nodebench report: {data.environment['host']['hostname']} ({gpus})"
 
 
+@register("html", "html", "the self-contained HTML report", file_name=HTML_NAME)
 def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None) -> str:
     title = title or _title(data)
     counts = _status_counts(data)
@@ -223,6 +226,7 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
     return "\n".join(out)
 
 
+@register("markdown", "html", "the Markdown summary beside it", file_name=MD_NAME)
 def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None) -> str:
     # Every text that comes from a file (names, hosts, reasons, paths) goes through md_escape.
     title = title or _title(data)
@@ -262,13 +266,12 @@ def write_report(data: ReportData, out_dir: str, title: str | None = None) -> tu
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
         raise ReportError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
-    html_path = os.path.join(out_dir, HTML_NAME)
-    md_path = os.path.join(out_dir, MD_NAME)
+    paths = {}
     try:
-        with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render_html(data, checklist, plots, title))
-        with open(md_path, "w", encoding="utf-8") as fh:
-            fh.write(render_markdown(data, checklist, plots, title))
+        for fmt in formats("html"):   # every format of the page (formats.py), each to its file
+            paths[fmt.name] = os.path.join(out_dir, fmt.file_name)
+            with open(paths[fmt.name], "w", encoding="utf-8") as fh:
+                fh.write(fmt.render(data, checklist, plots, title))
     except OSError as exc:
         raise ReportError(f"{out_dir}: cannot write the report: {exc.strerror or exc}") from None
-    return html_path, md_path, checklist, plots
+    return paths["html"], paths["markdown"], checklist, plots

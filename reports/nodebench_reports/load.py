@@ -22,6 +22,7 @@ from .conventions import (REASON_KINDS, higher_is_better, is_number, key_label, 
                           metric_value, primary_metric, reason_kind, record_higher_is_better, record_key,
                           record_mode)
 from .errors import ReportError
+from .metrics import undeclared
 from .schema_check import RECORD_STATUSES, RUN_STATUSES, check_document  # noqa: F401
 
 
@@ -116,6 +117,9 @@ class Run:
 
     path: str
     doc: dict = field(repr=False)
+    # "family/metric" for each metric a record carries that its family does not declare (metrics.py),
+    # found once where the file is read
+    undeclared_metrics: list = field(default_factory=list, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -203,7 +207,9 @@ def load_run(path: str) -> Run:
     """Load one file and check it; raises ReportError naming the file and field."""
     doc = read_json(path)
     check_document(doc, path)
-    return Run(path=path, doc=doc)
+    run = Run(path=path, doc=doc)
+    run.undeclared_metrics = undeclared(doc["records"])
+    return run
 
 
 def load_runs(paths: Iterable[str]) -> list[Run]:

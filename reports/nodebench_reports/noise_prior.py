@@ -24,13 +24,12 @@ stands in for a case the prior lacks, with the largest spread among the kind's c
 from __future__ import annotations
 
 import json
-import math
 import os
-import statistics
 from dataclasses import dataclass
 
 from .conventions import is_number, record_mode
 from .errors import ReportError
+from .stats import between_run_spread
 
 SCHEMA = "nodebench.noise_prior"
 SCHEMA_VERSION = 1
@@ -106,7 +105,7 @@ def build(runs_by_model: dict[str, list], command: str = "", files: list[str] | 
         for name, vals in sorted(values.items()):
             if len(vals) < 2:
                 continue
-            cases[name] = {"spread": statistics.stdev(math.log(v) for v in vals), "runs": len(vals),
+            cases[name] = {"spread": between_run_spread(vals), "runs": len(vals),
                            "max_over_min": max(vals) / min(vals)}
         by_kind: dict[str, dict] = {}
         by_family: dict[str, dict] = {}

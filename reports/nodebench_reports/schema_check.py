@@ -2,14 +2,17 @@
 
 Every check here produces a :class:`ReportError` whose message names the file and the field,
 so that the command line can print it and exit with status 2 instead of a traceback.
-The checks cover what this package relies on; ``nodebench-report validate`` additionally runs
-the full JSON Schema (when ``jsonschema`` is installed).
+The checks cover what this package's readers rely on (fields they read with ``.get`` and
+``is_number`` are left to them); ``nodebench-report validate`` checks the full JSON Schema with
+``jsonschema`` itself, and this module's :func:`unique_cases`, what a schema cannot say.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from importlib import resources
 from typing import Any, Iterable
 
 from . import SCHEMA_NAME, SCHEMA_VERSION
@@ -83,9 +86,8 @@ class _Checker:
             self.fail(name, f"expected a UTC ISO 8601 time like 2025-01-31T12:00:00Z, got {_describe(value)}")
 
 
-def check_document(doc: Any, path: str) -> None:
-    """Check the identity (schema, version) and the structure this package relies on."""
-    c = _Checker(path)
+def check_identity(doc: Any, path: str) -> None:
+    """The file is a nodebench result of the schema version this package reads."""
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a nodebench result file: the top level is {type(doc).__name__}, "
                           f"expected a JSON object")
@@ -101,10 +103,18 @@ def check_document(doc: Any, path: str) -> None:
     if type(doc["schema_version"]) is not int or doc["schema_version"] != SCHEMA_VERSION:
         raise ReportError(f"{path}: field 'schema_version': is {_describe(doc['schema_version'])}; this "
                           f"nodebench-report reads schema version {SCHEMA_VERSION} only")
+
+
+def check_document(doc: Any, path: str) -> None:
+    """The loader's check, run on every file a command reads (the full JSON Schema is ``validate``'s:
+    jsonschema takes about 22 times as long on a full suite's file: results/cpu/2026-12-07-schema-check-cost):
+    the identity, the structure this package relies
+    on, the schema's own rule for metric names, and a case's uniqueness."""
+    check_identity(doc, path)
+    c = _Checker(path)
     _check_top(c, doc)
-    env = _check_environment(c, doc)
+    _check_environment(c, doc)
     _check_records(c, doc["records"])
-    _check_ranks(c, env)
 
 
 def _check_top(c: _Checker, doc: dict) -> None:
@@ -150,31 +160,47 @@ def _check_environment(c: _Checker, doc: dict) -> dict:
             c.fail(name + ".compute_capability", f"expected a string like \"9.0\", got {_describe(cc)}")
         c.integer(c.require(gpu, "memory_bytes", name + "."), name + ".memory_bytes")
         if gpu.get("pcie") is not None:
-            c.obj(gpu["pcie"], name + ".pcie")
-            for key, value in gpu["pcie"].items():
-                c.number(value, f"{name}.pcie.{key}", nullable=True)
+            c.obj(gpu["pcie"], name + ".pcie")   # its numbers read through is_number
         for key in ("sm_count", "clock_sm_mhz", "clock_mem_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz",
                     "power_limit_w", "temperature_c", "l2_bytes"):
             if key in gpu:
                 c.number(gpu[key], f"{name}.{key}", nullable=True)
-        if gpu.get("throttle_reasons") is not None:
-            for j, reason in enumerate(c.array(gpu["throttle_reasons"], name + ".throttle_reasons")):
-                c.string(reason, f"{name}.throttle_reasons[{j}]")
     return env
 
 
-def _check_records(c: _Checker, records) -> None:
+def unique_cases(doc: dict, path: str) -> list[str]:
+    """What the schema cannot say: a case (id, GPUs, rank, mode) appears once in a run. Records are
+    taken as the schema describes them (the loader's checks or jsonschema ran first)."""
     seen: dict[tuple, int] = {}
+    for i, rec in enumerate(doc.get("records") or []):
+        key = record_key(rec) + (record_mode(rec),)
+        if key in seen:
+            where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
+            return [f"{path}: field 'records[{i}].id': {rec['id']!r} {where} appears twice (also "
+                    f"records[{seen[key]}]); a case is unique in a run together with its GPUs (and rank)"]
+        seen[key] = i
+    return []
+
+
+@functools.lru_cache(maxsize=1)
+def metric_name_rule() -> re.Pattern:
+    """The schema's rule for a metric's name (its unit suffix), read from the packaged schema."""
+    schema = json.loads(resources.files(__package__).joinpath("schema", "result-v1.schema.json").read_text("utf-8"))
+    return re.compile(schema["$defs"]["record"]["properties"]["metrics"]["propertyNames"]["pattern"])
+
+
+def _check_records(c: _Checker, records) -> None:
     for i, rec in enumerate(c.array(records, "records")):
         name = f"records[{i}]"
         _check_record(c, rec, name)
         _check_record_extras(c, rec, name)
-        key = record_key(rec) + (record_mode(rec),)
-        if key in seen:
-            where = f"on GPUs {list(key[1])}" + (f" of rank {key[2]}" if key[2] is not None else "")
-            c.fail(name + ".id", f"{rec['id']!r} {where} appears twice (also records[{seen[key]}]); "
-                                 f"a case is unique in a run together with its GPUs (and rank)")
-        seen[key] = i
+        for key in rec["metrics"]:
+            if not metric_name_rule().search(key):
+                c.fail(f"{name}.metrics", f"{key!r} does not match the schema's metric-name rule (a unit "
+                                          f"suffix: {metric_name_rule().pattern})")
+    problems = unique_cases({"records": records}, c.path)
+    if problems:
+        raise ReportError(problems[0])
 
 
 def _check_record(c: _Checker, rec, name: str) -> None:
@@ -219,27 +245,14 @@ def _check_record_extras(c: _Checker, rec: dict, name: str) -> None:
     """Percent of peak, clocks and the optional fields."""
     pop = rec["percent_of_peak"]
     if pop is not None:
-        c.obj(pop, name + ".percent_of_peak")
-        c.number(c.require(pop, "peak", name + ".percent_of_peak."), name + ".percent_of_peak.peak")
-        c.string(c.require(pop, "metric", name + ".percent_of_peak."), name + ".percent_of_peak.metric")
-        if "percent" in pop:
-            c.number(pop["percent"], name + ".percent_of_peak.percent", nullable=True)
+        c.obj(pop, name + ".percent_of_peak")   # its numbers read through is_number
     for key in ("clocks", "measurement", "details"):
         if key in rec and rec[key] is not None:
             c.obj(rec[key], f"{name}.{key}")
     clocks = rec.get("clocks") or {}
-    for when in ("before", "after"):
-        if clocks.get(when) is None:
-            continue
-        snap = c.obj(clocks[when], f"{name}.clocks.{when}")
-        for key in ("sm_mhz", "mem_mhz", "temperature_c", "power_w"):
-            if key in snap:
-                c.number(snap[key], f"{name}.clocks.{when}.{key}", nullable=True)
-        if snap.get("throttle_reasons") is not None:
-            for j, reason in enumerate(c.array(snap["throttle_reasons"], f"{name}.clocks.{when}.throttle_reasons")):
-                c.string(reason, f"{name}.clocks.{when}.throttle_reasons[{j}]")
-    if "sm_mhz_during" in clocks:
-        c.number(clocks["sm_mhz_during"], f"{name}.clocks.sm_mhz_during", nullable=True)
+    for when in ("before", "after"):   # read with .get (their values through is_number)
+        if clocks.get(when) is not None:
+            c.obj(clocks[when], f"{name}.clocks.{when}")
     if rec.get("rank") is not None:
         c.integer(rec["rank"], name + ".rank", minimum=0)
     if rec.get("host") is not None:
@@ -256,20 +269,6 @@ def _check_record_extras(c: _Checker, rec: dict, name: str) -> None:
         c.obj(rtr, name + ".run_to_run")
         if "runs" in rtr:
             c.integer(rtr["runs"], name + ".run_to_run.runs", minimum=1)
-        for j, m in enumerate(c.array(rtr.get("medians_s", []), name + ".run_to_run.medians_s")):
-            c.number(m, f"{name}.run_to_run.medians_s[{j}]", minimum=0)
         for k in ("cv", "max_over_min"):
             if k in rtr:
                 c.number(rtr[k], f"{name}.run_to_run.{k}", nullable=True, minimum=0)
-
-
-def _check_ranks(c: _Checker, env: dict) -> None:
-    ranks = env.get("ranks")
-    if ranks is not None:
-        for i, r in enumerate(c.array(ranks, "environment.ranks")):
-            c.obj(r, f"environment.ranks[{i}]")
-            if r.get("rank") is not None:
-                c.integer(r["rank"], f"environment.ranks[{i}].rank", minimum=0)
-            for key in ("gpu_name", "host"):
-                if r.get(key) is not None:
-                    c.string(r[key], f"environment.ranks[{i}].{key}")

@@ -99,13 +99,37 @@ def seed_for(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
 
+def between_run_spread(medians) -> float:
+    """The between-run noise of a case, as nodebench defines it everywhere (compare, the history's
+    case_noise, ``run --runs N``'s ``run_to_run.cv``, the noise prior): the sample standard deviation of
+    the natural log of its runs' medians (two or more, all > 0). A ratio of two runs' figures is a
+    difference of logs, so this is the scale a slowdown factor is judged on; for small spreads it is
+    the medians' stddev/mean."""
+    return float(np.std(np.log(np.asarray(medians, dtype=float)), ddof=1))
+
+
+def robust_rel_spread(values) -> float:
+    """The spread of values robust to outliers, relative to their median: MAD scaled to a normal
+    standard deviation (scipy's ``median_abs_deviation(scale="normal")``) over the median; 0 without one."""
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    return float(_st.median_abs_deviation(x, scale="normal")) / med if med else 0.0
+
+
+def geometric_mean(values) -> float:
+    """scipy's ``gmean``; one value is itself (exactly: exp(log(x)) may differ from x in its last bit,
+    and a comparison of a file with itself must find the ratio 1)."""
+    values = list(values)
+    return float(values[0]) if len(values) == 1 else float(_st.gmean(np.asarray(values, dtype=float)))
+
+
 def median_rel_se(samples) -> float:
     """Relative standard error of the median of one run's samples (robust scale: MAD)."""
     x = np.asarray(samples, dtype=float)
     med = float(np.median(x))
     if len(x) < 2 or med <= 0:
         return 0.0
-    sd = 1.4826 * float(np.median(np.abs(x - med)))
+    sd = float(_st.median_abs_deviation(x, scale="normal"))
     # 1.2533 = sqrt(pi/2): the median's standard error relative to the mean's for normal data
     return 1.2533 * sd / math.sqrt(len(x)) / med
 

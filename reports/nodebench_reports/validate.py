@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .errors import ReportError
 from .load import check_document, read_json
+from .schema_check import check_identity, unique_cases
 
 SCHEMA_FILE = "result-v1.schema.json"
 
@@ -43,58 +44,69 @@ def load_schema(path: str | None = None) -> tuple[dict, str]:
 
 
 FULL_SCHEMA = "the JSON Schema (jsonschema)"
-STRUCTURAL_ONLY = ("the loader's structural checks (nodebench_reports.load.check_document) instead of the JSON "
-                   "Schema: jsonschema is not installed")
+NO_JSONSCHEMA = ("jsonschema is not installed (Debian/Ubuntu: apt install python3-jsonschema; elsewhere: python3 -m "
+                 "pip install jsonschema)")
+STRUCTURAL_ONLY = (f"the loader's structural checks (nodebench_reports.load.check_document) instead of the JSON "
+                   f"Schema: {NO_JSONSCHEMA}")
+
+
+def _where(err) -> str:
+    """The field a jsonschema error is about; for a missing property, that property."""
+    parts = list(err.absolute_path)
+    if err.validator == "required" and isinstance(err.instance, dict):
+        missing = [k for k in err.validator_value if k not in err.instance]
+        if missing:
+            parts.append(missing[0])
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
+def schema_problems(doc, path: str, schema: dict | None = None, limit: int = 50) -> list[str] | None:
+    """The document's violations of the JSON Schema, checked by jsonschema itself (4.10, Debian 12's
+    python3-jsonschema, or newer), then what a schema cannot say (a case's uniqueness in the run);
+    None when jsonschema is not installed. Each problem names the file and the field."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    if schema is None:
+        schema = load_schema()[0]
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    except jsonschema.exceptions.SchemaError as exc:
+        raise ReportError(f"the schema itself is invalid: {exc.message}") from None
+    problems = []
+    for err in errors[:limit]:
+        message = "missing" if err.validator == "required" and _where(err) else err.message
+        problems.append(f"{path}: field '{_where(err) or '(top level)'}': {message}")
+    if len(errors) > limit:
+        problems.append(f"{path}: ... and {len(errors) - limit} more")
+    if not errors:
+        problems += unique_cases(doc, path)
+    return problems
 
 
 def result_problems(doc, path: str, schema: dict | None = None) -> tuple[list[str], str]:
-    """The problems of one result document (empty when none) and what found them: the full JSON
-    Schema when jsonschema is installed; without it (a fresh GPU node has only what the build
-    needs) the loader's structural checks, which need no package. The caller says which ran."""
-    try:
-        import jsonschema
-    except ImportError:
-        try:
-            check_document(doc, path)
-        except ReportError as exc:
-            return [str(exc)], STRUCTURAL_ONLY
-        return [], STRUCTURAL_ONLY
-    if schema is None:
-        schema = load_schema()[0]
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    problems = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))[:50]:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
-        problems.append(f"{path}: field '{where or '(top level)'}': {err.message}")
-    return problems, FULL_SCHEMA
-
-
-def validate_file(path: str, schema: dict | None = None) -> list[str]:
-    """Return the schema violations of one file (empty when valid); ReportError for unreadable files."""
-    try:
-        import jsonschema
-    except ImportError:
-        raise ReportError("full validation needs the jsonschema package: python3 -m pip install jsonschema") from None
-    if schema is None:
-        schema = load_schema()[0]
-    doc = read_json(path)
-    # identity first, so that a file of another schema version gets the clear message
-    if isinstance(doc, dict) and doc.get("schema") == "nodebench.result" and doc.get("schema_version") == 1:
-        try:
-            validator = jsonschema.validators.validator_for(schema)(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ReportError(f"the schema itself is invalid: {exc.message}") from None
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-        problems = []
-        for err in errors[:50]:
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
-            problems.append(f"{path}: field '{where or '(top level)'}': {err.message}")
-        if len(errors) > 50:
-            problems.append(f"{path}: ... and {len(errors) - 50} more")
-        if problems:
-            return problems
+    """The problems of one result document (empty when none) and what found them: the JSON Schema
+    (jsonschema) when installed; without it (a fresh GPU node has only what the build needs) the
+    loader's structural checks, which need no package. The caller says which ran."""
+    problems = schema_problems(doc, path, schema)
+    if problems is not None:
+        return problems, FULL_SCHEMA
     try:
         check_document(doc, path)
     except ReportError as exc:
-        return [str(exc)]
-    return []
+        return [str(exc)], STRUCTURAL_ONLY
+    return [], STRUCTURAL_ONLY
+
+
+def validate_file(path: str, schema: dict | None = None) -> tuple[list[str], str]:
+    """The problems of one file (empty when valid) and what found them; ReportError for unreadable files.
+    The identity (schema name and version) first, so that a file of another version gets the clear
+    message; then the JSON Schema (or, without jsonschema, the structural checks)."""
+    doc = read_json(path)
+    try:
+        check_identity(doc, path)
+    except ReportError as exc:
+        return [str(exc)], FULL_SCHEMA
+    return result_problems(doc, path, schema)

@@ -11,11 +11,12 @@ import sys
 import pytest
 
 import nbgen
-from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.errors import ReportError
 from nodebench_reports.families import train_dp
 from nodebench_reports.load import Run, check_document, merge_runs, read_advice
-from nodebench_reports.plots import plot_scaling
+from nodebench_reports.families.train_dp import plot_scaling
 
 
 def data_of(doc, advice=None):

@@ -8,9 +8,10 @@ import copy
 
 import nbgen
 from nodebench_reports import families
-from nodebench_reports.checklist import FAIL, PASS, WARN, build_checklist
+from nodebench_reports.checklist import FAIL, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
-from nodebench_reports.plots import render_all
+from nodebench_reports.assemble import render_all
 
 
 def data_of(doc):

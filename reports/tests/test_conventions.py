@@ -13,7 +13,8 @@ import pytest
 import nbgen
 from nodebench_reports import derive
 from nodebench_reports.families import conv, nccl, p2p
-from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 import nbgen
-from conftest import PLOT_KEYS
-from nodebench_reports.checklist import (FAIL, NOT_MEASURED, PASS, WARN, arch_support, build_checklist,
-                                         parse_architectures)
+from conftest import PLOT_KEYS, REPO
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, arch_support, parse_architectures
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
 CHECK_KEYS = ["compute_capability", "pcie", "h2d", "pinned_pageable", "input_pipeline", "distribution", "mixed_precision", "clocks",
@@ -131,6 +131,19 @@ def test_architecture_support(archs, cc, status):
     parsed, special = parse_architectures(archs)
     assert not special
     assert arch_support(cc, parsed)[0] == status
+
+
+def test_architecture_rule_is_the_binarys():
+    """The table the binary's doctor is tested against (tests/data/arch_rule.json, tests/test_doctor.cpp):
+    the checklist's rule gives every verdict of it."""
+    import json
+    table = json.loads((REPO / "tests" / "data" / "arch_rule.json").read_text())["cases"]
+    assert len(table) >= 10
+    status = {"native": PASS, "jit": WARN, "none": FAIL}
+    for case in table:
+        parsed, special = parse_architectures(case["archs"])
+        assert not special, case
+        assert arch_support(case["cc"], parsed)[0] == status[case["code"]], case
 
 
 def test_unsupported_gpu_fails_item():

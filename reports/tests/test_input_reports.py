@@ -7,7 +7,8 @@ import copy
 import nbgen
 import pytest
 
-from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.families import input as fam
 from nodebench_reports.load import Run, check_document, merge_runs
 

@@ -13,7 +13,7 @@ def _runs(tmp_path, docs):
 
 
 def test_analysis_is_united_by_key_and_does_not_depend_on_file_order(tmp_path):
-    from nodebench_reports.checklist import build_checklist
+    from nodebench_reports.assemble import build_checklist
     from nodebench_reports.load import merge_runs
 
     full = nbgen.make_result(seed=1)
@@ -39,7 +39,7 @@ def test_analysis_is_united_by_key_and_does_not_depend_on_file_order(tmp_path):
 
 
 def test_one_batch_conv_says_run_the_sweep(tmp_path):
-    from nodebench_reports.checklist import build_checklist
+    from nodebench_reports.assemble import build_checklist
     from nodebench_reports.load import merge_runs
 
     doc = nbgen.make_result(families=("conv",), n_gpus=1, seed=3)
@@ -61,7 +61,8 @@ def test_one_batch_entry_of_the_analysis_is_shown_as_such(tmp_path):
     """analysis.batch_recommendation of a one-batch series (nodebench's quick suite): batch null and
     measured_batch; the memory item says one batch was measured, it does not warn that no batch
     could be recommended."""
-    from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
+    from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN
+    from nodebench_reports.assemble import build_checklist
     from nodebench_reports.load import merge_runs
 
     doc = nbgen.make_result(families=("conv",), n_gpus=1, seed=3)

@@ -183,3 +183,13 @@ def test_saved_store_later_command_has_an_absolute_db(nightly_env, tmp_path):
     assert proc.returncode == 2, proc.stderr[-3000:]
     later = (tmp_path / "out" / "not-stored.txt").read_text().splitlines()[-1]
     assert f"--db {work / 'rel' / 'h.sqlite'}" in later.replace("\\", ""), later
+
+
+def test_check_db_is_the_one_password_check(cli):
+    """nightly.sh asks `nodebench-report check-db` (historydb.check_url): the rule is written once."""
+    r = cli("check-db", "postgresql://bench:hunter2-secret@db.example/nodebench")
+    assert r.rc == 2 and "embeds a password" in r.err and "hunter2" not in r.out + r.err, r
+    assert cli("check-db", "postgresql://h/db?sslmode=require&PASSWORD=x").rc == 2
+    assert cli("check-db", "postgresql://bench@db.example/nodebench").rc == 0
+    assert cli("check-db", "history.sqlite").rc == 0
+    assert "check-db" in SCRIPT.read_text() and "Pp][Aa][Ss][Ss]" not in SCRIPT.read_text()

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import REPO
 
-from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
 FIXTURE = REPO / "tests" / "data" / "p40_result.json"

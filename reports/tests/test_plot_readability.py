@@ -15,7 +15,7 @@ def figures(monkeypatch):
 
     def keep(fig):
         captured.append(fig)
-        return b"\x89PNG fake"
+        return b"\x89PNG fake #%d" % (len(captured) - 1)
     monkeypatch.setattr(plots, "_png", keep)
     return captured
 
@@ -118,3 +118,69 @@ def test_trend_wildcard_splits_units_and_keeps_colours_apart(cli, tmp_path, monk
         assert leg is not None
         # legend anchored outside the plot area (to the right)
         assert leg.get_bbox_to_anchor().x0 >= ax.get_window_extent().x1 - 1
+
+
+def _figure_of(plot, figures):
+    """The figure a plot was drawn from (the fixture's PNG bytes end with the figure's index)."""
+    return figures[int(plot.png.rsplit(b"#", 1)[1])]
+
+
+MAX_SERIES = 6   # "at most about six series per panel" (issue 46)
+_MARKS = ("out of memory", "ideal", "link ", "peak")   # reference marks, not series
+
+
+def _series_per_panel(fig) -> list[int]:
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        labels = {ln.get_label() for ln in ax.get_lines()} | {c.get_label() for c in ax.collections}
+        out.append(len([lb for lb in labels if not lb.startswith("_") and not lb.startswith(_MARKS)
+                        and "% of memory" not in lb and not lb.startswith("recommended")]))
+    return out
+
+
+@pytest.mark.parametrize("layouts", [("nhwc",), ("nchw", "nhwc")])
+def test_no_panel_holds_more_than_six_series(tmp_path, figures, layouts):
+    """Every figure of a full run (four precisions of conv, both layouts) splits its series into small
+    multiples: none of its panels draws more than six."""
+    from nodebench_reports.assemble import render_all
+    doc = nbgen.make_result(n_gpus=2)
+    conv = [r for r in doc["records"] if r["family"] == "conv" and r["params"].get("layer") == "resnet50_total"]
+    extra = []
+    for rec in conv:    # more precisions and layouts than the generator's: bf16 and fp8 beside them
+        for prec in ("bf16", "tf32"):
+            for layout in layouts:
+                extra.append(dict(rec, id=f"{rec['id']}_{prec}_{layout}", case=f"{rec['case']}_{prec}_{layout}",
+                                  params=dict(rec["params"], precision=prec, layout=layout)))
+    doc["records"] += extra
+    doc["summary"]["total"] += len(extra)
+    for status in ("ok", "skipped", "failed", "wrong"):
+        doc["summary"][status] = sum(r["status"] == status for r in doc["records"])
+    plots = render_all(_data(tmp_path, doc))
+    assert figures, "no figure drawn"
+    crowded = {}
+    for plot in plots:
+        if not plot.png:
+            continue
+        counts = _series_per_panel(_figure_of(plot, figures))
+        if counts and max(counts) > MAX_SERIES:
+            crowded[plot.key] = counts
+    assert not crowded, crowded
+
+
+def test_a_one_gpu_run_draws_no_empty_scaling_panel(tmp_path, figures):
+    """Data-parallel training measured on one GPU only: no frame with one point, but the sentence that
+    says so and how to get the predicted curve."""
+    from nodebench_reports.families.train_dp import plot_scaling
+    doc = nbgen.make_result(families=("gemm",), n_gpus=1)
+    rec = dict(doc["records"][0], id="train_dp/resnet50/fp16/nhwc/b64/g1", family="train_dp", case="resnet50/fp16/nhwc/b64/g1",
+               params={"gpus": 1, "batch": 64, "precision": "fp16", "layout": "nhwc", "accumulation": 1},
+               metrics={"images_per_s": 1500.0, "step_time_ms": 42.0}, primary_metric="images_per_s",
+               primary_better="higher", percent_of_peak=None)
+    doc["records"].append(rec)
+    doc["summary"]["ok"] += 1
+    doc["summary"]["total"] += 1
+    plot = plot_scaling(_data(tmp_path, doc))
+    assert plot.png is None and not figures
+    assert "one GPU" in plot.missing and "advise" in plot.missing

@@ -70,3 +70,41 @@ def test_validate_rejects_other_version(cli, tmp_path, full_doc):
     doc = dict(full_doc, schema_version=2)
     r = cli("validate", nbgen.write(doc, tmp_path / "v2.json"))
     assert r.rc == 2 and "schema_version" in r.err, r
+
+
+MALFORMED = HARNESS_SCHEMA.parents[2] / "tests" / "data" / "malformed_result.json"
+
+
+def test_the_schema_checks_the_structure_and_the_hand_only_uniqueness(full_doc):
+    """validate's check is jsonschema's on the schema itself (the metric-name rule the loader's hand
+    checks once missed), plus what a schema cannot say: a case appears once per GPUs/rank/mode."""
+    pytest.importorskip("jsonschema")
+    from nodebench_reports.validate import FULL_SCHEMA, result_problems
+    doc = json.loads(MALFORMED.read_text())
+    problems, by = result_problems(doc, "m.json")
+    assert by == FULL_SCHEMA and any("records[0].metrics" in p and "speed" in p for p in problems), problems
+    dup = copy.deepcopy(full_doc)
+    dup["records"].append(copy.deepcopy(dup["records"][0]))
+    dup["summary"]["total"] += 1
+    dup["summary"][dup["records"][0]["status"]] += 1
+    problems, _ = result_problems(dup, "d.json")
+    assert len(problems) == 1 and "appears twice" in problems[0], problems
+    assert result_problems(full_doc, "ok.json")[0] == []
+
+
+def test_the_loader_catches_the_metric_name_rule(tmp_path):
+    from nodebench_reports.errors import ReportError
+    from nodebench_reports.load import load_run
+    doc = json.loads(MALFORMED.read_text())
+    doc["records"][0]["reason"] = "a reason"       # the file's other fault, so that the name is what fails
+    with pytest.raises(ReportError, match=r"records\[0\]\.metrics.*'speed'"):
+        load_run(str(nbgen.write(doc, tmp_path / "m.json")))
+
+
+def test_without_jsonschema_validate_says_so_and_falls_back(cli, tmp_path, full_file, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "jsonschema", None)   # import jsonschema raises ImportError
+    r = cli("validate", full_file)
+    assert r.rc == 0 and "python3-jsonschema" in r.err and r.err.count("\n") == 1, r
+    r = cli("validate", MALFORMED)
+    assert r.rc == 2 and "python3-jsonschema" in r.err and "malformed_result.json" in r.err, r

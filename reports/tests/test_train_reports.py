@@ -6,8 +6,9 @@ import math
 import nbgen
 import pytest
 
-from nodebench_reports import derive_train
-from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.families import train_derive as derive_train
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN
+from nodebench_reports.assemble import build_checklist
 from nodebench_reports.families import train
 from nodebench_reports.load import Run, check_document, merge_runs
 

@@ -5,6 +5,9 @@ A module names its family and may hold any of the rest (README.md, "Families in 
 
 ``FAMILY = "gemm"``
     the records' ``family``; a module without it is not a family module.
+``METRICS = metrics.declare(metric("tflops", "TFLOPS"), ...)``
+    its metrics: name, unit (from the name's suffix), direction and label, the one source every reader
+    (compare, history, the figures) takes them from (``metrics.py``).
 ``PRIMARY = ("tflops", "tops")``
     the figure of merit of files written before records carried ``primary_metric``: the first of
     these that a record has (``conventions.primary_metric``); newer records name their own.

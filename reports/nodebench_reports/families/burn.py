@@ -11,9 +11,13 @@ from ..checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, placed, worst
 from ..conventions import is_number
 from ..load import ReportData
 from ..records import gpu_label, where
+from ..metrics import LOWER, declare, metric
 
 FAMILY = "burn"
 PRIMARY = ("sustained_gemm_tflops",)
+METRICS = declare(metric("tflops", "TFLOPS"), "first_minute_gemm_tflops", "sustained_gemm_tflops", "memory_test_gbps", "max_temperature_c",
+                  "mean_power_w", metric("faulty_elements_count", better=LOWER),
+                  metric("memory_errors_count", better=LOWER))
 # After the input family's figure (90), before the example's (95); the item after train's (82).
 PLOT_ORDER, CHECK_ORDER = 92, 85
 PLOT_KEY = "burn"

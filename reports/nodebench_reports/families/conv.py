@@ -13,11 +13,16 @@ from ..checklist import FAIL, MEMORY_PASS, MEMORY_WARN, NOT_MEASURED, PASS, WARN
 from ..conventions import is_number
 from ..derive import missing_analysis
 from ..load import ReportData
-from ..records import Where, gpu_label, is_oom, model_of, num, where
+from ..records import gpu_label, is_oom, model_of, num, where
 from ..util import fmt_pct
+from ..metrics import declare, metric
+from .resnet50 import BatchPoint
 
 FAMILY = "conv"
 PRIMARY = ("train_images_per_s", "images_per_s", "tflops")
+METRICS = declare(metric("train_images_per_s", "training images/s"), metric("fwd_images_per_s", "forward images/s"),
+                  metric("images_per_s", "images/s"), metric("tflops", "TFLOPS"), "fwd_time_us", "memory_fraction_x",
+                  "peak_memory_bytes", "workspace_bytes")
 FEEDS = ("batch_recommendation", "fp16_vs_fp32")
 NETWORK_LAYER = "resnet50_total"
 PLOT_ORDER, MEMORY_ORDER = 20, 80
@@ -33,13 +38,7 @@ def group_key(rec: dict) -> tuple:
 
 
 @dataclass
-class ConvPoint:
-    where: Where
-    precision: str
-    layout: str
-    batch: int
-    status: str
-    oom: bool
+class ConvPoint(BatchPoint):
     train_ips: float | None
     fwd_ips: float | None
     peak_memory_bytes: float | None
@@ -188,12 +187,17 @@ def plot_conv(data: ReportData) -> plots.Plot:
     def name(p):  # "fp16" or, when several layouts were measured, "fp16 nhwc"
         return p.precision + (f" {p.layout}" if len(layouts) > 1 and p.layout else "")
 
+    series = sorted({(p.precision, p.layout) for p in points}, key=lambda s: (plots._prec_key(s[0]), s[1]))
+    # two lines a series (training, forward): more than three series are split by layout, then into
+    # small multiples sharing the y axis
+    by_layout = [[s for s in series if s[1] == lay] for lay in sorted(layouts)] if len(series) > 3 else [series]
+    panels = [(g, part) for g in groups for group in by_layout
+              for part in plots.split_series(group, lines_each=2)]
     with plots.plt.rc_context(plots._STYLE):
-        fig, axes = plots._grid(len(groups))
-        series = sorted({(p.precision, p.layout) for p in points}, key=lambda s: (plots._prec_key(s[0]), s[1]))
+        fig, axes = plots._grid(len(panels), sharey=len(panels) > 1)
         colors = {s: plots._color(i) for i, s in enumerate(series)}
-        for ax, g in zip(axes, groups):
-            _draw_network(ax, [p for p in points if p.where == g], series, colors, name)
+        for ax, (g, part) in zip(axes, panels):
+            _draw_network(ax, [p for p in points if p.where == g], part, colors, name)
             plots._pow2_axis(ax)
             ax.set_ylim(bottom=0)
             ax.set_xlabel("batch size")
@@ -221,19 +225,21 @@ def _plot_conv_layers(data: ReportData, plot: plots.Plot) -> plots.Plot:
         return plot
     plot.caption = "Per-layer convolution images/s per precision and pass; black crosses: out of memory."
     with plots.plt.rc_context(plots._STYLE):
-        fig, (ax,) = plots._grid(1, w=8, h=4.2)
-        for i, (label, pts) in enumerate(sorted(series.items())[:12]):
-            xs = sorted(pts.items())
-            ax.plot([x for x, _ in xs], [v for _, v in xs], "o-", color=plots._color(i), label=label, ms=4)
+        parts = plots.split_series(sorted(series.items())[:12])
+        fig, axes = plots._grid(len(parts), w=8 if len(parts) == 1 else 5.6, h=4.2, sharey=len(parts) > 1)
         all_oom = [b for bs in ooms.values() for b in bs]
-        if all_oom:
-            ax.scatter(all_oom, [0] * len(all_oom), marker="X", s=90, color=plots._OOM_COLOR, label="out of memory",
-                       clip_on=False, zorder=5)
-        plots._pow2_axis(ax)
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("images/s")
-        plots._legend(ax)
+        for k, (ax, part) in enumerate(zip(axes, parts)):
+            for i, (label, pts) in enumerate(part, start=k * len(parts[0])):
+                xs = sorted(pts.items())
+                ax.plot([x for x, _ in xs], [v for _, v in xs], "o-", color=plots._color(i), label=label, ms=4)
+            if all_oom:
+                ax.scatter(all_oom, [0] * len(all_oom), marker="X", s=90, color=plots._OOM_COLOR,
+                           label="out of memory", clip_on=False, zorder=5)
+            plots._pow2_axis(ax)
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel("batch size")
+            ax.set_ylabel("images/s")
+            plots._legend(ax)
         plot.png = plots._png(fig)
     return plot
 

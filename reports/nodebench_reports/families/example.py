@@ -12,9 +12,11 @@ from ..checklist import NOT_MEASURED, PASS, Item, placed
 from ..conventions import is_number
 from ..load import ReportData
 from ..records import Where, gpu_label, where
+from ..metrics import declare, metric
 
 FAMILY = "example"
 PRIMARY = ("gbps",)
+METRICS = declare(metric("gbps", "GB/s"))
 FEEDS = ("example_fill",)
 # After every real family's figure (the input family's, 90) and item (train's, 82), before the run item (1000).
 PLOT_ORDER, CHECK_ORDER = 95, 90

@@ -11,9 +11,11 @@ from .. import plots
 from ..conventions import is_number
 from ..load import ReportData
 from ..records import gpu_label, model_of, where
+from ..metrics import declare, metric
 
 FAMILY = "gemm"
 PRIMARY = ("tflops", "tops")
+METRICS = declare(metric("tflops", "TFLOPS"), metric("tops", "TOPS"))
 FEEDS = ("fp16_vs_fp32",)
 PLOT_ORDER = 10
 
@@ -70,12 +72,15 @@ def plot_gemm(data: ReportData) -> plots.Plot:
     if single:
         plot.caption += (f" Shapes measured at a single size ({', '.join(sorted(single))}) are not drawn; "
                          f"see the records table.")
+    # more precisions than a panel reads at a glance: small multiples, sharing the y axis
+    panels = [(g, shape, part) for g, shape in panels
+              for part in plots.split_series(sorted(series[(g, shape)], key=plots._prec_key))]
     with plots.plt.rc_context(plots._STYLE):
-        fig, axes = plots._grid(len(panels))
+        fig, axes = plots._grid(len(panels), sharey=len(panels) > 1)
         precs = sorted({p for lines in series.values() for p in lines}, key=plots._prec_key)
         colors = {p: plots._color(i) for i, p in enumerate(precs)}
-        for ax, (g, shape) in zip(axes, panels):
-            for prec in sorted(series[(g, shape)], key=plots._prec_key):
+        for ax, (g, shape, part) in zip(axes, panels):
+            for prec in part:
                 pts = sorted(series[(g, shape)][prec].items())
                 ax.plot([x for x, _ in pts], [v for _, v in pts], "o-", color=colors[prec], label=prec, ms=4)
                 if prec in peaks[g]:

@@ -9,13 +9,15 @@ from collections import defaultdict
 from .. import families, plots
 from ..checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, placed, worst
 from ..conventions import is_number
-from ..derive import IMAGE_BYTES
 from ..load import ReportData
 from ..records import Where, gpu_label, max_link_gbps, model_of, num, where
 from ..util import fmt_bytes, fmt_bytes_short, fmt_num
+from ..metrics import declare, metric
+from .resnet50 import IMAGE_BYTES
 
 FAMILY = "hostlink"
 PRIMARY = ("gbps",)
+METRICS = declare(metric("gbps", "GB/s"), "h2d_gbps", "d2h_gbps", "sum_gbps", "gpu*_gbps", "link_gbps", "link_pct")
 PLOT_ORDER, H2D_ORDER, PAGEABLE_ORDER = 40, 30, 31
 
 # thresholds (documented in README.md)

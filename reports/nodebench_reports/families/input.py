@@ -13,13 +13,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import derive_train, plots
+from .. import plots
 from ..checklist import NOT_MEASURED, PASS, WARN, Item, placed
 from ..conventions import is_number
 from ..load import ReportData
+from ..metrics import declare, metric
+from . import train_derive as derive_train
 
 FAMILY = "input"
 PRIMARY = ("images_per_s",)
+METRICS = declare(metric("images_per_s", "images/s"), "per_core_images_per_s", "per_core_cpu_time_images_per_s",
+                  "decode_per_image_ms", "augment_per_image_ms", "augment_gpu_time_per_image_ms",
+                  "gpu_time_per_image_ms", "cores_count", "mean_file_bytes", "output_bytes", "worker_cpu_share")
 FEEDS = ("input_pipeline",)
 # The figure after the others (the page's last); the item beside the host link's (30/31): the data
 # pipeline's questions together, before the distribution strategy (50).

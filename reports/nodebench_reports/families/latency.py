@@ -4,9 +4,11 @@ others and compared by ``compare``); its latency is the figure of merit of old f
 from __future__ import annotations
 
 from ..records import where
+from ..metrics import declare, metric
 
 FAMILY = "latency"
 PRIMARY = ("latency_us",)
+METRICS = declare(metric("latency_us", "latency (us)"), "p90_latency_us")
 
 
 def group_key(rec: dict) -> tuple:

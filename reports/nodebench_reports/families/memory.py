@@ -4,9 +4,11 @@ others and compared by ``compare``); its bandwidth is the figure of merit of old
 from __future__ import annotations
 
 from ..records import where
+from ..metrics import declare, metric
 
 FAMILY = "memory"
 PRIMARY = ("gbps",)
+METRICS = declare(metric("gbps", "GB/s"))
 
 
 def group_key(rec: dict) -> tuple:

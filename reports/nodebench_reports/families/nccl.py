@@ -13,12 +13,15 @@ from matplotlib.ticker import FuncFormatter
 
 from .. import families, plots
 from ..conventions import is_number
-from ..derive import RESNET50_GRAD_BYTES
 from ..load import ReportData
 from ..records import num
+from ..metrics import LOWER, declare, metric
+from .resnet50 import RESNET50_GRAD_BYTES
 
 FAMILY = "nccl"
 PRIMARY = ("busbw_gbps", "algbw_gbps")
+METRICS = declare(metric("busbw_gbps", "bus bandwidth (GB/s)"), metric("algbw_gbps", "algorithm bandwidth (GB/s)"),
+                  "bus_factor_x", "data_bytes", "gpu_count", "scaling_efficiency_pct", metric("wrong_count", better=LOWER))
 FEEDS = ("nccl_scaling",)
 PLOT_ORDER = 60
 ALLREDUCE_NAMES = ("all_reduce", "allreduce", "all-reduce")

@@ -10,9 +10,11 @@ from .. import plots
 from ..conventions import is_number
 from ..load import ReportData
 from ..records import num
+from ..metrics import declare, metric
 
 FAMILY = "p2p"
 PRIMARY = ("gbps",)
+METRICS = declare(metric("gbps", "GB/s"), "fwd_gbps", "rev_gbps", "wall_gbps", metric("latency_us", "latency (us)"))
 FEEDS = ("p2p",)
 PLOT_ORDER = 50
 

@@ -4,9 +4,11 @@ verdict (``analysis.fp16_vs_fp32``, read by the checklist's mixed-precision item
 from __future__ import annotations
 
 from ..records import where
+from ..metrics import declare, metric
 
 FAMILY = "peak"
 PRIMARY = ("tflops", "tops")
+METRICS = declare(metric("tflops", "TFLOPS"), metric("tops", "TOPS"), "theoretical_tflops", "theoretical_tops", "sm_clock_mhz")
 FEEDS = ("fp16_vs_fp32",)
 
 

@@ -1,18 +1,25 @@
 """The train family in the report: throughput and memory against batch size (the limit and the
 recommended batch marked), and the checklist items memory at the recommended batch (judged from
 ``analysis.train_recommendation``; it supersedes the conv sweep's judgment), what kernel fusion can save
-at most, and whether small batches are host-bound. The numbers come from ``derive_train.py``."""
+at most, and whether small batches are host-bound. The numbers come from ``train_derive.py``."""
 
 from __future__ import annotations
 
-from .. import derive_train, plots
+from .. import plots
 from ..checklist import FAIL, MEMORY_PASS, MEMORY_WARN, NOT_MEASURED, PASS, WARN, Item, placed, worst
 from ..load import ReportData
 from ..records import gpu_label, model_of, where
 from ..util import fmt_bytes, fmt_pct
+from ..metrics import declare, metric
+from . import train_derive as derive_train
 
 FAMILY = "train"
 PRIMARY = ("images_per_s",)
+METRICS = declare(metric("images_per_s", "images/s"), "step_time_ms", metric("tflops", "TFLOPS"), "eager_images_per_s",
+                  "eager_step_ms", "host_issue_ms", "peak_memory_bytes", "device_used_bytes", "memory_fraction_x",
+                  "workspace_bytes", "elementwise_share",
+                  *(f"time_{k}_ms" for k in ("conv", "bn", "elementwise", "pool", "fc", "loss", "update")),
+                  *(f"{k}_floor_bytes" for k in ("bn", "elementwise", "pool", "update")))
 FEEDS = ("train_recommendation",)
 PLOT_ORDER = 30
 MEMORY_ORDER, FUSION_ORDER, HOST_ORDER = 80, 81, 82

@@ -1,24 +1,20 @@
 """Numbers derived from the train family's records (the ResNet-50 training step) and its
-``train_recommendation`` analysis, shared by the checklist and the plots."""
+``train_recommendation`` analysis, shared by the train family's checklist items and figures and by the
+input family (what a training step consumes). No family module itself (no ``FAMILY``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .derive import Where, is_oom, num, where
-from .load import ReportData, is_number
+from ..load import ReportData, is_number
+from ..records import Where, is_oom, num, where
+from .resnet50 import BatchPoint
 
 KINDS = ("conv", "bn", "elementwise", "pool", "fc", "loss", "update")
 
 
 @dataclass
-class TrainPoint:
-    where: Where
-    precision: str
-    layout: str
-    batch: int
-    status: str
-    oom: bool
+class TrainPoint(BatchPoint):
     images_per_s: float | None
     step_time_ms: float | None
     peak_memory_bytes: float | None
