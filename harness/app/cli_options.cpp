@@ -2,6 +2,7 @@
 #include "base/pattern.hpp"
 
 #include "bench/settings.hpp"
+#include "run/formats.hpp"
 
 namespace nb::cli {
 
@@ -28,6 +29,12 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
                   std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
                               "without backreferences or lookaround, matched in linear time by the ") +
                       Pattern::best_engine() + " engine)");
+}
+
+// The options of the output formats the command writes (run/formats.hpp): each its FILE.
+void add_format_options(CLI::App* sub, FormatCommand command, RunOptions& o) {
+  for (const OutputFormat* f : output_formats())
+    if (f->for_command(command) && !f->option.empty()) sub->add_option(f->option, o.format_files[f->name], f->help);
 }
 
 // How each case is sampled.
@@ -93,8 +100,7 @@ void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
       ->check(CLI::ExistingFile);
   run->add_flag("--quiet", o.quiet, "No progress lines, only the summary");
   add_analysis_and_mode(run, o);
-  run->add_option("--gbench-out", o.gbench_out,
-                  "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
+  add_format_options(run, kFormatRun, o);
   add_algo_cache(run, o);
   raw.monitor_opt = run->add_option("--monitor", raw.monitor,
                                     "Sample the run's GPUs (utilisation, SM clock, power, memory) every S seconds "
@@ -192,8 +198,7 @@ void add_validate(CLI::App& app, ValidateCommand& c) {
       ->check(count_in(1, 4))
       ->capture_default_str();
   validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
-  validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");
-  validate->add_option("--prometheus", v.prometheus_file, "Write the verdicts as a node_exporter textfile (.prom) to FILE");
+  add_format_options(validate, kFormatValidate, o);
   validate->add_option("--gpus", o.gpus, "Devices to benchmark: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
   validate->add_flag("--quiet", o.quiet, "No progress lines");
   add_algo_cache(validate, o);

@@ -173,9 +173,9 @@ void apply_budget(Plan& plan, const Session& session, double budget_s) {
 
 }  // namespace
 
-Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> cases, std::vector<int> gpus) {
+Plan make_plan(const RunOptions& o, const Session& session, std::vector<int> gpus) {
   Plan plan;
-  plan.cases = std::move(cases);
+  plan.cases = select_cases(o.suite, o.families, o.filter);
   plan.gpus = std::move(gpus);
   plan.base.target_cv = o.target_cv;
   plan.base.min_samples = o.min_samples;

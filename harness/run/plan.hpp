@@ -37,10 +37,11 @@ struct Plan {
   nlohmann::json budget = nullptr;
 };
 
-// The one way from options to a plan (run, validate): the sampling config of the suite, the
-// GPUs, and with a --budget the cases shortened or left out to fit (`budget`). The session's
-// GPUs give the cases' costs.
-Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> cases, std::vector<int> gpus);
+// The one way from options to a plan (run, validate; run/pipeline.hpp): the cases the options
+// select (select_cases: suite, families, filter; throws nb::Error naming a bad one), the sampling
+// config of the suite, the GPUs, and with a --budget the cases shortened or left out to fit
+// (`budget`). The session's GPUs give the cases' costs.
+Plan make_plan(const RunOptions& o, const Session& session, std::vector<int> gpus);
 
 // The most points per GPU a result's timeline keeps (longer runs are down-sampled).
 constexpr size_t kTimelineMaxPoints = 600;
