@@ -1,5 +1,4 @@
 #include "app/cli_options.hpp"
-#include "base/pattern.hpp"
 
 #include "bench/settings.hpp"
 #include "run/formats.hpp"
@@ -26,9 +25,9 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   // then takes the next argument as the value (',,,' then --quiet made --quiet a family).
   sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm");
   sub->add_option("--filter", o.filter,
-                  std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
-                              "without backreferences or lookaround, matched in linear time by the ") +
-                      Pattern::best_engine() + " engine)");
+                  "Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
+                  "without backreferences or lookaround, matched in linear time by the RE2 engine)")
+      ->check(filter_pattern());
 }
 
 // The options of the output formats the command writes (run/formats.hpp): each its FILE.
@@ -55,7 +54,8 @@ void add_sampling(CLI::App* run, RunOptions& o, RawText& raw) {
   run->add_option("--budget", raw.budget,
                   "Plan the run to end within DURATION (e.g. 10m, 90s, 1h30m): before it starts, says which cases it "
                   "shortens or leaves out to fit, and records that in the result (plan)")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(duration_text());
 }
 
 // What the run's analyses aim at, and how the GPUs are shared.
@@ -107,7 +107,8 @@ void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
                                     "(default 1) into the result's timeline, with each case's start and end marked; "
                                     "needs NVML")
                         ->expected(0, 1)
-                        ->type_name("[=S]");
+                        ->type_name("[=S]")
+                        ->check(seconds_in(0.05, 3600, "'VALUE' is not an interval in seconds (0.05 to 3600)"));
   // Settings a family also offers as an option of run (e.g. the input family's --images DIR).
   for (const SettingSpec& s : setting_registry()) {
     if (s.run_option.empty()) continue;
@@ -154,7 +155,8 @@ void add_frameworks(CLI::App& app, FrameworksCommand& c) {
                  "Judge for GPUs of these compute capabilities instead of this node's (e.g. 6.1 for a P40): versions, arch "
                  "lists and library code only, no GPU needed, no operation run")
       ->type_name("CC,...")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(compute_capability());
   fw->add_flag("--json", o.json, "Print the report (the probes' answers, the libraries' architectures, the checks) as JSON");
   fw->add_option("--out", o.out_file, "Also write the JSON report to FILE")->type_name("FILE");
   fw->add_option("--from", o.from, "Judge a report written by --json or --out elsewhere instead of probing here")
@@ -209,8 +211,11 @@ void add_monitor(CLI::App& app, MonitorCommand& c) {
   CLI::App* monitor = app.add_subcommand(
       "monitor", "Watch the GPUs through NVML: utilisation, memory, temperature, power, clocks, throttle reasons, "
                  "PCIe and NVLink throughput, ECC; a live table, CSV, JSON lines or a Prometheus textfile");
-  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")->capture_default_str();
-  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)");
+  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")
+      ->check(seconds_in(0.05, 3600, "must be 0.05 to 3600 seconds"))
+      ->capture_default_str();
+  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)")
+      ->check(seconds_in(0, 1e9, "must be a number of seconds from 0 to 1e9 (0: until interrupted)"));
   monitor->add_option("--gpus", mo.gpus, "GPUs to watch: 'all' or a list like 0,2 (NVML indices, as nvidia-smi numbers them)")
       ->capture_default_str();
   monitor->add_option("--format", mo.format, "table (redrawn on a terminal), csv, jsonl, or prometheus (a node_exporter textfile)")
@@ -230,6 +235,7 @@ void add_burn(CLI::App& app, BurnCommand& c) {
               "what was measured. Judge it with validate --level 4 (docs/VALIDATE.md)");
   burn->add_option("--duration", o.duration, "How long to load the GPUs (e.g. 10m, 60s, 1h; a plain number is seconds)")
       ->type_name("DURATION")
+      ->check(duration_text())
       ->capture_default_str();
   burn->add_option("--precision", o.precision,
                    "GEMM precision: auto (the GPU's fastest: fp16 tensor cores from cc 7.0, fp32 before), fp64, fp32, "
