@@ -9,7 +9,7 @@
 # usage: scripts/setup.sh [--for build|tests] [--no-install]
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
-#                 CLI11, zlib, RE2, a Python 3 interpreter (the build's tests use it); reports the optional
+#                 CLI11, zlib, RE2, nvml.h, a Python 3 interpreter (the build's tests use it); reports the optional
 #                 cuDNN, NCCL, MPI, libjpeg-turbo
 #                 (the input family's CPU cases) and Ninja. Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
@@ -62,6 +62,7 @@ declare -A HOWTO=(
   [CLI11]="CLI11: apt-get install libcli11-dev (or set CMAKE_PREFIX_PATH)"
   [ZLIB]="zlib (the readers of .json.gz result files): apt-get install zlib1g-dev"
   [RE2]="RE2 (--filter's linear-time engine): apt-get install libre2-dev, or RE2_ROOT (scripts/dev/device/carry_re2.sh)"
+  [NVML_H]="nvml.h (NVML's types; the library is loaded at run time): the CUDA toolkit's, or python3 -m pip install nvidia-nvml-dev (nvidia-nvml-dev-cu12 for CUDA 12), or NVML_ROOT"
   [python3]="python3 with pip: apt-get install python3 python3-pip"
   [Python3]="a Python 3 interpreter (the build's tests run with it): apt-get install python3"
   [py:pytest]="python3 -m pip install pytest"
@@ -108,6 +109,10 @@ if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublas)
   set(_cuda TRUE)
 endif()
 report(CUDAToolkit "${_cuda}" "${CUDAToolkit_VERSION} (nvcc: ${CMAKE_CUDA_COMPILER})")
+# nvml.h exactly as harness/CMakeLists.txt looks for it (the same file), reported rather than stopping.
+set(NB_NVML_PROBE_ONLY ON)
+include(${NB_SRC}/cmake/NodebenchNVML.cmake)
+report(NVML_H "${NB_NVML_INCLUDE_DIR}" "${NB_NVML_INCLUDE_DIR}/nvml.h")
 find_package(benchmark QUIET)
 report(benchmark "${benchmark_FOUND}" "${benchmark_VERSION}")
 find_package(GTest QUIET)
@@ -235,7 +240,7 @@ lib_hint() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
+  for k in cmake ninja cxx CUDAToolkit NVML_H benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done
@@ -290,6 +295,11 @@ try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the P
       case "$k" in ninja|MPI|JPEG) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
     done
   fi
+  # nvml.h where the toolkit lacks it (a toolkit assembled from wheels): NVIDIA's header wheel of
+  # the toolkit's major version.
+  case " ${MISSING[*]} " in
+    *" NVML_H "*) case "${FOUND[CUDAToolkit]:-}" in 12.*) pip_install nvidia-nvml-dev-cu12 || true ;; *) pip_install nvidia-nvml-dev || true ;; esac ;;
+  esac
   if [ ${#debs[@]} -gt 0 ] && ! apt_install "${debs[@]}"; then
     # Without apt, CMake and Ninja can still come from PyPI (as on a GPU node's own Python).
     for k in cmake ninja; do

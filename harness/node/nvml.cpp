@@ -16,18 +16,20 @@ struct NamedBit {
   const char* name;
 };
 constexpr NamedBit kReasons[] = {
-    {0x1ull, "gpu_idle"},
-    {0x2ull, "applications_clocks_setting"},
-    {0x4ull, "sw_power_cap"},
-    {0x8ull, "hw_slowdown"},
-    {0x10ull, "sync_boost"},
-    {0x20ull, "sw_thermal_slowdown"},
-    {0x40ull, "hw_thermal_slowdown"},
-    {0x80ull, "hw_power_brake_slowdown"},
-    {0x100ull, "display_clock_setting"},
+    {nvmlClocksEventReasonGpuIdle, "gpu_idle"},
+    {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+    {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
+    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+    {nvmlClocksEventReasonSyncBoost, "sync_boost"},
+    {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+    {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
 };
-constexpr unsigned long long kThrottlingBits = 0x8ull | 0x20ull | 0x40ull | 0x80ull;
-constexpr unsigned long long kPowerCapBit = 0x4ull;
+constexpr unsigned long long kThrottlingBits = nvmlClocksThrottleReasonHwSlowdown | nvmlClocksEventReasonSwThermalSlowdown |
+                                               nvmlClocksThrottleReasonHwThermalSlowdown |
+                                               nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
+constexpr unsigned long long kPowerCapBit = nvmlClocksEventReasonSwPowerCap;
 
 std::string normalise_bus_id(std::string s) {
   // CUDA gives "0000:3B:00.0"; NVML "00000000:3B:00.0". Compare the last 12 characters, upper.
@@ -73,80 +75,80 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
     return;
   }
   Api& a = *api_;
-  bind(lib_, a.init, {"nvmlInit_v2", "nvmlInit"});
-  bind(lib_, a.shutdown, {"nvmlShutdown"});
-  bind(lib_, a.system_driver_version, {"nvmlSystemGetDriverVersion"});
-  bind(lib_, a.system_cuda_driver_version, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
-  bind(lib_, a.count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
-  bind(lib_, a.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  bind(lib_, a.uuid, {"nvmlDeviceGetUUID"});
-  bind(lib_, a.name, {"nvmlDeviceGetName"});
-  bind(lib_, a.cuda_cc, {"nvmlDeviceGetCudaComputeCapability"});
-  bind(lib_, a.pci_info, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
-  bind(lib_, a.curr_gen, {"nvmlDeviceGetCurrPcieLinkGeneration"});
-  bind(lib_, a.max_gen, {"nvmlDeviceGetMaxPcieLinkGeneration"});
-  bind(lib_, a.curr_width, {"nvmlDeviceGetCurrPcieLinkWidth"});
-  bind(lib_, a.max_width, {"nvmlDeviceGetMaxPcieLinkWidth"});
-  bind(lib_, a.clock, {"nvmlDeviceGetClockInfo"});
-  bind(lib_, a.max_clock, {"nvmlDeviceGetMaxClockInfo"});
-  bind(lib_, a.temperature, {"nvmlDeviceGetTemperature"});
-  bind(lib_, a.power_usage, {"nvmlDeviceGetPowerUsage"});
-  bind(lib_, a.power_limit, {"nvmlDeviceGetPowerManagementLimit"});
-  bind(lib_, a.throttle, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
-  bind(lib_, a.ecc, {"nvmlDeviceGetEccMode"});
-  bind(lib_, a.persistence, {"nvmlDeviceGetPersistenceMode"});
-  bind(lib_, a.mig, {"nvmlDeviceGetMigMode"});
-  bind(lib_, a.topology, {"nvmlDeviceGetTopologyCommonAncestor"});
-  bind(lib_, a.p2p_status, {"nvmlDeviceGetP2PStatus"});
-  bind(lib_, a.ecc_total, {"nvmlDeviceGetTotalEccErrors"});
-  bind(lib_, a.retired_pages, {"nvmlDeviceGetRetiredPages"});
-  bind(lib_, a.retired_pending, {"nvmlDeviceGetRetiredPagesPendingStatus"});
-  bind(lib_, a.remapped_rows, {"nvmlDeviceGetRemappedRows"});
-  bind(lib_, a.compute_procs, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
-  bind(lib_, a.utilization, {"nvmlDeviceGetUtilizationRates"});
-  bind(lib_, a.memory, {"nvmlDeviceGetMemoryInfo"});
-  bind(lib_, a.pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
-  bind(lib_, a.field_values, {"nvmlDeviceGetFieldValues"});
-  bind(lib_, a.pcie_replay, {"nvmlDeviceGetPcieReplayCounter"});
-  bind(lib_, a.temperature_threshold, {"nvmlDeviceGetTemperatureThreshold"});
-  bind(lib_, a.event_set_create, {"nvmlEventSetCreate"});
-  bind(lib_, a.register_events, {"nvmlDeviceRegisterEvents"});
-  bind(lib_, a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
-  bind(lib_, a.event_set_free, {"nvmlEventSetFree"});
-  if (!a.init || !a.count || !a.handle_by_index) {
+  bind(lib_, a.nvmlInit_v2, {"nvmlInit_v2", "nvmlInit"});
+  bind(lib_, a.nvmlShutdown, {"nvmlShutdown"});
+  bind(lib_, a.nvmlSystemGetDriverVersion, {"nvmlSystemGetDriverVersion"});
+  bind(lib_, a.nvmlSystemGetCudaDriverVersion_v2, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+  bind(lib_, a.nvmlDeviceGetCount_v2, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  bind(lib_, a.nvmlDeviceGetHandleByIndex_v2, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  bind(lib_, a.nvmlDeviceGetUUID, {"nvmlDeviceGetUUID"});
+  bind(lib_, a.nvmlDeviceGetName, {"nvmlDeviceGetName"});
+  bind(lib_, a.nvmlDeviceGetCudaComputeCapability, {"nvmlDeviceGetCudaComputeCapability"});
+  bind(lib_, a.nvmlDeviceGetPciInfo_v3, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
+  bind(lib_, a.nvmlDeviceGetCurrPcieLinkGeneration, {"nvmlDeviceGetCurrPcieLinkGeneration"});
+  bind(lib_, a.nvmlDeviceGetMaxPcieLinkGeneration, {"nvmlDeviceGetMaxPcieLinkGeneration"});
+  bind(lib_, a.nvmlDeviceGetCurrPcieLinkWidth, {"nvmlDeviceGetCurrPcieLinkWidth"});
+  bind(lib_, a.nvmlDeviceGetMaxPcieLinkWidth, {"nvmlDeviceGetMaxPcieLinkWidth"});
+  bind(lib_, a.nvmlDeviceGetClockInfo, {"nvmlDeviceGetClockInfo"});
+  bind(lib_, a.nvmlDeviceGetMaxClockInfo, {"nvmlDeviceGetMaxClockInfo"});
+  bind(lib_, a.nvmlDeviceGetTemperature, {"nvmlDeviceGetTemperature"});
+  bind(lib_, a.nvmlDeviceGetPowerUsage, {"nvmlDeviceGetPowerUsage"});
+  bind(lib_, a.nvmlDeviceGetPowerManagementLimit, {"nvmlDeviceGetPowerManagementLimit"});
+  bind(lib_, a.nvmlDeviceGetCurrentClocksEventReasons, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(lib_, a.nvmlDeviceGetEccMode, {"nvmlDeviceGetEccMode"});
+  bind(lib_, a.nvmlDeviceGetPersistenceMode, {"nvmlDeviceGetPersistenceMode"});
+  bind(lib_, a.nvmlDeviceGetMigMode, {"nvmlDeviceGetMigMode"});
+  bind(lib_, a.nvmlDeviceGetTopologyCommonAncestor, {"nvmlDeviceGetTopologyCommonAncestor"});
+  bind(lib_, a.nvmlDeviceGetP2PStatus, {"nvmlDeviceGetP2PStatus"});
+  bind(lib_, a.nvmlDeviceGetTotalEccErrors, {"nvmlDeviceGetTotalEccErrors"});
+  bind(lib_, a.nvmlDeviceGetRetiredPages, {"nvmlDeviceGetRetiredPages"});
+  bind(lib_, a.nvmlDeviceGetRetiredPagesPendingStatus, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  bind(lib_, a.nvmlDeviceGetRemappedRows, {"nvmlDeviceGetRemappedRows"});
+  bind(lib_, a.nvmlDeviceGetComputeRunningProcesses_v3, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  bind(lib_, a.nvmlDeviceGetUtilizationRates, {"nvmlDeviceGetUtilizationRates"});
+  bind(lib_, a.nvmlDeviceGetMemoryInfo, {"nvmlDeviceGetMemoryInfo"});
+  bind(lib_, a.nvmlDeviceGetPcieThroughput, {"nvmlDeviceGetPcieThroughput"});
+  bind(lib_, a.nvmlDeviceGetFieldValues, {"nvmlDeviceGetFieldValues"});
+  bind(lib_, a.nvmlDeviceGetPcieReplayCounter, {"nvmlDeviceGetPcieReplayCounter"});
+  bind(lib_, a.nvmlDeviceGetTemperatureThreshold, {"nvmlDeviceGetTemperatureThreshold"});
+  bind(lib_, a.nvmlEventSetCreate, {"nvmlEventSetCreate"});
+  bind(lib_, a.nvmlDeviceRegisterEvents, {"nvmlDeviceRegisterEvents"});
+  bind(lib_, a.nvmlEventSetWait_v2, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  bind(lib_, a.nvmlEventSetFree, {"nvmlEventSetFree"});
+  if (!a.nvmlInit_v2 || !a.nvmlDeviceGetCount_v2 || !a.nvmlDeviceGetHandleByIndex_v2) {
     error_ = path + " lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
   }
-  if (int rc = a.init(); rc != kSuccess) {
+  if (const nvmlReturn_t rc = a.nvmlInit_v2(); rc != NVML_SUCCESS) {
     error_ = "nvmlInit failed with NVML status " + std::to_string(rc);
     return;
   }
   unsigned n = 0;
-  if (a.count(&n) == kSuccess) {
+  if (a.nvmlDeviceGetCount_v2(&n) == NVML_SUCCESS) {
     for (unsigned i = 0; i < n; ++i) {
       nvmlDevice_t h = nullptr;
-      handles_.push_back(a.handle_by_index(i, &h) == kSuccess ? h : nullptr);
+      handles_.push_back(a.nvmlDeviceGetHandleByIndex_v2(i, &h) == NVML_SUCCESS ? static_cast<void*>(h) : nullptr);
     }
   }
   available_ = true;
 }
 
 Nvml::~Nvml() {
-  if (available_ && api_->shutdown) api_->shutdown();
+  if (available_ && api_->nvmlShutdown) api_->nvmlShutdown();
   // The library stays loaded: unloading NVML at exit has crashed some drivers.
 }
 
 std::optional<std::string> Nvml::driver_version() const {
   char buf[96] = {};
-  if (!available_ || !api_->system_driver_version) return std::nullopt;
-  if (api_->system_driver_version(buf, sizeof buf) != kSuccess) return std::nullopt;
+  if (!available_ || !api_->nvmlSystemGetDriverVersion) return std::nullopt;
+  if (api_->nvmlSystemGetDriverVersion(buf, sizeof buf) != NVML_SUCCESS) return std::nullopt;
   return std::string(buf);
 }
 
 std::optional<int> Nvml::cuda_driver_version() const {
   int v = 0;
-  if (!available_ || !api_->system_cuda_driver_version) return std::nullopt;
-  if (api_->system_cuda_driver_version(&v) != kSuccess) return std::nullopt;
+  if (!available_ || !api_->nvmlSystemGetCudaDriverVersion_v2) return std::nullopt;
+  if (api_->nvmlSystemGetCudaDriverVersion_v2(&v) != NVML_SUCCESS) return std::nullopt;
   return v;
 }
 
@@ -156,13 +158,11 @@ std::optional<unsigned> Nvml::device_count() const {
 }
 
 std::optional<std::string> Nvml::pci_bus_id(int h) const {
-  if (!available_ || !api_->pci_info || h < 0 || size_t(h) >= handles_.size()) return std::nullopt;
-  // nvmlPciInfo_t starts with char busIdLegacy[16], then domain, bus, device, pciDeviceId,
-  // pciSubSystemId, then char busId[32]. 128 bytes is more than the struct.
-  unsigned char info[128] = {};
-  if (api_->pci_info(handles_[size_t(h)], info) != kSuccess) return std::nullopt;
-  const char* bus = reinterpret_cast<const char*>(info + 16 + 5 * sizeof(unsigned));
-  return std::string(bus, strnlen(bus, 32));
+  if (!available_ || !api_->nvmlDeviceGetPciInfo_v3 || h < 0 || size_t(h) >= handles_.size()) return std::nullopt;
+  nvmlPciInfo_t info{};
+  if (api_->nvmlDeviceGetPciInfo_v3(static_cast<nvmlDevice_t>(handles_[size_t(h)]), &info) != NVML_SUCCESS)
+    return std::nullopt;
+  return std::string(info.busId, strnlen(info.busId, sizeof info.busId));
 }
 
 std::optional<int> Nvml::find_by_pci(const std::string& cuda_bus_id) const {
@@ -178,21 +178,21 @@ std::optional<int> Nvml::find_by_pci(const std::string& cuda_bus_id) const {
 std::optional<std::string> Nvml::uuid(int h) const {
   NB_NVML_HANDLE(h);
   char buf[96] = {};
-  if (!api_->uuid || api_->uuid(dev, buf, sizeof buf) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetUUID || api_->nvmlDeviceGetUUID(dev, buf, sizeof buf) != NVML_SUCCESS) return std::nullopt;
   return std::string(buf);
 }
 
 std::optional<int> Nvml::compute_capability(int h) const {
   NB_NVML_HANDLE(h);
   int major = 0, minor = 0;
-  if (!api_->cuda_cc || api_->cuda_cc(dev, &major, &minor) != kSuccess || major <= 0) return std::nullopt;
+  if (!api_->nvmlDeviceGetCudaComputeCapability || api_->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor) != NVML_SUCCESS || major <= 0) return std::nullopt;
   return major * 10 + minor;
 }
 
 std::optional<std::string> Nvml::name(int h) const {
   NB_NVML_HANDLE(h);
   char buf[96] = {};
-  if (!api_->name || api_->name(dev, buf, sizeof buf) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetName || api_->nvmlDeviceGetName(dev, buf, sizeof buf) != NVML_SUCCESS) return std::nullopt;
   return std::string(buf);
 }
 
@@ -200,31 +200,31 @@ PcieLink Nvml::pcie(int h) const {
   NB_NVML_HANDLE(h);
   PcieLink l;
   unsigned v = 0;
-  if (api_->curr_gen && api_->curr_gen(dev, &v) == kSuccess) l.gen_current = v;
-  if (api_->max_gen && api_->max_gen(dev, &v) == kSuccess) l.gen_max = v;
-  if (api_->curr_width && api_->curr_width(dev, &v) == kSuccess) l.width_current = v;
-  if (api_->max_width && api_->max_width(dev, &v) == kSuccess) l.width_max = v;
+  if (api_->nvmlDeviceGetCurrPcieLinkGeneration && api_->nvmlDeviceGetCurrPcieLinkGeneration(dev, &v) == NVML_SUCCESS) l.gen_current = v;
+  if (api_->nvmlDeviceGetMaxPcieLinkGeneration && api_->nvmlDeviceGetMaxPcieLinkGeneration(dev, &v) == NVML_SUCCESS) l.gen_max = v;
+  if (api_->nvmlDeviceGetCurrPcieLinkWidth && api_->nvmlDeviceGetCurrPcieLinkWidth(dev, &v) == NVML_SUCCESS) l.width_current = v;
+  if (api_->nvmlDeviceGetMaxPcieLinkWidth && api_->nvmlDeviceGetMaxPcieLinkWidth(dev, &v) == NVML_SUCCESS) l.width_max = v;
   return l;
 }
 
 std::optional<double> Nvml::sm_clock_mhz(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  if (!api_->clock || api_->clock(dev, kClockSm, &v) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetClockInfo || api_->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &v) != NVML_SUCCESS) return std::nullopt;
   return double(v);
 }
 
 std::optional<double> Nvml::max_sm_clock_mhz(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  if (!api_->max_clock || api_->max_clock(dev, kClockSm, &v) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetMaxClockInfo || api_->nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_SM, &v) != NVML_SUCCESS) return std::nullopt;
   return double(v);
 }
 
 std::optional<double> Nvml::max_mem_clock_mhz(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  if (!api_->max_clock || api_->max_clock(dev, kClockMem, &v) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetMaxClockInfo || api_->nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_MEM, &v) != NVML_SUCCESS) return std::nullopt;
   return double(v);
 }
 
@@ -232,64 +232,63 @@ ClockSnapshot Nvml::snapshot(int h) const {
   NB_NVML_HANDLE(h);
   ClockSnapshot s;
   unsigned v = 0;
-  if (api_->clock && api_->clock(dev, kClockSm, &v) == kSuccess) s.sm_mhz = v;
-  if (api_->clock && api_->clock(dev, kClockMem, &v) == kSuccess) s.mem_mhz = v;
-  if (api_->temperature && api_->temperature(dev, kTemperatureGpu, &v) == kSuccess) s.temperature_c = v;
-  if (api_->power_usage && api_->power_usage(dev, &v) == kSuccess) s.power_w = v / 1000.0;
+  if (api_->nvmlDeviceGetClockInfo && api_->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &v) == NVML_SUCCESS) s.sm_mhz = v;
+  if (api_->nvmlDeviceGetClockInfo && api_->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_MEM, &v) == NVML_SUCCESS) s.mem_mhz = v;
+  if (api_->nvmlDeviceGetTemperature && api_->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS) s.temperature_c = v;
+  if (api_->nvmlDeviceGetPowerUsage && api_->nvmlDeviceGetPowerUsage(dev, &v) == NVML_SUCCESS) s.power_w = v / 1000.0;
   unsigned long long m = 0;
-  if (api_->throttle && api_->throttle(dev, &m) == kSuccess) s.throttle_mask = m;
-  (void)kClockGraphics;
+  if (api_->nvmlDeviceGetCurrentClocksEventReasons && api_->nvmlDeviceGetCurrentClocksEventReasons(dev, &m) == NVML_SUCCESS) s.throttle_mask = m;
   return s;
 }
 
 std::optional<bool> Nvml::ecc_enabled(int h) const {
   NB_NVML_HANDLE(h);
-  int cur = 0, pend = 0;
-  if (!api_->ecc || api_->ecc(dev, &cur, &pend) != kSuccess) return std::nullopt;
+  nvmlEnableState_t cur = NVML_FEATURE_DISABLED, pend = NVML_FEATURE_DISABLED;
+  if (!api_->nvmlDeviceGetEccMode || api_->nvmlDeviceGetEccMode(dev, &cur, &pend) != NVML_SUCCESS) return std::nullopt;
   return cur != 0;
 }
 
 std::optional<bool> Nvml::persistence_mode(int h) const {
   NB_NVML_HANDLE(h);
-  int m = 0;
-  if (!api_->persistence || api_->persistence(dev, &m) != kSuccess) return std::nullopt;
+  nvmlEnableState_t m = NVML_FEATURE_DISABLED;
+  if (!api_->nvmlDeviceGetPersistenceMode || api_->nvmlDeviceGetPersistenceMode(dev, &m) != NVML_SUCCESS) return std::nullopt;
   return m != 0;
 }
 
 std::optional<bool> Nvml::mig_mode(int h) const {
   NB_NVML_HANDLE(h);
   unsigned cur = 0, pend = 0;
-  if (!api_->mig || api_->mig(dev, &cur, &pend) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetMigMode || api_->nvmlDeviceGetMigMode(dev, &cur, &pend) != NVML_SUCCESS) return std::nullopt;
   return cur != 0;
 }
 
 std::optional<double> Nvml::power_limit_w(int h) const {
   NB_NVML_HANDLE(h);
   unsigned mw = 0;
-  if (!api_->power_limit || api_->power_limit(dev, &mw) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetPowerManagementLimit || api_->nvmlDeviceGetPowerManagementLimit(dev, &mw) != NVML_SUCCESS) return std::nullopt;
   return mw / 1000.0;
 }
 
 std::optional<unsigned long long> Nvml::pcie_replay_counter(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  if (!api_->pcie_replay || api_->pcie_replay(dev, &v) != kSuccess) return std::nullopt;
+  if (!api_->nvmlDeviceGetPcieReplayCounter || api_->nvmlDeviceGetPcieReplayCounter(dev, &v) != NVML_SUCCESS) return std::nullopt;
   return v;
 }
 
 std::optional<double> Nvml::slowdown_temperature_c(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  // NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
-  if (!api_->temperature_threshold || api_->temperature_threshold(dev, 1, &v) != kSuccess || v == 0) return std::nullopt;
+  if (!api_->nvmlDeviceGetTemperatureThreshold ||
+      api_->nvmlDeviceGetTemperatureThreshold(dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &v) != NVML_SUCCESS || v == 0) return std::nullopt;
   return double(v);
 }
 
 std::optional<double> Nvml::shutdown_temperature_c(int h) const {
   NB_NVML_HANDLE(h);
   unsigned v = 0;
-  // NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
-  if (!api_->temperature_threshold || api_->temperature_threshold(dev, 0, &v) != kSuccess || v == 0) return std::nullopt;
+  if (!api_->nvmlDeviceGetTemperatureThreshold ||
+      api_->nvmlDeviceGetTemperatureThreshold(dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &v) != NVML_SUCCESS || v == 0) return std::nullopt;
   return double(v);
 }
 
