@@ -9,8 +9,8 @@
 # usage: scripts/setup.sh [--for build|tests] [--no-install]
 #   --for build   (default) what `scripts/build.sh` needs: cmake >= 3.25, a C++20 compiler, the
 #                 CUDA toolkit (nvcc, cuBLAS), Google Benchmark, GoogleTest, nlohmann_json >= 3.10,
-#                 CLI11, zlib, a Python 3 interpreter (the build's tests use it); reports the optional
-#                 cuDNN, NCCL, MPI, RE2 (--filter's engine; without it a built-in one), libjpeg-turbo
+#                 CLI11, zlib, RE2, nvml.h, a Python 3 interpreter (the build's tests use it); reports the optional
+#                 cuDNN, NCCL, MPI, libjpeg-turbo
 #                 (the input family's CPU cases) and Ninja. Needs no Python package.
 #   --for tests   the above, plus the Python side of the tests: python3 with pytest, jsonschema,
 #                 scipy and this tree's reports package (installed editable with pip if missing).
@@ -61,6 +61,8 @@ declare -A HOWTO=(
   [nlohmann_json]="nlohmann_json >= 3.10: apt-get install nlohmann-json3-dev (or set CMAKE_PREFIX_PATH)"
   [CLI11]="CLI11: apt-get install libcli11-dev (or set CMAKE_PREFIX_PATH)"
   [ZLIB]="zlib (the readers of .json.gz result files): apt-get install zlib1g-dev"
+  [RE2]="RE2 (--filter's linear-time engine): apt-get install libre2-dev, or RE2_ROOT (scripts/dev/device/carry_re2.sh)"
+  [NVML_H]="nvml.h (NVML's types; the library is loaded at run time): the CUDA toolkit's, or python3 -m pip install nvidia-nvml-dev (nvidia-nvml-dev-cu12 for CUDA 12), or NVML_ROOT"
   [python3]="python3 with pip: apt-get install python3 python3-pip"
   [Python3]="a Python 3 interpreter (the build's tests run with it): apt-get install python3"
   [py:pytest]="python3 -m pip install pytest"
@@ -107,6 +109,10 @@ if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublas)
   set(_cuda TRUE)
 endif()
 report(CUDAToolkit "${_cuda}" "${CUDAToolkit_VERSION} (nvcc: ${CMAKE_CUDA_COMPILER})")
+# nvml.h exactly as harness/CMakeLists.txt looks for it (the same file), reported rather than stopping.
+set(NB_NVML_PROBE_ONLY ON)
+include(${NB_SRC}/cmake/NodebenchNVML.cmake)
+report(NVML_H "${NB_NVML_INCLUDE_DIR}" "${NB_NVML_INCLUDE_DIR}/nvml.h")
 find_package(benchmark QUIET)
 report(benchmark "${benchmark_FOUND}" "${benchmark_VERSION}")
 find_package(GTest QUIET)
@@ -136,7 +142,8 @@ endif()
 report(NCCL "${_nccl_h}" "${_nccl_h}")
 find_package(MPI COMPONENTS CXX QUIET)
 report(MPI "${MPI_CXX_FOUND}" "${MPI_CXX_VERSION}")
-# RE2 exactly as harness/CMakeLists.txt looks for it (the same file).
+# RE2 exactly as harness/CMakeLists.txt looks for it (the same file), reported rather than stopping.
+set(NB_RE2_PROBE_ONLY ON)
 include(${NB_SRC}/cmake/NodebenchRE2.cmake)
 report(RE2 "${NB_RE2_TARGET}" "${NB_RE2_DETAIL}")
 find_path(_tj_h turbojpeg.h)
@@ -178,7 +185,7 @@ probe() {
     fi
     local name state detail
     while read -r name state detail; do
-      case "$name" in cuDNN|NCCL|MPI|RE2|JPEG) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
+      case "$name" in cuDNN|NCCL|MPI|JPEG) [ "$state" = FOUND ] || { OPTIONAL_MISSING+=("$name"); continue; } ;; esac
       if [ "$state" = FOUND ]; then FOUND[$name]=$detail; else MISSING+=("$name"); fi
     done < <(sed -n 's/^-- NBPROBE //p' "$probe_dir/log")
     rm -rf "$probe_dir"; probe_dir=""
@@ -233,7 +240,7 @@ lib_hint() {
 
 report() {
   local k
-  for k in cmake ninja cxx CUDAToolkit benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
+  for k in cmake ninja cxx CUDAToolkit NVML_H benchmark GTest nlohmann_json CLI11 ZLIB Python3 cuDNN NCCL MPI RE2 JPEG \
            py:pytest py:jsonschema py:scipy py:nodebench_reports; do
     [ -n "${FOUND[$k]:-}" ] && log "  found $k ${FOUND[$k]}"
   done
@@ -243,7 +250,6 @@ report() {
       cuDNN) log "  optional: cuDNN not found: the convolution family will not be built ($(lib_hint cuDNN))" ;;
       NCCL) log "  optional: NCCL not found: the nccl family's cases will be skipped ($(lib_hint NCCL))" ;;
       MPI) log "  optional: MPI not found: the MPI launch mode will not be built (apt-get install libopenmpi-dev)" ;;
-      RE2) log "  optional: RE2 not found: --filter uses the built-in linear-time matcher (apt-get install libre2-dev)" ;;
       JPEG) log "  optional: libjpeg-turbo not found: the input family's CPU cases will be skipped (apt-get install libturbojpeg0-dev libjpeg62-turbo-dev)" ;;
     esac
   done
@@ -281,14 +287,19 @@ try_install() {  # one round: Debian packages, else CMake/Ninja from PyPI; the P
       *) [ -n "${DEB[$k]:-}" ] && read -r -a d <<<"${DEB[$k]}" && debs+=("${d[@]}") ;;
     esac
   done
-  # Ninja, MPI, RE2 and libjpeg-turbo are optional, but a machine that can install gets them (a
-  # quicker build; the MPI launch mode and its tests; --filter by RE2; the input family's CPU cases).
+  # Ninja, MPI and libjpeg-turbo are optional, but a machine that can install gets them (a
+  # quicker build; the MPI launch mode and its tests; the input family's CPU cases).
   # Only when something required is installed too.
   if [ ${#debs[@]} -gt 0 ]; then
     for k in "${OPTIONAL_MISSING[@]}"; do
-      case "$k" in ninja|MPI|RE2|JPEG) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
+      case "$k" in ninja|MPI|JPEG) read -r -a d <<<"${DEB[$k]}"; debs+=("${d[@]}") ;; esac
     done
   fi
+  # nvml.h where the toolkit lacks it (a toolkit assembled from wheels): NVIDIA's header wheel of
+  # the toolkit's major version.
+  case " ${MISSING[*]} " in
+    *" NVML_H "*) case "${FOUND[CUDAToolkit]:-}" in 12.*) pip_install nvidia-nvml-dev-cu12 || true ;; *) pip_install nvidia-nvml-dev || true ;; esac ;;
+  esac
   if [ ${#debs[@]} -gt 0 ] && ! apt_install "${debs[@]}"; then
     # Without apt, CMake and Ninja can still come from PyPI (as on a GPU node's own Python).
     for k in cmake ninja; do

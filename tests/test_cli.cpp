@@ -312,3 +312,37 @@ TEST(Cli, OutputPathsAreJudgedBeforeTheRun) {
   auto ok = parse({"run", "--out-file", (dir / "made" / "r.json").string()});
   EXPECT_TRUE(ok.command) << ok.err;
 }
+
+// The checks CLI11's validators make while parsing: each refusal is the option's one line, exit 2,
+// and the usage line; the value given is converted once accepted.
+TEST(Cli, ValidatorsRefuseWithTheOptionsOwnLine) {
+  struct Bad {
+    std::vector<std::string> args;
+    std::string line;
+  };
+  const std::vector<Bad> bad = {
+      {{"monitor", "--interval", "0"}, "--interval: must be 0.05 to 3600 seconds"},
+      {{"monitor", "--interval", "nan"}, "--interval: must be 0.05 to 3600 seconds"},
+      {{"monitor", "--duration", "-1"}, "--duration: must be a number of seconds from 0 to 1e9 (0: until interrupted)"},
+      {{"run", "--monitor=fast"}, "--monitor: 'fast' is not an interval in seconds (0.05 to 3600)"},
+      {{"run", "--monitor=0.01"}, "--monitor: '0.01' is not an interval in seconds (0.05 to 3600)"},
+      {{"frameworks", "--for-cc", "6.1,0.5"}, "--for-cc: '0.5' is not a compute capability (e.g. 6.1, 8.6, 12.0)"},
+      {{"burn", "--duration", "soon"}, "--duration: 'soon' is not a duration"},
+      {{"list", "--filter", "(?=gemm)"}, "--filter: '(?=gemm)' is not a valid regular expression (lookaround '(?='"},
+      {{"monitor", "--interval", ""}, "--interval: an empty value (leave the option out for its default)"},
+  };
+  for (const auto& b : bad) {
+    const auto p = parse(b.args);
+    EXPECT_FALSE(p.command) << b.line;
+    EXPECT_EQ(p.exit_code, nb::kExitUsage) << b.line;
+    EXPECT_EQ(p.err.rfind("nodebench: " + b.line, 0), 0u) << p.err;
+    EXPECT_NE(p.err.find("\nUsage: nodebench "), std::string::npos) << p.err;
+  }
+  const auto ok = parse({"run", "--monitor=0.25", "--budget", "1h30m"});
+  ASSERT_TRUE(ok.command) << ok.err;
+  EXPECT_DOUBLE_EQ(*ok.command->as<RunCommand>()->options.monitor_interval_s, 0.25);
+  EXPECT_DOUBLE_EQ(*ok.command->as<RunCommand>()->options.budget_s, 5400);
+  const auto burn = parse({"burn", "--duration", "2m"});
+  ASSERT_TRUE(burn.command) << burn.err;
+  EXPECT_DOUBLE_EQ(burn.command->as<BurnCommand>()->options.duration_s, 120);
+}

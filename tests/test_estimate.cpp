@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bench/cost.hpp"
 #include "run/estimate.hpp"
 
 using namespace nb;
@@ -194,4 +195,48 @@ TEST(Budget, TheCostliestGoesBeforeTheCheap) {
   const BudgetPlan b = fit_budget({{"t", 1, 0}, {"t", 50, 0}, {"t", 2, 0}}, {"t", "t", "t"}, 10);
   EXPECT_EQ(b.left_out, (std::vector<size_t>{1}));
   EXPECT_DOUBLE_EQ(b.predicted_s, 3);
+}
+
+// The one skip rule (bench/cost.hpp, case_runs): what run_plan records for a step skipped before
+// any work, and what the cost model costs nothing.
+TEST(SkipRule, TooFewGpusOrAGpuTheCaseCannotUse) {
+  GpuInfo old_gpu, new_gpu;
+  old_gpu.cc_major = 6, old_gpu.cc_minor = 1;
+  new_gpu.cc_major = 9, new_gpu.cc_minor = 0;
+  Case pair;
+  pair.family = "p2p";
+  pair.multi_gpu = true;
+  pair.min_gpus = 2;
+  const Availability one = case_runs(pair, {&new_gpu}, 1);
+  EXPECT_FALSE(one.ok);
+  EXPECT_EQ(one.kind, ReasonKind::needs_gpus);
+  EXPECT_EQ(one.reason, "needs 2 GPUs; 1 is selected");
+  EXPECT_TRUE(case_runs(pair, {}, 3).ok);
+  EXPECT_TRUE(case_runs(pair, {&new_gpu, &new_gpu}, 2).ok);
+
+  Case tensor;
+  tensor.family = "gemm";
+  tensor.available = [](const GpuInfo& g) {
+    return g.cc() >= 70 ? Availability::yes() : Availability::no("needs tensor cores (cc 7.0)", ReasonKind::none);
+  };
+  // Judged on every GPU of the step: the old one says no, with its reason; a kind left none is
+  // recorded as unsupported.
+  const Availability mixed = case_runs(tensor, {&new_gpu, &old_gpu}, 2);
+  EXPECT_FALSE(mixed.ok);
+  EXPECT_EQ(mixed.reason, "needs tensor cores (cc 7.0)");
+  EXPECT_EQ(mixed.kind, ReasonKind::unsupported);
+  EXPECT_TRUE(case_runs(tensor, {&new_gpu}, 1).ok);
+  EXPECT_TRUE(case_runs(tensor, {nullptr}, 0).ok);  // no GPU known: only the count is judged
+
+  // The cost model skips by the same rule: nothing for what is skipped, the case's cost otherwise.
+  tensor.cost = [](const CostInput&) {
+    CaseCost k;
+    k.setup_s = 2;
+    return k;
+  };
+  EXPECT_EQ(case_cost(tensor, &old_gpu, MeasureConfig{}, 1).total(), 0.0);
+  EXPECT_GT(case_cost(tensor, &new_gpu, MeasureConfig{}, 1).total(), 0.0);
+  pair.cost = tensor.cost;
+  EXPECT_EQ(case_cost(pair, &new_gpu, MeasureConfig{}, 1).total(), 0.0);
+  EXPECT_GT(case_cost(pair, &new_gpu, MeasureConfig{}, 2).total(), 0.0);
 }

@@ -520,8 +520,8 @@ TEST(CliValidate, DoctorAndValidateOptions) {
   EXPECT_EQ(c.as<ValidateCommand>()->options.profile, "Tesla P40");
   EXPECT_EQ(c.as<ValidateCommand>()->options.level, 3);
   EXPECT_EQ(c.as<ValidateCommand>()->run.out_dir, "/tmp/v");
-  EXPECT_EQ(c.as<ValidateCommand>()->options.junit_file, "/tmp/v/j.xml");
-  EXPECT_EQ(c.as<ValidateCommand>()->options.prometheus_file, "/tmp/v/n.prom");
+  EXPECT_EQ(c.as<ValidateCommand>()->run.format_files.at("junit"), "/tmp/v/j.xml");
+  EXPECT_EQ(c.as<ValidateCommand>()->run.format_files.at("prometheus"), "/tmp/v/n.prom");
   EXPECT_EQ(c.as<ValidateCommand>()->run.gpus, "0,1");
   EXPECT_TRUE(c.as<ValidateCommand>()->run.quiet);
   EXPECT_EQ(parse({"validate", "--level", "1"}).command->as<ValidateCommand>()->options.level, 1);

@@ -9,6 +9,7 @@
 #include "app/cli_options.hpp"
 #include "bench/settings.hpp"
 #include "cluster/mpi.hpp"
+#include "run/formats.hpp"
 #include "build_info.hpp"
 
 namespace nb {
@@ -31,6 +32,17 @@ const char* kFooter =
     "Readers (advise, doctor --from, validate --profile, --profiles, --algo-cache) take .json.gz as well as .json.\n"
     "Environment (read once at start, recorded in the result as 'settings'; a bad value exits 2):\n";
 const char* kFooterEnd = "See docs/MULTIGPU.md for the NCCL settings.";
+
+using Paths = std::vector<std::pair<std::string, std::string>>;
+
+// The output files a command writes: `before`, then each output format's FILE (run/formats.hpp),
+// then `after`, in the order they are judged.
+Paths format_paths(FormatCommand command, const RunOptions& o, Paths before, const Paths& after) {
+  for (const OutputFormat* f : output_formats())
+    if (f->for_command(command) && !f->option.empty()) before.emplace_back(f->option, format_file(o, *f));
+  before.insert(before.end(), after.begin(), after.end());
+  return before;
+}
 
 // Whether `path` is an existing character device or FIFO (/dev/stdout, a pipe): written as a stream.
 bool is_stream(const std::string& path) {
@@ -89,7 +101,7 @@ struct Parser {
       // Where the run writes, judged before anything is measured (and before the GPU is probed).
       const RunOptions& o = run.options;
       if (p.message.empty())
-        p = cli::check_output_paths({{"--out-file", o.out_file}, {"--gbench-out", o.gbench_out}, {"--algo-cache", o.algo_cache_file}},
+        p = cli::check_output_paths(format_paths(kFormatRun, o, {{"--out-file", o.out_file}}, {{"--algo-cache", o.algo_cache_file}}),
                                     {{"--out", o.out_file.empty() ? o.out_dir : ""}});
       cmd.what = run;
     } else if (name == "doctor") {
@@ -98,8 +110,7 @@ struct Parser {
     } else if (name == "validate") {
       p = cli::check_run_inputs(validate.run);
       if (p.message.empty())
-        p = cli::check_output_paths({{"--junit", validate.options.junit_file}, {"--prometheus", validate.options.prometheus_file},
-                                     {"--algo-cache", validate.run.algo_cache_file}},
+        p = cli::check_output_paths(format_paths(kFormatValidate, validate.run, {}, {{"--algo-cache", validate.run.algo_cache_file}}),
                                     {{"--out", validate.run.out_dir}});
       cmd.what = validate;
     } else if (name == "monitor") {

@@ -58,6 +58,63 @@ CLI::Validator number_in(double lo, double hi) {
       "NUMBER in [" + shown(lo) + " - " + shown(hi) + "]");
 }
 
+CLI::Validator refusing(std::function<std::string(const std::string&)> why_not, std::string description) {
+  return CLI::Validator(
+      [why_not = std::move(why_not)](std::string& s) -> std::string {
+        if (s.find_first_not_of(" \t") == std::string::npos) return "";  // refuse_empty_values says it
+        return why_not(s);
+      },
+      std::move(description));
+}
+
+CLI::Validator filter_pattern() {
+  return refusing(
+      [](const std::string& s) -> std::string {
+        try {
+          Pattern re(s);  // linear time (base/pattern.hpp): std::regex can backtrack for ever
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "REGEX");
+}
+
+CLI::Validator duration_text() {
+  return refusing(
+      [](const std::string& s) -> std::string {
+        try {
+          (void)parse_duration(s);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "DURATION");
+}
+
+CLI::Validator seconds_in(double lo, double hi, std::string refusal) {
+  return refusing(
+      [lo, hi, refusal = std::move(refusal)](const std::string& s) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(s.c_str(), &end);
+        if (end != s.c_str() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi) return "";
+        std::string why = refusal;  // 'VALUE' in it: the value given
+        if (const size_t at = why.find("VALUE"); at != std::string::npos) why.replace(at, 5, s);
+        return why;
+      },
+      "SECONDS");
+}
+
+CLI::Validator compute_capability() {
+  return refusing(
+      [](const std::string& cc) -> std::string {
+        if (!parse_cc(cc) || *parse_cc(cc) < 10) return "'" + cc + "' is not a compute capability (e.g. 6.1, 8.6, 12.0)";
+        return "";
+      },
+      "CC");
+}
+
 Problem refuse_empty_values(const CLI::App& sub, const CLI::Option* skip) {
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt == skip || opt->count() == 0 || opt->get_expected_max() == 0) continue;  // a flag takes no value
@@ -180,14 +237,7 @@ Problem finish_selection(RunOptions& o, const RawText& raw) {
       from = comma + 1;
     }
   }
-  o.families = std::move(families);
-  if (!o.filter.empty()) {
-    try {
-      Pattern re(o.filter);  // linear time (base/pattern.hpp): std::regex can backtrack for ever
-    } catch (const Error& e) {
-      return {std::string("--filter: ") + e.what()};
-    }
-  }
+  o.families = std::move(families);  // the filter: checked while parsing (filter_pattern)
   return {};
 }
 
@@ -196,24 +246,9 @@ Problem finish_run(RunOptions& o, const RawText& raw, bool is_run) {
   if (raw.max_time > 0) o.max_time_s = raw.max_time;
   if (raw.l2 == "hot") o.l2 = L2Mode::hot;
   if (raw.l2 == "cold") o.l2 = L2Mode::cold;
-  if (!raw.budget.empty()) {
-    try {
-      o.budget_s = parse_duration(raw.budget);
-    } catch (const Error& e) {
-      return {std::string("--budget: ") + e.what()};
-    }
-  }
-  if (is_run && raw.monitor_opt && raw.monitor_opt->count() > 0) {
-    if (raw.monitor.empty()) {
-      o.monitor_interval_s = 1.0;
-    } else {
-      char* end = nullptr;
-      const double x = std::strtod(raw.monitor.c_str(), &end);
-      if (end == raw.monitor.c_str() || *end != '\0' || !std::isfinite(x) || x < 0.05 || x > 3600)
-        return {"--monitor: '" + raw.monitor + "' is not an interval in seconds (0.05 to 3600)", false};
-      o.monitor_interval_s = x;
-    }
-  }
+  if (!raw.budget.empty()) o.budget_s = parse_duration(raw.budget);  // checked while parsing (duration_text)
+  if (is_run && raw.monitor_opt && raw.monitor_opt->count() > 0)  // S checked while parsing (seconds_in)
+    o.monitor_interval_s = raw.monitor.empty() ? 1.0 : std::strtod(raw.monitor.c_str(), nullptr);
   return {};
 }
 
@@ -224,28 +259,17 @@ Problem finish_doctor(const DoctorOptions& o) {
 }
 
 Problem finish_frameworks(FrameworksOptions& o) {
-  for (const auto& cc : o.for_cc)
-    if (!parse_cc(cc) || *parse_cc(cc) < 10)
-      return {"--for-cc: '" + cc + "' is not a compute capability (e.g. 6.1, 8.6, 12.0)"};
   if (!o.from.empty() && (!o.pythons.empty() || !o.for_cc.empty()))
     return {"frameworks --from: judges the report as it was gathered; --python and --for-cc apply when probing"};
   return {};
 }
 
 Problem finish_burn(BurnOptions& o) {
-  try {
-    o.duration_s = parse_duration(o.duration);
-  } catch (const Error& e) {
-    return {std::string("--duration: ") + e.what(), true};
-  }
+  o.duration_s = parse_duration(o.duration);  // checked while parsing (duration_text)
   return {};
 }
 
 Problem finish_monitor(const MonitorOptions& mo) {
-  if (!std::isfinite(mo.interval_s) || mo.interval_s < 0.05 || mo.interval_s > 3600)
-    return {"--interval: must be 0.05 to 3600 seconds", false};
-  if (!std::isfinite(mo.duration_s) || mo.duration_s < 0 || mo.duration_s > 1e9)
-    return {"--duration: must be a number of seconds from 0 to 1e9 (0: until interrupted)", false};
   if (mo.format == "prometheus" && mo.out_file.empty())
     return {"--out: --format prometheus writes a textfile; give its path, e.g. "
             "--out /var/lib/node_exporter/textfile_collector/nodebench.prom",

@@ -1,7 +1,7 @@
 #include "app/cli_options.hpp"
-#include "base/pattern.hpp"
 
 #include "bench/settings.hpp"
+#include "run/formats.hpp"
 
 namespace nb::cli {
 
@@ -25,9 +25,15 @@ void add_selection(CLI::App* sub, RunOptions& o, std::string& suite) {
   // then takes the next argument as the value (',,,' then --quiet made --quiet a family).
   sub->add_option("--family", o.families, "Only these families (repeat or comma-separate), e.g. gemm");
   sub->add_option("--filter", o.filter,
-                  std::string("Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
-                              "without backreferences or lookaround, matched in linear time by the ") +
-                      Pattern::best_engine() + " engine)");
+                  "Only cases whose id (family/case) matches this regular expression (ECMAScript syntax "
+                  "without backreferences or lookaround, matched in linear time by the RE2 engine)")
+      ->check(filter_pattern());
+}
+
+// The options of the output formats the command writes (run/formats.hpp): each its FILE.
+void add_format_options(CLI::App* sub, FormatCommand command, RunOptions& o) {
+  for (const OutputFormat* f : output_formats())
+    if (f->for_command(command) && !f->option.empty()) sub->add_option(f->option, o.format_files[f->name], f->help);
 }
 
 // How each case is sampled.
@@ -48,7 +54,8 @@ void add_sampling(CLI::App* run, RunOptions& o, RawText& raw) {
   run->add_option("--budget", raw.budget,
                   "Plan the run to end within DURATION (e.g. 10m, 90s, 1h30m): before it starts, says which cases it "
                   "shortens or leaves out to fit, and records that in the result (plan)")
-      ->type_name("DURATION");
+      ->type_name("DURATION")
+      ->check(duration_text());
 }
 
 // What the run's analyses aim at, and how the GPUs are shared.
@@ -93,15 +100,15 @@ void add_run(CLI::App& app, RunCommand& c, RawText& raw) {
       ->check(CLI::ExistingFile);
   run->add_flag("--quiet", o.quiet, "No progress lines, only the summary");
   add_analysis_and_mode(run, o);
-  run->add_option("--gbench-out", o.gbench_out,
-                  "Also write the samples as a Google Benchmark JSON file (for its tools/compare.py and dashboards)");
+  add_format_options(run, kFormatRun, o);
   add_algo_cache(run, o);
   raw.monitor_opt = run->add_option("--monitor", raw.monitor,
                                     "Sample the run's GPUs (utilisation, SM clock, power, memory) every S seconds "
                                     "(default 1) into the result's timeline, with each case's start and end marked; "
                                     "needs NVML")
                         ->expected(0, 1)
-                        ->type_name("[=S]");
+                        ->type_name("[=S]")
+                        ->check(seconds_in(0.05, 3600, "'VALUE' is not an interval in seconds (0.05 to 3600)"));
   // Settings a family also offers as an option of run (e.g. the input family's --images DIR).
   for (const SettingSpec& s : setting_registry()) {
     if (s.run_option.empty()) continue;
@@ -148,7 +155,8 @@ void add_frameworks(CLI::App& app, FrameworksCommand& c) {
                  "Judge for GPUs of these compute capabilities instead of this node's (e.g. 6.1 for a P40): versions, arch "
                  "lists and library code only, no GPU needed, no operation run")
       ->type_name("CC,...")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(compute_capability());
   fw->add_flag("--json", o.json, "Print the report (the probes' answers, the libraries' architectures, the checks) as JSON");
   fw->add_option("--out", o.out_file, "Also write the JSON report to FILE")->type_name("FILE");
   fw->add_option("--from", o.from, "Judge a report written by --json or --out elsewhere instead of probing here")
@@ -192,8 +200,7 @@ void add_validate(CLI::App& app, ValidateCommand& c) {
       ->check(count_in(1, 4))
       ->capture_default_str();
   validate->add_option("--out", o.out_dir, "Folder for the result file")->capture_default_str();
-  validate->add_option("--junit", v.junit_file, "Write the verdicts as JUnit XML to FILE");
-  validate->add_option("--prometheus", v.prometheus_file, "Write the verdicts as a node_exporter textfile (.prom) to FILE");
+  add_format_options(validate, kFormatValidate, o);
   validate->add_option("--gpus", o.gpus, "Devices to benchmark: 'all' or a list like 0,2 (CUDA indices)")->capture_default_str();
   validate->add_flag("--quiet", o.quiet, "No progress lines");
   add_algo_cache(validate, o);
@@ -204,8 +211,11 @@ void add_monitor(CLI::App& app, MonitorCommand& c) {
   CLI::App* monitor = app.add_subcommand(
       "monitor", "Watch the GPUs through NVML: utilisation, memory, temperature, power, clocks, throttle reasons, "
                  "PCIe and NVLink throughput, ECC; a live table, CSV, JSON lines or a Prometheus textfile");
-  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")->capture_default_str();
-  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)");
+  monitor->add_option("--interval", mo.interval_s, "Seconds between samples")
+      ->check(seconds_in(0.05, 3600, "must be 0.05 to 3600 seconds"))
+      ->capture_default_str();
+  monitor->add_option("--duration", mo.duration_s, "Stop after S seconds (default: until Ctrl-C)")
+      ->check(seconds_in(0, 1e9, "must be a number of seconds from 0 to 1e9 (0: until interrupted)"));
   monitor->add_option("--gpus", mo.gpus, "GPUs to watch: 'all' or a list like 0,2 (NVML indices, as nvidia-smi numbers them)")
       ->capture_default_str();
   monitor->add_option("--format", mo.format, "table (redrawn on a terminal), csv, jsonl, or prometheus (a node_exporter textfile)")
@@ -225,6 +235,7 @@ void add_burn(CLI::App& app, BurnCommand& c) {
               "what was measured. Judge it with validate --level 4 (docs/VALIDATE.md)");
   burn->add_option("--duration", o.duration, "How long to load the GPUs (e.g. 10m, 60s, 1h; a plain number is seconds)")
       ->type_name("DURATION")
+      ->check(duration_text())
       ->capture_default_str();
   burn->add_option("--precision", o.precision,
                    "GEMM precision: auto (the GPU's fastest: fp16 tensor cores from cc 7.0, fp32 before), fp64, fp32, "

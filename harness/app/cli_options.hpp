@@ -1,6 +1,7 @@
 // The options of each subcommand, declared on CLI11 (cli_options.cpp), and the checks that need
 // the parsed values (cli_checks.cpp). Internal to the command-line parser (cli.cpp).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 
@@ -26,6 +27,16 @@ struct RawText {
 // every comparison with it is false).
 CLI::Validator count_in(long long lo, long long hi);
 CLI::Validator number_in(double lo, double hi);
+// A validator from a check that returns why a value is refused ("" when it is fine), said by
+// CLI11 as "--option: <why>" (exit 2). A blank value passes: refuse_empty_values names it.
+CLI::Validator refusing(std::function<std::string(const std::string&)> why_not, std::string description);
+// The checks of option values made while parsing: a filter RE2 compiles (--filter), a duration
+// (--budget, burn --duration), seconds in a range with the option's own message (monitor
+// --interval, --duration, run --monitor=S), a compute capability (frameworks --for-cc).
+CLI::Validator filter_pattern();
+CLI::Validator duration_text();
+CLI::Validator seconds_in(double lo, double hi, std::string refusal);  // "VALUE" in refusal: the value
+CLI::Validator compute_capability();
 
 void add_list(CLI::App& app, ListCommand& c, RawText& raw);
 void add_run(CLI::App& app, RunCommand& c, RawText& raw);

@@ -14,8 +14,9 @@
 #include "check/doctor.hpp"
 #include "check/validate.hpp"
 #include "check/validate_outputs.hpp"
-#include "output/json_file.hpp"
+#include "run/formats.hpp"
 #include "run/header.hpp"
+#include "run/pipeline.hpp"
 #include "run/plan.hpp"
 #include "run/session.hpp"
 
@@ -24,16 +25,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-// "[3/29] memory/copy/4GiB  ok": validate's progress, one line a record.
-class LineProgress : public Reporter {
- public:
-  std::string what() const override { return "progress lines"; }
-  void recorded(const RunDocument&, const json& rec, const Progress& p) override {
-    std::cout << "[" << p.done << "/" << p.total << "] " << rec["id"].get<std::string>() << "  "
-              << rec["status"].get<std::string>() << std::endl;
-  }
-};
 
 // The state of one validate: the session, the thresholds, the report being filled.
 struct Validation {
@@ -61,24 +52,24 @@ struct Validation {
     report.doctor = run_doctor_rules(in);
   }
 
-  // The verdict's own outputs (--junit, --prometheus); false when one could not be written.
+  // The verdict's own outputs (the verdict formats: --junit, --prometheus); false when one could
+  // not be written.
   bool write_verdict(const RunDocument& doc) {
-    std::vector<std::unique_ptr<Reporter>> outs;
-    if (!v.junit_file.empty()) outs.push_back(std::make_unique<JunitReport>(v.junit_file, report, hostname(), t0));
-    if (!v.prometheus_file.empty()) {
-      PromContext pc;
-      pc.cuda_gpus = int(session.env().gpus.size());
-      pc.nvml_gpus = nvml_gpus;
-      outs.push_back(std::make_unique<PrometheusReport>(v.prometheus_file, report, pc));
-    }
+    PromContext pc;
+    pc.cuda_gpus = int(session.env().gpus.size());
+    pc.nvml_gpus = nvml_gpus;
+    const VerdictExtra verdict(report, hostname(), t0, pc);
+    FormatContext ctx;
+    ctx.options = &o;
+    ctx.doc = &doc;
+    ctx.extra = &verdict;
     bool ok = true;
-    for (auto& r : outs) {
-      const std::string where = r->what() == "JUnit XML" ? v.junit_file : v.prometheus_file;
+    for (const MadeFormat& m : make_formats(kFormatValidate, FormatStage::verdict, ctx).made) {
       try {
-        r->finished(doc);
-        std::cout << r->what() << ": " << where << "\n";
+        m.reporter->finished(doc);
+        std::cout << m.format->what << ": " << m.file << "\n";
       } catch (const std::exception& e) {
-        std::cerr << "nodebench: cannot write " << r->what() << " '" << where << "': " << e.what() << "\n";
+        std::cerr << "nodebench: cannot write " << m.format->what << " '" << m.file << "': " << e.what() << "\n";
         ok = false;
       }
     }
@@ -90,35 +81,33 @@ struct Validation {
   std::optional<int> run_benchmarks(const BenchPlan& bp, RunDocument*& out, std::optional<RunDocument>& holder) {
     RunOptions ro;
     ro.suite = bp.suite;
+    if (!bp.run_all) {
+      ro.families = bp.families;
+      ro.filter = exact_id_filter(bp.case_ids);
+    }
     ro.gpus = o.gpus;
     ro.quiet = o.quiet;
     ro.out_file = path;
     ro.algo_cache_file = o.algo_cache_file;
     ro.algo_search = o.algo_search;
-    std::vector<Case> cases;
+    std::optional<Pipeline> pipeline;
     try {
-      cases = select_cases(bp.suite, bp.run_all ? std::vector<std::string>{} : bp.families,
-                           bp.run_all ? "" : exact_id_filter(bp.case_ids));
+      pipeline.emplace(kFormatValidate, ro, session, gpus);
     } catch (const Error& e) {
       std::cerr << "nodebench: " << e.what() << "\n";
       return kExitUsage;
     }
-    const Plan plan = make_plan(ro, session, std::move(cases), gpus);
     std::cout << "\nnodebench validate, level " << v.level << ": running "
               << (bp.run_all ? "every case (full suite)" : std::to_string(bp.case_ids.size()) + " case(s)") << std::endl;
-    holder.emplace(run_header(argv, session, ro, plan.base.max_time_s, make_run_id()));
-    std::optional<JsonResultFile> file;
+    holder.emplace(run_header(argv, session, ro, pipeline->plan().base.max_time_s, make_run_id()));
     try {
       fs::create_directories(fs::path(path).parent_path());
-      file.emplace(path, *holder);
+      pipeline->attach(*holder, path);
     } catch (const std::exception& e) {
       std::cerr << "nodebench: cannot write the result file '" << path << "': " << e.what() << "\n";
       return kExitUsage;
     }
-    LineProgress lines;
-    std::vector<Reporter*> reporters{&*file};
-    if (!o.quiet) reporters.push_back(&lines);
-    const RunOutcome outcome = run_plan(plan, session, *holder, reporters);
+    const RunOutcome outcome = pipeline->run();
     if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
     out = &*holder;
     return std::nullopt;
@@ -187,8 +176,14 @@ int cmd_validate(const ValidateCommand& c, const Argv& argv) {
   }
   doc->set_analysis("validation", val.report.to_json());
   try {
+    // The result file again, the verdict in it: validate's formats made over the judged document
+    // (the result file writes it when made; the console has nothing to add).
     fs::create_directories(fs::path(val.path).parent_path());
-    JsonResultFile(val.path, *doc);
+    FormatContext ctx;
+    ctx.options = &c.run;
+    ctx.file = val.path;
+    ctx.doc = doc;
+    make_formats(kFormatValidate, FormatStage::run, ctx);
   } catch (const std::exception& e) {
     std::cerr << "nodebench: could not write the result file: " << e.what() << "\n";
   }

@@ -1,39 +1,25 @@
 #include "app/runner.hpp"
+#include "app/output_lock.hpp"
+#include "app/run_signals.hpp"
 #include "base/json_file.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <optional>
-#include <cstdlib>
-#include <ctime>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/file.h>
-#include <sys/stat.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
-#include <mutex>
-#include <thread>
-#include <regex>
-#include <set>
-#include <sstream>
 
 #include "cluster/cluster.hpp"
 #include "output/console.hpp"
-#include "output/gbench_out.hpp"
-#include "output/json_file.hpp"
 #include "cluster/mpi.hpp"
+#include "run/pipeline.hpp"
 #include "run/plan.hpp"
 #include "run/header.hpp"
 #include "run/result.hpp"
@@ -45,186 +31,7 @@ namespace nb {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-InterruptAction interrupt_action(int64_t now_ns, int64_t& first_ns) {
-  if (first_ns == 0) {
-    first_ns = now_ns;
-    return InterruptAction::stop_after_case;
-  }
-  return now_ns - first_ns < kInterruptRepeatNs ? InterruptAction::ignore : InterruptAction::terminate;
-}
-
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-std::atomic<int64_t> g_first_signal_ns{0};
-std::atomic<int> g_signal{0};
-// The self-pipe through which the handler wakes the run's signal watcher (SignalWatcher).
-int g_signal_pipe[2] = {-1, -1};
-
-extern "C" void on_signal(int sig) {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
-  int64_t first = g_first_signal_ns.load();
-  switch (interrupt_action(int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, first)) {
-    case InterruptAction::stop_after_case:
-      g_first_signal_ns.store(first);
-      g_signal.store(sig);
-      g_interrupted.store(true);
-      if (g_signal_pipe[1] >= 0) {
-        const char wake = 1;
-        const int saved = errno;
-        (void)!write(g_signal_pipe[1], &wake, 1);  // async-signal-safe
-        errno = saved;
-      }
-      break;
-    case InterruptAction::ignore: break;
-    case InterruptAction::terminate:
-      signal(sig, SIG_DFL);
-      raise(sig);
-      break;
-  }
-}
-
-void install_signal_handlers() {
-  if (g_signal_pipe[0] < 0 && pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_signal_pipe[0] = g_signal_pipe[1] = -1;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // not SA_RESETHAND: see interrupt_action
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-// Watches a run's signals on its own thread: on the first SIGINT/SIGTERM it gives the run
-// kInterruptGraceMs to reach the end of its case by itself (then the run's analyses are made as
-// usual), and past that ends the run at once through RunHooks' end_now (the result file written
-// "interrupted" with every case measured so far) and the process, so that a signal stops a run
-// within a second even during a case that lasts minutes.
-class SignalWatcher {
- public:
-  // `lock_path`: the result file's lock (OutputLock), removed when the run ends at once.
-  SignalWatcher(std::string path, std::string lock_path) : path_(std::move(path)), lock_path_(std::move(lock_path)) {
-    if (g_signal_pipe[0] >= 0) thread_ = std::thread([this] { loop(); });
-  }
-  ~SignalWatcher() {
-    over();
-    if (thread_.joinable()) {
-      const char quit = 0;
-      (void)!write(g_signal_pipe[1], &quit, 1);
-      thread_.join();
-    }
-  }
-  void add_to(RunHooks& hooks) {
-    hooks.on_start = [this](std::function<bool(const std::string&)> end_now) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!over_) end_now_ = std::move(end_now);
-    };
-    hooks.on_end = [this] { over(); };
-  }
-
- private:
-  void over() {
-    std::lock_guard<std::mutex> lock(mu_);  // waits for an end_now under way (which ends the process)
-    over_ = true;
-    end_now_ = nullptr;
-  }
-  // A byte from the pipe: 1 a signal, 0 quit; none within timeout_ms: -1.
-  static int next_byte(int timeout_ms) {
-    pollfd p{g_signal_pipe[0], POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return -1;
-    char c = 0;
-    return ::read(g_signal_pipe[0], &c, 1) == 1 ? c : -1;
-  }
-  void loop() {
-    for (;;) {
-      const int b = next_byte(-1);
-      if (b == 0) return;
-      if (b == 1) break;
-    }
-    const int sig = g_signal.load();
-    const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
-    std::cerr << "nodebench: " << name << ": stopping the run\n";
-    const auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (over_) return;  // the run reached the end of its case and finishes by itself
-        if (end_now_ && std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(kInterruptGraceMs)) {
-          if (!end_now_("interrupted by " + name)) return;
-          std::cout.flush();
-          std::cerr << "nodebench: interrupted by " << name << " during a case, which is not recorded; the cases "
-                    << "measured so far are in " << path_ << "\n";
-          std::cerr.flush();
-          std::fflush(nullptr);
-          if (!lock_path_.empty()) ::unlink(lock_path_.c_str());
-          std::_Exit(kExitCaseFailed);
-        }
-      }
-      if (next_byte(20) == 0) return;
-    }
-  }
-  std::string path_, lock_path_;
-  std::mutex mu_;
-  bool over_ = false;
-  std::function<bool(const std::string&)> end_now_;
-  std::thread thread_;
-};
-
-// An exclusive lock on a result file's path for the run's life: the file `.NAME.lock` beside it,
-// held with flock and holding the holder's pid, so that a second run given the same --out-file is
-// refused (exit 2, naming the pid) instead of both writing it and one result being lost. The lock
-// goes with the process (a killed run leaves a lock file that no one holds: the next run takes it).
-class OutputLock {
- public:
-  OutputLock() = default;
-  OutputLock(const OutputLock&) = delete;
-  OutputLock& operator=(const OutputLock&) = delete;
-  ~OutputLock() {
-    if (fd_ < 0) return;
-    ::unlink(lock_path_.c_str());
-    ::close(fd_);
-  }
-  // Empty when taken, else why not.
-  std::string take(const std::string& path) {
-    const fs::path p(path);
-    lock_path_ = (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
-    std::error_code ec;
-    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) return "cannot create the lock file '" + lock_path_ + "' (" + std::strerror(errno) + ")";
-      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        const int err = errno;
-        char buf[32] = {};
-        const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-        ::close(fd);
-        if (err != EWOULDBLOCK) return "cannot lock '" + lock_path_ + "' (" + std::strerror(err) + ")";
-        std::string pid = n > 0 ? std::string(buf, size_t(n)) : "unknown";
-        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-        return "'" + path + "' is the result file of another run under way (pid " + pid + ", lock file " + lock_path_ +
-               "): give another --out-file, or wait for that run to end";
-      }
-      // The previous holder may have removed the lock file between our open and our flock.
-      struct stat held {}, now {};
-      if (::fstat(fd, &held) == 0 && ::stat(lock_path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-          held.st_dev == now.st_dev) {
-        const std::string pid = std::to_string(::getpid()) + "\n";
-        if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);
-        fd_ = fd;
-        return "";  // held
-      }
-      ::close(fd);
-    }
-    return "cannot lock '" + lock_path_ + "' (it keeps being replaced)";
-  }
-  // The lock file while held, else empty.
-  std::string held() const { return fd_ >= 0 ? lock_path_ : std::string(); }
-
- private:
-  int fd_ = -1;
-  std::string lock_path_;
-};
 
 ProfileDb load_profiles(const RunOptions& o) {
   return o.profiles_file.empty() ? ProfileDb::builtin() : ProfileDb::from_file(o.profiles_file);
@@ -241,10 +48,6 @@ std::string result_file_name(const json& env, const std::string& run_id) {
   std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
   return "nodebench-" + host + "-" + buf + "-" + run_id.substr(0, 8) + ".json";
 }
-
-}  // namespace
-
-namespace {
 
 }  // namespace
 
@@ -314,17 +117,22 @@ int cmd_env(const EnvCommand& c) {
 
 namespace {
 
-// argv without --runs N / --runs=N and without an --out-file (each run names its own file).
+// argv without --runs N / --runs=N, without an --out-file (each run names its own file) and
+// without the options of the output formats (--gbench-out: the combined run writes none).
 std::vector<std::string> child_args(const std::vector<std::string>& argv) {
+  std::vector<std::string> dropped = {"--runs", "--out-file"};
+  for (const OutputFormat* f : output_formats(kFormatRun, FormatStage::run))
+    if (!f->option.empty()) dropped.push_back(f->option);
   std::vector<std::string> out;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a == "--runs" || a == "--out-file" || a == "--gbench-out") {
-      ++i;
-      continue;
+    bool drop = false, with_value = false;
+    for (const std::string& d : dropped) {
+      if (a == d) drop = with_value = true;
+      else if (a.rfind(d + "=", 0) == 0) drop = true;
     }
-    if (a.rfind("--runs=", 0) == 0 || a.rfind("--out-file=", 0) == 0 || a.rfind("--gbench-out=", 0) == 0) continue;
-    out.push_back(a);
+    if (with_value) ++i;
+    if (!drop) out.push_back(a);
   }
   return out;
 }
@@ -419,23 +227,7 @@ std::string start_line(const RunOptions& o, const Plan& plan, const std::string&
          "; results: " + path;
 }
 
-// What a run writes (rank 0): the result file first, then the console and --gbench-out.
-struct Outputs {
-  std::optional<JsonResultFile> file;
-  std::optional<ConsoleProgress> progress;
-  std::optional<GbenchJson> gbench;
-  std::optional<ConsoleSummary> summary;
-  std::vector<Reporter*> list;
-  void attach(const RunOptions& o, const std::string& start) {
-    if (file) list.push_back(&*file);
-    progress.emplace(std::cout, start, o.quiet, isatty(STDOUT_FILENO) != 0);
-    list.push_back(&*progress);
-    if (!o.gbench_out.empty()) list.push_back(&gbench.emplace(o.gbench_out));
-    list.push_back(&summary.emplace(std::cout));
-  }
-};
-
-int finish_run(const RunOptions& o, const RunOutcome& outcome, const RunDocument& doc, const std::string& path) {
+int finish_run(const RunOutcome& outcome, const RunDocument& doc, const std::string& path, const MadeFormats& formats) {
   bool file_failed = false;
   for (const auto& [what, err] : outcome.output_errors) {
     std::cerr << "nodebench: could not write the " << what << ": " << err << "\n";
@@ -446,7 +238,10 @@ int finish_run(const RunOptions& o, const RunOutcome& outcome, const RunDocument
     if (!outcome.error.empty()) std::cerr << "nodebench: rank " << cluster::rank() << ": run aborted: " << outcome.error << "\n";
     return outcome.status == RunStatus::complete ? kExitOk : kExitCaseFailed;
   }
-  if (!o.gbench_out.empty() && outcome.output_errors.empty()) std::cout << "Google Benchmark JSON: " << o.gbench_out << "\n";
+  // The files asked for by a format's option (--gbench-out), said when every output was written.
+  if (outcome.output_errors.empty())
+    for (const MadeFormat& m : formats.made)
+      if (!m.file.empty()) std::cout << m.format->what << ": " << m.file << "\n";
   for (const auto& v : outcome.verdict_lines) std::cout << v << "\n";
   std::cout << "results: " << path << "\n";
   if (!outcome.error.empty()) std::cerr << "nodebench: run aborted: " << outcome.error << "\n";
@@ -538,7 +333,8 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   gpus = cluster::local_gpus(gpus);
   if (shared && cluster::root())
     std::cerr << "nodebench: more MPI ranks on a host than GPUs: per-GPU cases are skipped (shared GPU)\n";
-  const Plan plan = make_plan(o, session, std::move(cases), gpus);
+  Pipeline pipeline(kFormatRun, o, session, gpus);
+  const Plan& plan = pipeline.plan();
 
   const std::string run_id = cluster::from_root(make_run_id());
   std::string path;
@@ -549,22 +345,22 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   json header = run_header(argv, session, o, plan.base.max_time_s, run_id);
   cluster::gather_environment(header["environment"], plan.gpus.empty() ? -1 : plan.gpus.front());
   RunDocument doc(header);
-  Outputs outs;
   try {
-    if (cluster::root()) outs.file.emplace(path, doc);
+    // Rank 0 writes: the result file first (written now: a path it cannot write stops the run).
+    if (cluster::root()) pipeline.attach(doc, path, start_line(o, plan, path));
+    else pipeline.attach_without_formats(doc);
   } catch (const Error& e) {
     std::cerr << "nodebench: " << e.what() << "\n";
     return kExitUsage;
   }
   install_signal_handlers();
-  if (cluster::root()) outs.attach(o, start_line(o, plan, path));
   RunHooks hooks;
-  hooks.stop_requested = [] { return g_interrupted.load(); };
+  hooks.stop_requested = [] { return interrupt_requested(); };
   std::optional<SignalWatcher> watcher;
   if (cluster::root() && !cluster::active()) watcher.emplace(path, lock.held()).add_to(hooks);  // under MPI: at a case's end
-  const RunOutcome outcome = run_plan(plan, session, doc, outs.list, hooks);
+  const RunOutcome outcome = pipeline.run(hooks);
   watcher.reset();
-  return finish_run(o, outcome, doc, path);
+  return finish_run(outcome, doc, path, pipeline.formats());
 }
 
 

@@ -6,9 +6,28 @@
 
 #include "base/error.hpp"
 #include "bench/benchmark.hpp"
+#include "cluster/cluster.hpp"
 #include "node/profiles.hpp"
 
 namespace nb {
+
+Availability case_runs(const Case& c, const std::vector<const GpuInfo*>& on, int gpu_count) {
+  if (c.multi_gpu && gpu_count < c.min_gpus)
+    return Availability::no("needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(gpu_count) +
+                                (gpu_count == 1 ? " is" : " are") + " selected" +
+                                (cluster::active() ? " in this process (under MPI each process drives one GPU)" : ""),
+                            ReasonKind::needs_gpus);
+  if (c.available)
+    for (const GpuInfo* g : on) {
+      if (!g) continue;
+      Availability a = c.available(*g);
+      if (!a.ok) {
+        if (a.kind == ReasonKind::none) a.kind = ReasonKind::unsupported;
+        return a;
+      }
+    }
+  return Availability::yes();
+}
 
 extern const char* const kBuiltinCostsJson;
 

@@ -21,6 +21,16 @@ namespace nb {
 
 struct CaseCost;
 
+struct Case;
+struct Availability;
+
+// The one rule of which step is skipped before any work (a step: a case on the GPUs of one run of
+// it): a multi-GPU case given fewer GPUs than its min_gpus, or a case whose `available` says no on
+// one of the GPUs it is judged on (`on`: the step's GPUs; a host-only step is judged on the run's
+// first GPU; empty: none known, only the count is judged). run_plan records such a step skipped
+// with this reason and kind; the cost model costs it nothing (run/plan.hpp, case_cost).
+Availability case_runs(const Case& c, const std::vector<const GpuInfo*>& on, int gpu_count);
+
 // Seconds of `work` at the GPU's peak `key` (work in the peak's unit: TFLOP for a tflops key, GB
 // for gbps), or at `fallback` when the GPU has no such peak; 0 when neither is known.
 double op_seconds(const GpuInfo& g, const std::string& key, double work, const std::string& fallback = "");

@@ -26,8 +26,8 @@ struct FrameworksOptions {
 struct ValidateOptions {
   int level = 2;                 // 1 checks only; 2 plus quick bandwidth and GEMM; 3 every family, full sweeps
   std::string profile = "auto";  // auto, a model name of the thresholds file, or a thresholds FILE
-  std::string junit_file;        // JUnit XML, when set
-  std::string prometheus_file;   // node_exporter textfile, when set
+  // --junit and --prometheus are output formats (run/formats.hpp): their files are in the run
+  // options' format_files.
 };
 
 }  // namespace nb

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check/validate.hpp"
+#include "run/formats.hpp"
 #include "run/reporter.hpp"
 
 namespace nb {
@@ -38,6 +39,16 @@ class PrometheusReport : public Reporter {
   std::string path_;
   const ValidationReport& report_;
   PromContext ctx_;
+};
+
+// What validate hands its verdict formats (run/formats.hpp, FormatStage::verdict; check/formats/).
+struct VerdictExtra : FormatExtra {
+  VerdictExtra(const ValidationReport& r, std::string host, std::chrono::steady_clock::time_point t0, PromContext pc)
+      : report(r), hostname(std::move(host)), started(t0), prom(pc) {}
+  const ValidationReport& report;
+  std::string hostname;
+  std::chrono::steady_clock::time_point started;
+  PromContext prom;
 };
 
 // "2026-12-01T21:26:34Z" (format "%Y-%m-%dT%H:%M:%SZ") or "20261201T212634Z", now, in UTC.

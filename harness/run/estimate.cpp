@@ -1,10 +1,13 @@
 #include "run/estimate.hpp"
 
+#include "run/plan.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
 
 #include "base/error.hpp"
+#include "bench/cost.hpp"
 
 namespace nb {
 
@@ -208,6 +211,57 @@ BudgetPlan fit_budget(const std::vector<CaseCost>& costs, const std::vector<std:
   plan.left_out.assign(out.begin(), out.end());
   plan.fits = plan.predicted_s <= budget_s;
   return plan;
+}
+
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s,
+                   double* model_sample_s) {
+  // A step skipped before any work (the one rule, bench/cost.hpp) costs nothing: no fit's fixed seconds.
+  if (!case_runs(c, {gpu}, gpus).ok) {
+    CaseCost none;
+    none.kind = c.family;
+    if (model_s) *model_s = 0;
+    if (model_sample_s) *model_sample_s = 0;
+    return none;
+  }
+  CaseCost k = c.cost && gpu ? c.cost(CostInput{*gpu, cfg, std::max(gpus, 1)}) : default_case_cost(c, cfg);
+  if (k.kind.empty()) k.kind = c.family;
+  if (model_s) *model_s = k.total();
+  if (model_sample_s) *model_sample_s = k.sample_s;
+  return apply_fit(k);
+}
+
+CostUnit cost_unit(const CaseCost& k, double model_s) {
+  CostUnit u;
+  u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch, u.model_s = model_s;
+  if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
+  return u;
+}
+
+std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
+                                 const std::vector<Step>& steps) {
+  std::vector<CostUnit> units;
+  for (size_t i = 0; i < steps.size();) {
+    size_t j = i;
+    CostUnit u;
+    while (j < steps.size() && steps[j].wave == steps[i].wave) {
+      const Step& s = steps[j++];
+      double model = 0;
+      // A host-only step has no GPU of its own: it is costed (and judged able to run) on the run's
+      // first GPU, as run_host judges it.
+      const int on = !s.gpus.empty() ? s.gpus.front() : plan.gpus.empty() ? -1 : plan.gpus.front();
+      const CaseCost k = case_cost(*s.c, on < 0 ? nullptr : &gpu_of(on), plan.base, int(s.gpus.size()), &model);
+      const double top = std::max(u.prior_s, k.total());
+      if (k.total() > u.prior_s || u.kind.empty()) u = cost_unit(k, model);
+      u.prior_s = top;
+    }
+    units.push_back(u);
+    i = j;
+  }
+  return units;
+}
+
+double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of) {
+  return Estimator(wave_costs(plan, gpu_of, schedule(plan))).prior_total_s();
 }
 
 }  // namespace nb

@@ -1,9 +1,12 @@
-// How long a run will take, and how long is left: a cost per case from the case itself (its
-// work, setup and sampling: Case::cost), calibrated as the run goes by the pace of the cases of
-// the same kind so far -- not the mean of all cases, since a training-step case costs a hundred
-// GEMMs. Pure: unit-tested without a GPU (issue 24).
+// The run's side of the cost model (its family side, what a Case::cost is written with, the fits
+// of harness/profiles/costs.json and the one skip rule, is bench/cost.hpp): what each case and
+// wave of a plan costs, the forecast, --budget, and how long is left: a cost per case from the
+// case itself (its work, setup and sampling: Case::cost), calibrated as the run goes by the pace
+// of the cases of the same kind so far -- not the mean of all cases, since a training-step case
+// costs a hundred GEMMs. Pure: unit-tested without a GPU (issue 24).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +19,9 @@
 #include "bench/sweep.hpp"
 
 namespace nb {
+
+struct Plan;
+struct Step;
 
 // One unit of the schedule as the estimator sees it: a wave (the steps that run together, one per
 // GPU) costs its slowest step.
@@ -113,5 +119,23 @@ struct BudgetPlan {
 };
 BudgetPlan fit_budget(const std::vector<CaseCost>& costs, const std::vector<std::string>& families, double budget_s,
                       double min_sample_scale = 0.25);
+
+// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default, made
+// predicted seconds by its kind's fit: bench/cost.hpp) over `gpus` GPUs (a multi-GPU case); `gpu`
+// null for a step on no GPU (a host-only case): the default. `model_s`: the model seconds before
+// the fit (what scripts/dev/costs/fit_costs.py fits). A step that the one skip rule (case_runs,
+// bench/cost.hpp) skips before any work costs nothing.
+CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr,
+                   double* model_sample_s = nullptr);
+// The estimator's unit of one case's cost: its kind, prediction, sweep and batch, and where earlier
+// runs of its sweep stopped (costs.json).
+CostUnit cost_unit(const CaseCost& k, double model_s);
+// One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator;
+// `gpu_of` gives a GPU of the plan by index (the session's, or assumed ones for a forecast).
+std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
+                                 const std::vector<Step>& steps);
+// The predicted duration of a plan before it runs, on the GPUs `gpu_of` gives (the forecast
+// printed at the start; unit-tested for N GPUs without having them).
+double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of);
 
 }  // namespace nb

@@ -1,6 +1,7 @@
 // The options of a run (`run`, and the run inside `validate` and `advise`), as the command line
 // gives them; make_plan (plan.hpp) turns them into a Plan.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,9 @@ struct RunOptions {
   int global_batch = 256;             // train recommendation: the global batch to reach
   bool one_gpu_at_a_time = false;     // run per-GPU cases GPU after GPU even where they share nothing
   size_t runs = 1;                    // > 1: the run repeated in separate processes
-  std::string gbench_out;             // also write a Google Benchmark JSON file here
+  // The FILE of each output format asked for by its option (run/formats.hpp), by format name:
+  // "gbench" (--gbench-out), "junit" and "prometheus" (validate).
+  std::map<std::string, std::string> format_files;
   // Algorithm cache (docs/SCHEMA.md, "Algorithm choice"): read at start (checked while parsing:
   // a malformed file is exit 2), used by the cuDNN and cuBLASLt choices, written back at the end.
   std::string algo_cache_file;        // empty: no file

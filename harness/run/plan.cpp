@@ -73,59 +73,8 @@ std::vector<Step> schedule(const Plan& plan) {
   return steps;
 }
 
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus, double* model_s,
-                   double* model_sample_s) {
-  // A case its GPU cannot run is skipped before any work: it costs nothing (no fit's fixed seconds).
-  if ((gpu && c.available && !c.available(*gpu).ok) || (c.multi_gpu && gpus < c.min_gpus)) {
-    CaseCost none;
-    none.kind = c.family;
-    if (model_s) *model_s = 0;
-    if (model_sample_s) *model_sample_s = 0;
-    return none;
-  }
-  CaseCost k = c.cost && gpu ? c.cost(CostInput{*gpu, cfg, std::max(gpus, 1)}) : default_case_cost(c, cfg);
-  if (k.kind.empty()) k.kind = c.family;
-  if (model_s) *model_s = k.total();
-  if (model_sample_s) *model_sample_s = k.sample_s;
-  return apply_fit(k);
-}
-
-CostUnit cost_unit(const CaseCost& k, double model_s) {
-  CostUnit u;
-  u.kind = k.kind, u.prior_s = k.total(), u.sweep = k.sweep, u.batch = k.batch, u.model_s = model_s;
-  if (!k.sweep.empty()) u.sweep_last = sweep_last_batch(k.sweep), u.sweep_lasts = sweep_last_batches(k.sweep);
-  return u;
-}
-
-std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
-                                 const std::vector<Step>& steps) {
-  std::vector<CostUnit> units;
-  for (size_t i = 0; i < steps.size();) {
-    size_t j = i;
-    CostUnit u;
-    while (j < steps.size() && steps[j].wave == steps[i].wave) {
-      const Step& s = steps[j++];
-      double model = 0;
-      // A host-only step has no GPU of its own: it is costed (and judged able to run) on the run's
-      // first GPU, as run_host judges it.
-      const int on = !s.gpus.empty() ? s.gpus.front() : plan.gpus.empty() ? -1 : plan.gpus.front();
-      const CaseCost k = case_cost(*s.c, on < 0 ? nullptr : &gpu_of(on), plan.base, int(s.gpus.size()), &model);
-      const double top = std::max(u.prior_s, k.total());
-      if (k.total() > u.prior_s || u.kind.empty()) u = cost_unit(k, model);
-      u.prior_s = top;
-    }
-    units.push_back(u);
-    i = j;
-  }
-  return units;
-}
-
 std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps) {
   return wave_costs(plan, [&](int g) -> const GpuInfo& { return session.gpu(g); }, steps);
-}
-
-double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of) {
-  return Estimator(wave_costs(plan, gpu_of, schedule(plan))).prior_total_s();
 }
 
 namespace {
@@ -173,9 +122,9 @@ void apply_budget(Plan& plan, const Session& session, double budget_s) {
 
 }  // namespace
 
-Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> cases, std::vector<int> gpus) {
+Plan make_plan(const RunOptions& o, const Session& session, std::vector<int> gpus) {
   Plan plan;
-  plan.cases = std::move(cases);
+  plan.cases = select_cases(o.suite, o.families, o.filter);
   plan.gpus = std::move(gpus);
   plan.base.target_cv = o.target_cv;
   plan.base.min_samples = o.min_samples;

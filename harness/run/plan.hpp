@@ -37,10 +37,11 @@ struct Plan {
   nlohmann::json budget = nullptr;
 };
 
-// The one way from options to a plan (run, validate): the sampling config of the suite, the
-// GPUs, and with a --budget the cases shortened or left out to fit (`budget`). The session's
-// GPUs give the cases' costs.
-Plan make_plan(const RunOptions& o, const Session& session, std::vector<Case> cases, std::vector<int> gpus);
+// The one way from options to a plan (run, validate; run/pipeline.hpp): the cases the options
+// select (select_cases: suite, families, filter; throws nb::Error naming a bad one), the sampling
+// config of the suite, the GPUs, and with a --budget the cases shortened or left out to fit
+// (`budget`). The session's GPUs give the cases' costs.
+Plan make_plan(const RunOptions& o, const Session& session, std::vector<int> gpus);
 
 // The most points per GPU a result's timeline keeps (longer runs are down-sampled).
 constexpr size_t kTimelineMaxPoints = 600;
@@ -59,25 +60,9 @@ struct Step {
 };
 std::vector<Step> schedule(const Plan& plan);
 
-// The predicted cost of a case on one of the plan's GPUs (Case::cost, else the default, made
-// predicted seconds by its kind's fit: bench/cost.hpp) over `gpus` GPUs (a multi-GPU case); `gpu`
-// null for a step on no GPU (a host-only case): the default. `model_s`: the model seconds before
-// the fit (what scripts/dev/costs/fit_costs.py fits). A case that GPU cannot run (Case::available says
-// no) or a multi-GPU case given fewer GPUs than its min_gpus costs nothing: it is skipped before
-// any work.
-CaseCost case_cost(const Case& c, const GpuInfo* gpu, const MeasureConfig& cfg, int gpus = 1, double* model_s = nullptr,
-                   double* model_sample_s = nullptr);
-// The estimator's unit of one case's cost: its kind, prediction, sweep and batch, and where earlier
-// runs of its sweep stopped (costs.json).
-CostUnit cost_unit(const CaseCost& k, double model_s);
-// One cost unit per wave of the schedule (a wave costs its slowest step), for the Estimator;
-// `gpu_of` gives a GPU of the plan by index (the session's, or assumed ones for a forecast).
-std::vector<CostUnit> wave_costs(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of,
-                                 const std::vector<Step>& steps);
+// What a plan costs (case_cost, wave_costs, predicted_duration): run/estimate.hpp; here the wave
+// costs on the session's own GPUs.
 std::vector<CostUnit> wave_costs(const Plan& plan, const Session& session, const std::vector<Step>& steps);
-// The predicted duration of a plan before it runs, on the GPUs `gpu_of` gives (the forecast
-// printed at the start; unit-tested for N GPUs without having them).
-double predicted_duration(const Plan& plan, const std::function<const GpuInfo&(int)>& gpu_of);
 
 struct RunHooks {
   // Checked before each case: true stops the run ("interrupted").

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bench/algo_choice.hpp"
+#include "bench/cost.hpp"
 #include "cluster/cluster.hpp"
 #include "node/monitor.hpp"
 #include "run/case_records.hpp"
@@ -87,15 +88,8 @@ struct NotRun {
 };
 std::optional<NotRun> why_not_run(const Case& c, const std::vector<const GpuInfo*>& all, const Plan& plan,
                                   const GpuSlot& st, bool peers_ok) {
-  Availability a = c.available ? c.available(*all.front()) : Availability::yes();
-  for (size_t k = 1; a.ok && k < all.size(); ++k)
-    if (c.available) a = c.available(*all[k]);
-  const size_t n = all.size();
-  if (c.multi_gpu && int(n) < c.min_gpus)
-    return NotRun{Status::skipped, ReasonKind::needs_gpus,
-                  "needs " + std::to_string(c.min_gpus) + " GPUs; " + std::to_string(n) + (n == 1 ? " is" : " are") +
-                      " selected" + (cluster::active() ? " in this process (under MPI each process drives one GPU)" : "")};
-  if (!a.ok) return NotRun{Status::skipped, a.kind == ReasonKind::none ? ReasonKind::unsupported : a.kind, a.reason};
+  const Availability a = case_runs(c, all, int(all.size()));
+  if (!a.ok) return NotRun{Status::skipped, a.kind, a.reason};
   if (!peers_ok) return NotRun{Status::skipped, ReasonKind::peer_rank, "another MPI rank cannot run this case"};
   if (!c.multi_gpu && cluster::gpu_shared(plan.gpus))
     return NotRun{Status::skipped, ReasonKind::shared_gpu,
