@@ -16,7 +16,7 @@ check() {
   if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
 }
 cd "$repo" || exit 1
-for f in scripts/*.sh scripts/dev/*.sh tests/scripts/*.sh; do
+for f in scripts/*.sh scripts/dev/*.sh scripts/dev/*/*.sh tests/scripts/*.sh; do
   check "bash -n $f" bash -n "$f"
   if command -v shellcheck > /dev/null; then
     check "shellcheck -S warning $f" shellcheck -S warning "$f"
