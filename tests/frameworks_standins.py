@@ -7,7 +7,8 @@ A stand-in answers from the JSON file beside it (standin.json): version, build, 
 which operations fail on which GPU, a failing or hanging import, the log lines TensorFlow prints,
 and for the bench (`--bench`) the step time of each mode and GPU count (`bench`: {"MODE/GPUS": ms,
 "MODE/GPUS": "error text" or "hang"}), answered through the bench's stand-in hook
-`_nodebench_bench_step`.
+`_nodebench_bench_step`, whose steps advance a clock that replaces the bench's own: the bench
+measures exactly the chosen times, so no verdict depends on the machine's load.
 """
 import json
 import os
@@ -90,8 +91,10 @@ class _NS(object):
 
 
 def _nodebench_bench_step(mode, gpus, batch):
-    """The bench's stand-in hook: a step that takes the configured milliseconds (after a slow first
-    step, as a compilation makes it), or an error, or a hang with a child process."""
+    """The bench's stand-in hook: a step of the configured milliseconds (after a slower first step,
+    as a compilation makes it), an error, or a hang with a child process. The steps advance a clock
+    that stands in for the bench's own (its module's `time`), so the times it measures are exactly
+    the configured ones, whatever the load of the machine."""
     spec = _CFG.get("bench", {}).get("%s/%d" % (mode, gpus))
     if spec is None:
         raise RuntimeError("the stand-in has no bench answer for %s on %d GPUs" % (mode, gpus))
@@ -103,10 +106,20 @@ def _nodebench_bench_step(mode, gpus, batch):
         time.sleep(3600)
     if not isinstance(spec, (int, float)):
         raise RuntimeError(spec)
+    now = [1000.0]
+
+    class _Clock(object):
+        def perf_counter(self):
+            return now[0]
+
+        def time(self):
+            return now[0]
+
+    sys.modules["__main__"].time = _Clock()
     first = [_CFG.get("bench_first_ms", {}).get("%s/%d" % (mode, gpus), 0)]
 
     def step():
-        time.sleep((first[0] + spec) / 1e3)
+        now[0] += (first[0] + spec) / 1e3
         first[0] = 0
     return step
 

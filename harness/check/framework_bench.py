@@ -22,7 +22,8 @@
 # median step time gives images/s = B x N / step. It writes one JSON object to OUT.json (what it
 # has so far, also when the mode fails) and prints nothing nodebench reads.
 # A stand-in framework package (the tests') may answer `_nodebench_bench_step(mode, gpus, batch)`
-# with a step function; the timing is then the same as for a real one.
+# with a step function; the timing code is then the same as for a real one (the tests' stand-in
+# also replaces this module's clock, so that the times it measures are exactly the ones it chose).
 import json
 import os
 import sys
