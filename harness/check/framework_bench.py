@@ -135,7 +135,10 @@ def torch_step(torch, mode, batch, rank, ddp):
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
     fwd = torch.compile(model) if fast else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp)
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler("cuda", enabled=amp)
+    else:  # PyTorch before 2.3
+        scaler = torch.cuda.amp.GradScaler(enabled=amp)
     x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device=dev)
     loss_fn = torch.nn.CrossEntropyLoss()
