@@ -261,6 +261,8 @@ Problem finish_doctor(const DoctorOptions& o) {
 Problem finish_frameworks(FrameworksOptions& o) {
   if (!o.from.empty() && (!o.pythons.empty() || !o.for_cc.empty()))
     return {"frameworks --from: judges the report as it was gathered; --python and --for-cc apply when probing"};
+  if (o.bench && !o.from.empty()) return {"frameworks --bench: runs here; --from judges a report's bench records as they are"};
+  if (o.bench && !o.for_cc.empty()) return {"frameworks --bench: trains on this node's GPUs; --for-cc judges without them"};
   return {};
 }
 

@@ -167,6 +167,22 @@ void add_frameworks(CLI::App& app, FrameworksCommand& c) {
   fw->add_option("--junit", o.junit_file, "Also write the checks as JUnit XML to FILE")->type_name("FILE");
   fw->add_option("--prometheus", o.prometheus_file, "Also write the checks as a node_exporter textfile to FILE")
       ->type_name("FILE");
+  fw->add_flag("--bench", o.bench,
+               "Also train a synthetic ResNet-50 in each framework that sees a GPU (minutes): PyTorch and TensorFlow, on one "
+               "GPU and on all of them through the framework's data-parallel path, in its default settings, with mixed "
+               "precision, and in its fast settings (channels_last, mixed precision from cc 7.0, torch.compile or XLA); "
+               "images/s per mode as records in the report, with verdicts on scaling, the fast settings and mixed precision");
+  fw->add_option("--bench-seconds", o.bench_seconds, "Timed seconds per bench mode, after its warm-up steps")
+      ->check(number_in(0.1, 3600.0))
+      ->capture_default_str();
+  fw->add_option("--bench-timeout", o.bench_timeout_s,
+                 "Seconds one bench mode may take in all (import, warm-up, compilation, timing); one that overruns is ended "
+                 "with its processes and is a finding")
+      ->check(number_in(1.0, 86400.0))
+      ->capture_default_str();
+  fw->add_option("--bench-batch", o.bench_batch, "Images per GPU and step of the bench")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
 }
 
 void add_doctor(CLI::App& app, DoctorCommand& c) {

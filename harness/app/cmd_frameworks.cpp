@@ -22,6 +22,7 @@
 #include "base/json_fields.hpp"
 #include "base/json_file.hpp"
 #include "base/prometheus.hpp"
+#include "app/frameworks_bench_run.hpp"
 #include "base/subprocess.hpp"
 #include "build_info.hpp"
 #include "check/frameworks.hpp"
@@ -124,13 +125,6 @@ struct ProbeDir {
   }
 };
 
-json run_json(const SubprocessResult& r, double timeout_s) {
-  std::string log = r.output;
-  if (log.size() > 16000) log = "..." + log.substr(log.size() - 16000);
-  return {{"exit_code", r.exit_code}, {"signal", r.signal}, {"timed_out", r.timed_out}, {"seconds", r.seconds}, {"timeout_s", timeout_s},
-          {"description", r.describe()}, {"log", log}};
-}
-
 // Runs one probe step; its answer (what it wrote, also when it failed half-way) and its run.
 std::pair<json, json> probe(const std::string& python, const ProbeDir& d, const std::string& mode,
                             const std::vector<std::string>& flags, double timeout_s) {
@@ -149,7 +143,7 @@ std::pair<json, json> probe(const std::string& python, const ProbeDir& d, const 
       answer = nullptr;
     }
   }
-  return {answer, run_json(r, timeout_s)};
+  return {answer, subprocess_run_json(r, timeout_s)};
 }
 
 // Libraries judged: cuDNN, cuBLAS, NCCL and the frameworks' own CUDA libraries.
@@ -216,6 +210,7 @@ json gather(const FrameworksOptions& o) {
   const auto pys = interpreters(o);  // throws on a bad --python
   report["node"] = node_facts(o);
   report["environments"] = json::array();
+  if (o.bench) report["records"] = json::array();
   if (pys.empty()) return report;
   ProbeDir dir;
   const bool live = o.for_cc.empty();
@@ -241,6 +236,8 @@ json gather(const FrameworksOptions& o) {
         json fw = {{"probe", fa}, {"run", fr}};
         fw["libraries"] = libraries_of(answer, fa, cache);
         env["frameworks"][m] = fw;
+        if (o.bench)
+          for (auto& rec : bench_framework(py, dir.dir, m, fa, o)) report["records"].push_back(std::move(rec));
       }
     }
     report["environments"].push_back(env);
@@ -265,7 +262,7 @@ std::string junit_of(const std::vector<Check>& checks, const std::string& stamp)
   return os.str();
 }
 
-std::string prometheus_of(const std::vector<Check>& checks) {
+std::string prometheus_of(const std::vector<Check>& checks, const json& records) {
   std::ostringstream os;
   const CheckCounts n = count_checks(checks);
   os << "# HELP nodebench_frameworks_pass 1 when no framework check failed, else 0.\n# TYPE nodebench_frameworks_pass gauge\n"
@@ -280,6 +277,20 @@ std::string prometheus_of(const std::vector<Check>& checks) {
   for (const auto& [k, v] : worst)
     os << "nodebench_frameworks_check_severity{check=\"" << prometheus_label_escape(k.first) << "\",gpu=\""
        << prometheus_label_escape(k.second) << "\"} " << v << "\n";
+  bool head = false;
+  if (records.is_array())
+    for (const auto& r : records) {
+      if (!r.is_object() || r.value("status", std::string()) != "ok") continue;
+      const json& p = r["params"];
+      if (!head)
+        os << "# HELP nodebench_frameworks_bench_images_per_second Synthetic ResNet-50 training rate of a framework (--bench).\n"
+           << "# TYPE nodebench_frameworks_bench_images_per_second gauge\n";
+      head = true;
+      os << "nodebench_frameworks_bench_images_per_second{framework=\"" << prometheus_label_escape(r.value("framework", std::string()))
+         << "\",mode=\"" << prometheus_label_escape(r.value("mode", std::string())) << "\",gpus=\"" << p.value("gpus", 0)
+         << "\",batch=\"" << p.value("batch", 0) << "\",python=\"" << prometheus_label_escape(r.value("python", std::string()))
+         << "\"} " << r["metrics"].value("images_per_s", 0.0) << "\n";
+    }
   return os.str();
 }
 
@@ -334,7 +345,7 @@ int cmd_frameworks(const FrameworksCommand& c) {
   try {
     if (!o.out_file.empty()) write_file_atomic(o.out_file, report.dump(2) + "\n");
     if (!o.junit_file.empty()) write_file_atomic(o.junit_file, junit_of(checks, iso_utc(std::chrono::system_clock::now())));
-    if (!o.prometheus_file.empty()) write_file_atomic(o.prometheus_file, prometheus_of(checks));
+    if (!o.prometheus_file.empty()) write_file_atomic(o.prometheus_file, prometheus_of(checks, jf::at(report, "records")));
   } catch (const Error& e) {
     std::cerr << "nodebench frameworks: " << e.what() << "\n";
     rc = kExitUsage;

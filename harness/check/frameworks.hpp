@@ -22,8 +22,10 @@ namespace nb {
 const std::vector<std::string>& probed_frameworks();  // torch, tensorflow, jax
 std::string framework_title(const std::string& module);  // "PyTorch", "TensorFlow", "JAX"
 
-// The probe script (harness/check/framework_probe.py), embedded at build time.
+// The probe script (harness/check/framework_probe.py) and the bench script
+// (harness/check/framework_bench.py, `--bench`), embedded at build time.
 const char* framework_probe_script();
+const char* framework_bench_script();
 
 // A library's fatbin architectures as the report keeps them: {"path", "sass": [...], "ptx": [...],
 // "containers", "entries"} or {"path", "error"}.
@@ -39,7 +41,8 @@ std::vector<std::string> explaining_lines(const std::string& log);
 // {"node": {"gpus": [{"index", "cc", "name"}], "nvml_gpus", "source": "nvml"|"for-cc",
 //           "cuda_visible_devices", "driver_version", "cuda_driver_version"},
 //  "environments": [{"python", "found_by", "probe": {...}, "run": {...},
-//                    "frameworks": {"torch": {"probe": {...}, "run": {...}, "libraries": [...]}}}]}
+//                    "frameworks": {"torch": {"probe": {...}, "run": {...}, "libraries": [...]}}}],
+//  "records": [...]}  (--bench: one per framework, mode and GPU count; docs/FRAMEWORKS.md)
 // Returns the checks; throws nb::Error naming what is malformed.
 std::vector<Check> judge_frameworks(const nlohmann::json& report, const RuleData& data = RuleData::builtin());
 

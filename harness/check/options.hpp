@@ -20,6 +20,10 @@ struct FrameworksOptions {
   std::string out_file;              // --out FILE: the report as JSON, written atomically
   std::string from;                  // --from FILE: judge a report captured elsewhere
   double timeout_s = 300;            // per probe process
+  bool bench = false;                // --bench: a short synthetic ResNet-50 training run per framework and mode
+  double bench_seconds = 10;         // timed seconds per mode (after its warm-up)
+  double bench_timeout_s = 300;      // the most one mode's process may take, warm-up and compilation included
+  int bench_batch = 64;              // images per GPU and step
   std::string junit_file, prometheus_file;
 };
 

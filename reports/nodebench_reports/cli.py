@@ -101,7 +101,7 @@ def _write(path: str, text: str) -> None:
 
 def cmd_html(args) -> int:
     from .htmlpage import write_report
-    from .load import check_same_node, load_runs, merge_runs, read_advice
+    from .load import check_same_node, load_runs, merge_runs, read_advice, read_frameworks
 
     runs = load_runs(args.results)
     if not args.allow_mismatch:
@@ -109,6 +109,8 @@ def cmd_html(args) -> int:
     data = merge_runs(runs)
     if args.advise:
         data.advice = read_advice(args.advise)
+    if args.frameworks:
+        data.frameworks = read_frameworks(args.frameworks)
     html_path, md_path, checklist, plots = write_report(data, args.output, args.title)
     shown = sum(1 for p in plots if p.png)
     print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
@@ -297,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--advise", metavar="FILE",
                    help="a `nodebench advise --json` document (.json or .json.gz): predicted lines in the scaling plot, and the "
                         "checklist's strategy item judged from its predicted efficiency where none was measured")
+    p.add_argument("--frameworks", metavar="FILE",
+                   help="a `nodebench frameworks --bench --out` report (.json or .json.gz): the frameworks' images/s per "
+                        "mode beside nodebench's train step of the same precision, layout and batch from RESULTS, and "
+                        "beside advise's data-parallel bound (--advise)")
     p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",

@@ -107,6 +107,29 @@ def read_advice(path: str) -> dict:
     return doc
 
 
+def read_frameworks(path: str) -> dict:
+    """A `nodebench frameworks --bench --out` report (schema nodebench.frameworks, version 1) with its
+    bench ``records`` (docs/FRAMEWORKS.md); ReportError otherwise."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("schema") != "nodebench.frameworks":
+        raise ReportError(f"{path}: not a nodebench frameworks report (schema 'nodebench.frameworks')")
+    if type(doc.get("schema_version")) is not int or doc.get("schema_version") != 1:
+        raise ReportError(f"{path}: frameworks schema_version {doc.get('schema_version')!r}, this reader knows 1")
+    records = doc.get("records")
+    if not isinstance(records, list):
+        raise ReportError(f"{path}: records: expected a list (a report written with --bench)")
+    for i, r in enumerate(records):
+        if not isinstance(r, dict) or not isinstance(r.get("params"), dict) or not isinstance(r.get("status"), str):
+            raise ReportError(f"{path}: records[{i}]: expected an object with params (an object) and status")
+        for key in ("gpus", "batch"):
+            if not is_number(r["params"].get(key)):
+                raise ReportError(f"{path}: records[{i}].params.{key}: expected a number")
+        ips = (r.get("metrics") or {}).get("images_per_s")
+        if r["status"] == "ok" and not is_number(ips):
+            raise ReportError(f"{path}: records[{i}].metrics.images_per_s: expected a number")
+    return doc
+
+
 # ----------------------------------------------------------------------------------------------
 # The in-memory view of a run
 
@@ -242,6 +265,7 @@ class ReportData:
     superseded: int
     latest: Run
     advice: dict | None = None  # a `nodebench advise --json` document (read_advice), when given
+    frameworks: dict | None = None  # a `nodebench frameworks --bench` report (read_frameworks), when given
 
     @property
     def environment(self) -> dict:

@@ -61,11 +61,10 @@
 #                the same files: peer, nodebench, peer; ratios last.
 #                nvJPEG: the nvidia-nvjpeg wheel carried in .whl/ (NVJPEG_ROOT is set from it);
 #                libjpeg-turbo: the system's, or .deps/jpeg from scripts/dev/device/carry_jpeg.sh
-#   frameworks   issue 44: `nodebench frameworks` on FW_PYTHON (default /opt/torch/.venv/bin/python3):
-#                live (frameworks_live.json: the GPUs seen, matmul and conv+BN on each), with
-#                CUDA_VISIBLE_DEVICES= (frameworks_hidden.json: sees none, says why) and --for-cc 6.1
-#                (frameworks_cc61.json: what a P40 would lack); then the fatbin and framework ctests
-#                (against cuobjdump where the toolkit has it)
+#   frameworks   issue 44: scripts/dev/device/frameworks_session.sh on FW_PYTHON (default
+#                /opt/torch/.venv/bin/python3): live, CUDA_VISIBLE_DEVICES=, --for-cc 6.1, --bench on one
+#                GPU beside nodebench's train step (its files in raw.tar.gz, its table in session.log);
+#                then the fatbin and framework ctests (against cuobjdump where the toolkit has it)
 # Environment: OUT (default ./gpu-out), BUDGET_S (default 540: no step starts that could not end
 #   inside it), REBUILD (1), PEER_ROUNDS (1: nodebench/PyTorch pairs after the first PyTorch run),
 #   SWEEP_SERIES, RAW (scratch folder, default /tmp/nb-session-raw).
@@ -130,7 +129,7 @@ declare -A NEED=([build]=120 [gputests]=200 [quick]=90 [gemm-peer]=90 [conv-peer
                  [repeat]=150 [conv-repeat]=90 [peak-indep]=60 [peak-wgmma]=150 [train-peer]=150 [train-tests]=120 [train-sweep]=120 [train-fused]=150
                  [train-fused-sweep]=120 [monitor]=120 [mpi-shared]=60
                  [fresh-node]=300
-                 [families]=300 [input-peer]=200 [frameworks]=200)
+                 [families]=300 [input-peer]=200 [frameworks]=420)
 R=(); P=()   # nodebench and PyTorch files of the peer steps, for the ratio table
 
 step_build() {
@@ -525,21 +524,13 @@ step_input_peer() {  # ~2 minutes on 16 cores: two peer runs around one nodebenc
   return $rc
 }
 
-step_frameworks() {  # issue 44: the installed PyTorch probed for real, hidden GPUs, and for a P40
-  local rc=0 py=${FW_PYTHON:-/opt/torch/.venv/bin/python3} r
-  timeout "$(tmo 200)" build/nodebench frameworks --python "$py" --out "$RAW/frameworks_live.json" \
-    --junit "$RAW/frameworks_live.xml" > "$RAW/frameworks_live.log" 2>&1; r=$?
-  note "frameworks live: rc=$r (0 expected)"; [ $r = 0 ] || rc=1
-  CUDA_VISIBLE_DEVICES='' timeout "$(tmo 120)" build/nodebench frameworks --python "$py" \
-    --out "$RAW/frameworks_hidden.json" > "$RAW/frameworks_hidden.log" 2>&1; r=$?
-  note "frameworks with CUDA_VISIBLE_DEVICES='': rc=$r (1 expected: sees 0 GPUs, says why)"; [ $r = 1 ] || rc=1
-  timeout "$(tmo 120)" build/nodebench frameworks --python "$py" --for-cc 6.1 \
-    --out "$RAW/frameworks_cc61.json" > "$RAW/frameworks_cc61.log" 2>&1; r=$?
-  note "frameworks --for-cc 6.1: rc=$r (1 expected: what a P40 would lack)"; [ $r = 1 ] || rc=1
-  grep -hE "^  (ok|FAIL|WARN|info) " "$RAW"/frameworks_{live,hidden,cc61}.log | tee -a "$OUT/session.log"
+step_frameworks() {  # issue 44: the installed PyTorch probed for real, hidden GPUs, for a P40, and --bench
+  local rc=0
+  OUT="$RAW/frameworks" SKIP_BUILD=1 timeout "$(tmo 420)" scripts/dev/device/frameworks_session.sh \
+    > "$RAW/frameworks_session.log" 2>&1 || rc=1
+  [ -f "$RAW/frameworks/session.log" ] && tail -40 "$RAW/frameworks/session.log" | tee -a "$OUT/session.log"
   timeout "$(tmo 120)" ctest --test-dir build -R "^(fatbin_|frameworks_)" --output-on-failure > "$RAW/ctest-frameworks.log" 2>&1 || rc=1
   grep -E "tests passed|Failed|\*\*\*|Skipped|Not Run" "$RAW/ctest-frameworks.log" | tee -a "$OUT/session.log"
-  keep frameworks_live.json; keep frameworks_hidden.json; keep frameworks_cc61.json
   return $rc
 }
 
