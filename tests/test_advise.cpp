@@ -210,9 +210,9 @@ TEST(AdviseInputs, GathersEveryFamily) {
   EXPECT_DOUBLE_EQ(*in.pageable_gbps, 6.0);
   ASSERT_EQ(in.steps.size(), 2u);  // fp16 from train (conv not used for it), fp32 from conv
   EXPECT_EQ(in.steps[0].precision, "fp16");
-  EXPECT_FALSE(in.steps[0].from_conv);
+  EXPECT_FALSE(in.steps[0].partial);
   EXPECT_DOUBLE_EQ(in.steps[0].step_s, 0.110);  // the slowest GPU
-  EXPECT_TRUE(in.steps[1].from_conv);
+  EXPECT_TRUE(in.steps[1].partial);
   EXPECT_DOUBLE_EQ(in.steps[1].step_s, 0.090);
   ASSERT_EQ(in.dp.size(), 1u);
   EXPECT_EQ(in.dp[0].gpus, 2);

@@ -144,11 +144,10 @@ TEST(InputVerdict, AdviseInputLineUsesTheDecodeRate) {
                 {"environment", {{"host", {{"hostname", "gpu-node"}}}}}};
   json in = {{"schema", "nodebench.result"}, {"records", curve_records()},
              {"environment", {{"host", {{"hostname", "cpu-node"}}}}}};
-  advise::Inputs gathered = advise::gather_inputs({train, in}, "fp32");
-  EXPECT_FALSE(gathered.input_pipeline.measured());  // the command hands the family's judge over
-  const auto& judge = input_pipeline_judge();        // declared by the input family
-  ASSERT_TRUE(judge.has_value());
-  gathered.input_pipeline = {judge->gather({train, in}), judge->judge};
+  // The input family's contribution (bench/contributions.hpp) gathers its records and judges.
+  const advise::Inputs gathered = advise::gather_inputs({train, in}, "fp32");
+  ASSERT_TRUE(gathered.input_pipeline.measured());
+  EXPECT_FALSE(advise::gather_inputs({train}, "fp32").input_pipeline.measured());  // no input record: no input line
   ASSERT_EQ(gathered.input_pipeline.records.size(), 3u);
   EXPECT_EQ(gathered.input_pipeline.records[0]["host"], "cpu-node");
   AdviseOptions o;

@@ -1,1 +1,1 @@
-nb_family(burn SOURCES burn.cpp burn_rules.cpp KERNELS burn THRESHOLDS thresholds.json)
+nb_family(burn SOURCES burn_family.cpp burn.cpp burn_rules.cpp burn_report.cpp KERNELS burn THRESHOLDS thresholds.json)

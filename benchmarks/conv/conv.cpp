@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "bench/benchmark.hpp"
+#include "conv_metrics.hpp"
 #include "conv_layer.hpp"
 #include "shared/cudnn/conv_cost.hpp"
 #include "shared/cudnn/cudnn_conv.hpp"
@@ -106,8 +107,8 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
     ctx.details()["work_note"] = "the algorithm (FFT or Winograd) does fewer multiplications than a direct convolution: "
                                  "tflops counts the direct convolution's work (an effective rate) and has no percent of peak";
   const Stats st = compute_stats(ctx.output().measurement->samples_s);
-  ctx.metric("", Unit::images_per_s, double(batch) / st.median, Better::higher);
-  ctx.metric("workspace", Unit::bytes, double(ch.workspace), Better::lower);
+  ctx.metric(conv::kImagesPerS, double(batch) / st.median);
+  ctx.metric(kWorkspaceMetric, double(ch.workspace));
   ctx.details()["algorithm"] = {{"algo", ch.algo}, {"workspace_bytes", ch.workspace},
                                 {"math_type", int(ch.math)}, {"candidates", ch.candidates},
                                 {"cudnn_find_ms", ch.find_ms}, {"trial_us", ch.trial_us},
@@ -218,12 +219,12 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
     for (auto& c : net.convs) flops += 3.0 * c->flops() * c->L.count;
     ctx.set_throughput("tflops", flops / 1e12, "");
     const double med = compute_stats(all).median, fmed = compute_stats(fwd_only).median;
-    ctx.metric("train", Unit::images_per_s, double(batch) / med, Better::higher);
-    ctx.metric("fwd", Unit::images_per_s, double(batch) / fmed, Better::higher);
-    ctx.metric("fwd_time", Unit::us, fmed * 1e6, Better::lower);
-    ctx.metric("peak_memory", Unit::bytes, peak_bytes, Better::lower);
-    ctx.metric("memory_fraction", Unit::x, peak_bytes / double(g.memory_bytes), Better::lower);
-    ctx.metric("workspace", Unit::bytes, double(net.max_ws), Better::lower);
+    ctx.metric(conv::kTrainImagesPerS, double(batch) / med);
+    ctx.metric(conv::kFwdImagesPerS, double(batch) / fmed);
+    ctx.metric(conv::kFwdTime, fmed * 1e6);
+    ctx.metric(conv::kPeakMemory, peak_bytes);
+    ctx.metric(conv::kMemoryFraction, peak_bytes / double(g.memory_bytes));
+    ctx.metric(kWorkspaceMetric, double(net.max_ws));
     ctx.details()["layers"] = layers;
     ctx.details()["memory_model"] =
         "measured with cudaMemGetInfo: every convolution's input, output and gradients for all 53 "

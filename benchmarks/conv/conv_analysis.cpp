@@ -9,6 +9,7 @@
 #include "bench/analysis.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/precision.hpp"
+#include "conv_metrics.hpp"
 
 namespace nb::conv {
 
@@ -30,9 +31,9 @@ Series network_series(const json& records) {
                          r["params"]["precision"].get<std::string>(), r["params"]["layout"].get<std::string>());
     const int64_t b = r["params"]["batch"].get<int64_t>();
     if (r["status"] == "ok") {
-      const json& m = r["metrics"];
-      s.add(key, {b, m["train_images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(),
-                  m["peak_memory_bytes"].get<double>()});
+      const auto ips = kTrainImagesPerS.of(r), fraction = kMemoryFraction.of(r), peak = kPeakMemory.of(r);
+      if (!ips || !fraction || !peak) continue;
+      s.add(key, {b, *ips, *fraction, *peak});
     } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
       s.add_out_of_memory(key, b);
     }
@@ -136,7 +137,7 @@ const AnalysisRegistrar batch_analysis({
 // throughput, best batch of each precision; after the GEMM and the training step.
 std::vector<PrecisionRow> network_evidence(const json& records, const GpuBrief& g, std::vector<std::string>&) {
   auto best = [&](const char* prec) {
-    return best_metric(records, g, {"train_images_per_s"},
+    return best_metric(records, g, {kTrainImagesPerS.name()},
                        [&](const json& r) { return r["family"] == "conv" && r["params"].value("precision", "") == prec; });
   };
   return {{"conv (network, training images/s): fp16 / fp32", "conv", "fp16", best("fp32"), best("fp16")}};

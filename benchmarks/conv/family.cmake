@@ -1,5 +1,7 @@
 if(NB_HAVE_CUDNN)
-  nb_family(conv SOURCES conv.cpp conv_verify.cpp conv_analysis.cpp SHARED cudnn common)
+  nb_family(conv SOURCES conv.cpp conv_verify.cpp conv_analysis.cpp conv_advice.cpp SHARED cudnn common)
 else()
-  nb_family_not_built(conv "cuDNN not found")
+  # What advise reads from its records is built anyway (result files of other nodes).
+  nb_family(conv SOURCES conv_advice.cpp)
+  nb_family_not_built(conv "cuDNN not found (only what advise reads from its records is built)")
 endif()

@@ -1,1 +1,1 @@
-nb_family(hostlink SOURCES hostlink.cpp THRESHOLDS thresholds.json)
+nb_family(hostlink SOURCES hostlink.cpp hostlink_advice.cpp THRESHOLDS thresholds.json)

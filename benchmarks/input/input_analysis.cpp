@@ -2,6 +2,7 @@
 // steps of the same result), and the judge `nodebench advise` asks for its input line (the
 // training step of one file, the decode of another).
 #include "bench/benchmark.hpp"
+#include "bench/contributions.hpp"
 #include "input_verdict.hpp"
 
 namespace nb::input {
@@ -42,10 +43,9 @@ json gather(const std::vector<json>& docs) {
   return out;
 }
 
-struct AdviseJudge {
-  AdviseJudge() { input_pipeline_judge() = InputPipelineJudge{gather, judge_step}; }
-};
-const AdviseJudge advise_judge;
+// Its contribution to `nodebench advise` (bench/contributions.hpp): the input rate, judged
+// against each step the advice rests on; no record of it is a step, a curve or a copy.
+const AdviceRegistrar advice({"input", nullptr, {}, "", InputRateJudge{gather, judge_step}});
 
 }  // namespace
 }  // namespace nb::input

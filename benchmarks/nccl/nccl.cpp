@@ -17,6 +17,7 @@
 //
 // This file holds the cases and the family; nccl_driver.cpp the collectives' table and the
 // shared driver; nccl_team.* the communicators, watchdog and lockstep.
+#include "nccl_metrics.hpp"
 #include "nccl_spec.hpp"
 
 #include <algorithm>
@@ -211,7 +212,7 @@ void run_sweep(CaseContext& ctx, const Spec& spec) {
       }
       point.update(scaling_point(r, step.count, reference, reference_count));
       if (point["efficiency_pct"].is_number())
-        part.out.metric("scaling_efficiency", Unit::pct, point["efficiency_pct"].get<double>(), Better::higher);
+        part.out.metric(kScalingEfficiency, point["efficiency_pct"].get<double>());
     }
     part.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
     ctx.add_part(std::move(part));
@@ -282,7 +283,7 @@ std::vector<ValidationCheck> nccl_checks() {
     j.value = [env, unit, link, members](const json& r, std::string& how) {
       const std::string size = fmt(num_or(at(r, "params"), "bytes", 0) / double(1 << 20), 0) + " MiB over " +
                                fmt(num_or(at(r, "params"), "ngpus", 0), 0) + " GPUs: bus bandwidth ";
-      return rate_against_link(num_or(at(r, "metrics"), "busbw_gbps", NAN), unit, slowest_link_gbps(*env, members, false),
+      return rate_against_link(kBusbw.of(r).value_or(NAN), unit, slowest_link_gbps(*env, members, false),
                                size, "slowest PCIe link", link, how);
     };
     return std::vector<Judgement>{j};

@@ -4,6 +4,7 @@
 // how its buffers are placed (by their shape) and which NCCL call runs it.
 #include "nccl_spec.hpp"
 #include "nccl_buffers.hpp"
+#include "nccl_metrics.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -390,15 +391,15 @@ TeamResult measure_team(Teams& teams, const Settings& settings, Team* team, int 
 void fill_output(CaseOutput& out, const TeamResult& r, const Spec& spec, int nranks, const Teams& teams) {
   json& details = out.details;
   if (nranks > 1) {  // one rank moves nothing between GPUs: no link figure at all (single_rank_note)
-    out.metric("algbw", Unit::gbps, r.algbw, Better::higher);
-    out.metric("busbw", Unit::gbps, r.busbw, Better::higher);
-    out.metric("bus_factor", Unit::x, r.factor);
+    out.metric(kAlgbw, r.algbw);
+    out.metric(kBusbw, r.busbw);
+    out.metric(kBusFactor, r.factor);
   } else {
     out.flags.push_back(kSingleRankFlag);
   }
-  out.metric("data", Unit::bytes, double(r.k.bytes));
-  out.metric("gpu", Unit::count, nranks);
-  out.metric("wrong", Unit::count, double(r.wrong), Better::lower);
+  out.metric(kData, double(r.k.bytes));
+  out.metric(kGpuCount, nranks);
+  out.metric(kWrong, double(r.wrong));
   details["nccl_version"] = nccl_version();
   details["nccl_env"] = nccl_env();
   details["timer"] = "CUDA events around each sample on every rank; a sample is the slowest rank's, per collective";

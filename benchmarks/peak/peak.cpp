@@ -94,7 +94,7 @@ void measure_peak(CaseContext& ctx, const UnitInfo& u, const PeakLaunch& launch,
     }
   if (n == 0) return;
   const double mhz = 1e3 * ghz_sum / n;
-  ctx.metric("sm_clock", Unit::mhz, mhz);
+  ctx.metric(kSmClockMetric, mhz);
   const Theoretical theo = peak_theoretical(u.name, g.cc_major, g.cc_minor, g.sm_count, mhz, dense);
   if (theo.rate) ctx.metric("theoretical", unit_of_name(u.metric).value(), *theo.rate);  // tflops or tops
   ctx.details()["theoretical"] = theo.detail;

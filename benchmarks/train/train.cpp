@@ -19,6 +19,7 @@
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "train_analysis.hpp"
+#include "train_metrics.hpp"
 #include "kernels/train/train_kernels.cuh"
 #include "shared/resnet50/step_cost.hpp"
 #include "shared/resnet50/train_step.hpp"
@@ -29,6 +30,10 @@ namespace {
 using nlohmann::json;
 using namespace cudnn;
 using train::Kind;
+using train::kImagesPerS;
+using train::kMemoryFraction;
+using train::kPeakMemory;
+using train::kStepTime;
 
 // The smallest batch of each (GPU, precision, layout) series that did not fit, kept by the
 // Session with the GPU's resources (its own type: the conv family keeps its own series).
@@ -144,15 +149,15 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
   }
   ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
   ctx.set_primary_metric("images_per_s", true);
-  ctx.metric("step_time", Unit::ms, med * 1e3, Better::lower);
-  ctx.metric("", Unit::images_per_s, double(batch) / med, Better::higher);
+  ctx.metric(kStepTime, med * 1e3);
+  ctx.metric(kImagesPerS, double(batch) / med);
   ctx.metric("host_issue", Unit::ms, host_issue * 1e3, Better::lower);
   ctx.metric("eager_step", Unit::ms, eager * 1e3, Better::lower);
   ctx.metric("eager", Unit::images_per_s, double(batch) / eager, Better::higher);
-  ctx.metric("peak_memory", Unit::bytes, double(st.peak_bytes()), Better::lower);
+  ctx.metric(kPeakMemory, double(st.peak_bytes()));
   ctx.metric("device_used", Unit::bytes, device_used, Better::lower);
-  ctx.metric("memory_fraction", Unit::x, device_used / double(g.memory_bytes ? g.memory_bytes : total_b), Better::lower);
-  ctx.metric("workspace", Unit::bytes, double(st.workspace_bytes()), Better::lower);
+  ctx.metric(kMemoryFraction, device_used / double(g.memory_bytes ? g.memory_bytes : total_b));
+  ctx.metric(kWorkspaceMetric, double(st.workspace_bytes()));
   // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
   // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
   const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(cfg.prec->elem));

@@ -11,6 +11,7 @@
 #include "bench/analysis.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/precision.hpp"
+#include "train_metrics.hpp"
 
 namespace nb::train {
 
@@ -32,9 +33,9 @@ Series step_series(const json& records) {
     const Key key{r["gpus"][0].get<int>(), prm["precision"].get<std::string>(), prm["layout"].get<std::string>()};
     const int64_t b = prm["batch"].get<int64_t>();
     if (r["status"] == "ok") {
-      const json& m = r["metrics"];
-      if (!m.contains("images_per_s") || !m.contains("memory_fraction_x")) continue;
-      s.add(key, {b, m["images_per_s"].get<double>(), m["memory_fraction_x"].get<double>(), m.value("peak_memory_bytes", 0.0)});
+      const auto ips = kImagesPerS.of(r), fraction = kMemoryFraction.of(r);
+      if (!ips || !fraction) continue;
+      s.add(key, {b, *ips, *fraction, kPeakMemory.of(r).value_or(0.0)});
     } else if (r["status"] == "skipped" && skipped_for_memory(r)) {
       s.add_out_of_memory(key, b);
     }
@@ -168,7 +169,7 @@ namespace {
 // the verdict run (the family has its own recommendation, train_recommendation).
 std::vector<PrecisionRow> step_evidence(const json& records, const GpuBrief& g, std::vector<std::string>& notes) {
   auto best = [&](const char* prec) {
-    return best_metric(records, g, {"images_per_s"},
+    return best_metric(records, g, {kImagesPerS.name()},
                        [&](const json& r) { return r["family"] == "train" && r["params"].value("precision", "") == prec; });
   };
   const double fp32 = best("fp32"), fp16 = best("fp16");

@@ -30,6 +30,7 @@
 #include "node/topology.hpp"
 #include "train_dp_engine.hpp"
 #include "train_dp_plan.hpp"
+#include "train_dp_metrics.hpp"
 #include "kernels/train/train_kernels.cuh"
 #include "shared/resnet50/step_cost.hpp"
 #include "shared/resnet50/train_step.hpp"
@@ -43,6 +44,16 @@ namespace {
 
 using nlohmann::json;
 using train_dp::Point;
+using train_dp::kBucketBytes;
+using train_dp::kBucketCount;
+using train_dp::kComputeStep;
+using train_dp::kExposedComm;
+using train_dp::kGradientBytes;
+using train_dp::kImagesPerS;
+using train_dp::kOneGpuImagesPerS;
+using train_dp::kOneGpuStep;
+using train_dp::kScalingEfficiency;
+using train_dp::kStepTime;
 
 constexpr int kStepsPerSample = 2;
 
@@ -56,19 +67,19 @@ void fill_part(CasePart& part, const Point& pt, int n, int k, const Measurement&
   const double ips = train_dp::images_per_s(n, pt.batch, k, step_s);
   const double one_ips = train_dp::images_per_s(1, pt.batch, k, one_s);
   auto& m = part.out.typed_metrics;
-  m.push_back(make_metric("step_time", Unit::ms, step_s * 1e3, Better::lower));
-  m.push_back(make_metric("", Unit::images_per_s, ips, Better::higher));
-  m.push_back(make_metric("compute_step", Unit::ms, compute_s * 1e3, Better::lower));
-  m.push_back(make_metric("exposed_comm", Unit::ms, (step_s - compute_s) * 1e3, Better::lower));
-  m.push_back(make_metric("one_gpu_step", Unit::ms, one_s * 1e3, Better::lower));
-  m.push_back(make_metric("one_gpu", Unit::images_per_s, one_ips, Better::higher));
+  m.push_back(kStepTime.with(step_s * 1e3));
+  m.push_back(kImagesPerS.with(ips));
+  m.push_back(kComputeStep.with(compute_s * 1e3));
+  m.push_back(kExposedComm.with((step_s - compute_s) * 1e3));
+  m.push_back(kOneGpuStep.with(one_s * 1e3));
+  m.push_back(kOneGpuImagesPerS.with(one_ips));
   const double eff = train_dp::scaling_efficiency(ips, n, one_ips);
-  if (std::isfinite(eff)) m.push_back(make_metric("scaling_efficiency", Unit::ratio, eff, Better::higher));
-  m.push_back(make_metric("bucket", Unit::bytes, double(bucket_bytes)));
-  m.push_back(make_metric("bucket", Unit::count, double(eng.buckets().size())));
-  m.push_back(make_metric("gradient", Unit::bytes, double(eng.gradient_bytes())));
+  if (std::isfinite(eff)) m.push_back(kScalingEfficiency.with(eff));
+  m.push_back(kBucketBytes.with(double(bucket_bytes)));
+  m.push_back(kBucketCount.with(double(eng.buckets().size())));
+  m.push_back(kGradientBytes.with(double(eng.gradient_bytes())));
   part.out.measurement = step;
-  part.out.primary_metric = "images_per_s";
+  part.out.primary_metric = kImagesPerS.name();
   part.out.primary_higher = true;
 }
 

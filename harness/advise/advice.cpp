@@ -135,7 +135,13 @@ Setup measured_setup(const Inputs& in, const AdviseOptions& o) {
   s.host_source = in.host_source;
   if (o.step_ms) {
     if (!o.batch) throw Error("--step-ms needs --batch (the per-GPU batch that step time is for)");
-    s.steps.push_back({"framework", "-", *o.batch, *o.step_ms * 1e-3, "--step-ms " + fmt(*o.step_ms, 2), false});
+    StepSource st;
+    st.precision = "framework";
+    st.layout = "-";
+    st.batch = *o.batch;
+    st.step_s = *o.step_ms * 1e-3;
+    st.source = "--step-ms " + fmt(*o.step_ms, 2);
+    s.steps.push_back(st);
   } else {
     s.steps = in.steps;
     if (o.batch) {
@@ -146,12 +152,12 @@ Setup measured_setup(const Inputs& in, const AdviseOptions& o) {
       throw Error("no usable step time in the result files: no ok train/resnet50 or conv/resnet50 train record" +
                   std::string(o.batch ? " at --batch " + std::to_string(*o.batch) : "") +
                   " (or give --step-ms and --batch)");
-    bool conv = false;
-    for (const auto& x : s.steps) conv = conv || x.from_conv;
-    if (conv)
-      s.assumptions.push_back("no train record for some rows: their one-GPU step is the conv family's network case "
-                              "(convolutions only: batch norm, ReLU, pooling and the update are left out, so the step "
-                              "is shorter and the predicted efficiency lower than a real training step's)");
+    // Rows whose step is a partial one: the note of the family it came from, once per kind.
+    std::set<std::string> noted;
+    for (const auto& x : s.steps)
+      if (x.partial && noted.insert(x.kind).second)
+        if (const auto it = in.partial_step_notes.find(x.kind); it != in.partial_step_notes.end() && !it->second.empty())
+          s.assumptions.push_back(it->second);
   }
   for (const auto& v : in.fp16_verdicts) {  // pays only where no GPU's verdict says otherwise
     s.fp16.push_back("measured verdict " + v);
@@ -268,12 +274,12 @@ json advice_row(const Inputs& in, const AdviseOptions& o, const Setup& s, const 
   json row = {{"precision", st.precision}, {"layout", st.layout}, {"batch", st.batch}, {"accumulation", k},
               {"gpus", total}, {"gpus_per_node", n}, {"nodes", o.nodes}, {"compute_ms", st.step_s * 1e3},
               {"step_ms", p.step_s * 1e3}, {"images_per_s", p.images_per_s}, {"efficiency", p.efficiency},
-              {"allreduce_ms", whole.seconds * 1e3}, {"exposed_comm_ms", si.exposed_comm_s * 1e3},
+              {"allreduce_ms", whole.seconds * 1e3}, {kRowExposedComm.name(), si.exposed_comm_s * 1e3},
               {"buckets", ov.buckets}, {"input_pinned_ms", p.input_pinned_s * 1e3},
               {"input_pageable_ms", p.input_pageable_s * 1e3}, {"bottleneck", p.bottleneck}, {"why", p.why},
               {"comm_method", whole.method}, {"step_source", st.source},
-              {"peak_memory_bytes", st.peak_memory_bytes ? json(*st.peak_memory_bytes) : json(nullptr)},
-              {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.from_conv ? "conv" : "train"},
+              {kRowPeakMemory.name(), st.peak_memory_bytes ? json(*st.peak_memory_bytes) : json(nullptr)},
+              {"step_kind", s.what_if && !o.step_ms ? "profile" : o.step_ms ? "framework" : st.kind},
               {"label", s.label},
               {"measured", nullptr}};
   for (const auto& d : in.dp)
@@ -307,7 +313,7 @@ json train_memory(const Inputs& in) {
   for (const auto& s : in.steps)
     if (s.peak_memory_bytes)
       out.push_back({{"precision", s.precision}, {"layout", s.layout}, {"batch", s.batch},
-                     {"peak_memory_bytes", *s.peak_memory_bytes}, {"source", s.source}});
+                     {kRowPeakMemory.name(), *s.peak_memory_bytes}, {"source", s.source}});
   return out;
 }
 
@@ -346,7 +352,11 @@ json build_advice(const Inputs& in, const AdviseOptions& o) {
                       {"gpu_memory_note", in.gpu_memory_note},
                       {"train_memory", train_memory(in)},
                       {"what_if", s.what_if ? json({{"profile", o.profile}, {"link", o.link}}) : json(nullptr)}};
-  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline);
+  std::set<std::string> partial_kinds;
+  if (!s.what_if && !o.step_ms)
+    for (const auto& st : s.steps)
+      if (st.partial) partial_kinds.insert(st.kind);
+  advice["recommendation"] = recommend(advice, s.comm, s.fp16, s.fp16_pays, o, in.input_pipeline, partial_kinds);
   return advice;
 }
 

@@ -2,6 +2,7 @@
 // recommendation and the text, with the model of advise.hpp.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,10 +10,16 @@
 
 #include "advise/advise_inputs.hpp"
 #include "advise/options.hpp"
+#include "bench/metric.hpp"
 
 namespace nb {
 
 namespace advise {
+
+// The advice rows' figures that carry a metric's name (docs/ADVISE.md), declared once: the exposed
+// all-reduce of a row's step and the peak device memory of the step it rests on.
+inline constexpr MetricDecl kRowExposedComm{"exposed_comm", Unit::ms, Better::lower};
+inline constexpr MetricDecl kRowPeakMemory{"peak_memory", Unit::bytes, Better::lower};
 
 // The advice as a JSON document: inputs, rows (one per precision, layout, per-GPU batch, GPU
 // count and accumulation), the recommendation (statements with their figures) and the
@@ -22,7 +29,8 @@ nlohmann::json build_advice(const Inputs& in, const AdviseOptions& o);
 // rests on, from the rows of `advice`.
 // `input_pipeline`: Inputs::input_pipeline (the host's decoding, when measured).
 nlohmann::json recommend(const nlohmann::json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-                         std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline = {});
+                         std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline = {},
+                         const std::set<std::string>& partial_kinds = {});
 // The same as readable text.
 std::string advice_text(const nlohmann::json& advice);
 // "1,2,4" -> {1, 2, 4}; throws nb::Error naming --gpus.

@@ -34,8 +34,6 @@ std::string str(const json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 std::string fmt_num(double v) {
   std::ostringstream os;
   os << std::setprecision(3) << v;
@@ -47,11 +45,6 @@ std::string fmt_mib(double bytes) {
   std::string s = std::to_string((long long)std::llround(bytes / 1048576.0));
   for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
   return s + " MiB";
-}
-
-bool has_flag(const json& r, const char* flag) {
-  const auto it = r.find("flags");
-  return it != r.end() && it->is_array() && std::find(it->begin(), it->end(), json(flag)) != it->end();
 }
 
 // What the result files hold for the advisor, gathered record by record, then summarised into
@@ -72,31 +65,20 @@ class Gatherer {
 
   void add_record(const json& r) {
     if (!r.is_object() || str(r, "status") != "ok") return;
-    const std::string id = str(r, "id");
-    const json& p = r.contains("params") ? r["params"] : json();
-    const json& m = r.contains("metrics") ? r["metrics"] : json();
-    const int gpu = r.contains("gpus") && r["gpus"].is_array() && !r["gpus"].empty() && r["gpus"][0].is_number()
-                        ? r["gpus"][0].get<int>()
-                        : 0;
-    if (starts_with(id, "nccl/") && str(p, "collective") == "all_reduce") {
-      add_allreduce(r, p, m);
-    } else if (starts_with(id, "hostlink/h2d/") && str(p, "direction") == "h2d" &&
-               (str(p, "engine").empty() || str(p, "engine") == "ce")) {
-      add_host_copy(p, m, gpu);
-    } else if (starts_with(id, "train/resnet50/")) {
-      const auto ms = num(m, "step_time_ms");
-      add_step(train_, id, p, ms ? std::optional<double>(*ms * 1e-3) : std::nullopt, false);
-      if (const auto mem = num(m, "peak_memory_bytes"); mem && num(p, "batch")) {
-        const auto it = train_.find({str(p, "precision"), str(p, "layout"), int(*num(p, "batch"))});
-        if (it != train_.end() && (!it->second.peak_memory_bytes || *mem > *it->second.peak_memory_bytes))
-          it->second.peak_memory_bytes = *mem;
+    const std::string family = family_of_record(r);
+    AdviceFacts facts;
+    for (const AdviceContribution& c : advice_contributions())
+      if (c.family == family && c.read) {
+        c.read(r, facts);
+        if (!c.partial_step_note.empty())
+          for (const StepTime& s : facts.steps)
+            if (s.partial) in_.partial_step_notes.emplace(s.kind, c.partial_step_note);
       }
-    } else if (starts_with(id, "conv/resnet50/") && str(p, "pass") == "train") {
-      const auto us = num(m, "time_us");
-      add_step(conv_, id, p, us ? std::optional<double>(*us * 1e-6) : std::nullopt, true);
-    } else if (starts_with(id, "train_dp/")) {
-      add_dp(id, p, m);
-    }
+    for (const CollectivePoint& p : facts.allreduce) add_allreduce(p);
+    for (const HostCopyRate& h : facts.host_copies) add_host_copy(h);
+    for (const StepTime& s : facts.steps) add_step(s);
+    for (const DataParallelStep& d : facts.dp)
+      if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in_.dp.push_back(d);
   }
 
   void finish(const std::string& grad_dtype) {
@@ -108,9 +90,9 @@ class Gatherer {
     }
     if (in_.pinned_gbps || in_.pageable_gbps)
       in_.host_source = "hostlink h2d (copy engine, largest transfer, slowest GPU)";
-    for (const auto& [k, s] : train_) in_.steps.push_back(s);
-    for (const auto& [k, s] : conv_)
-      if (!train_.count(k)) in_.steps.push_back(s);
+    for (const auto& [k, s] : full_) in_.steps.push_back(s);
+    for (const auto& [k, s] : partial_)
+      if (!full_.count(k)) in_.steps.push_back(s);
     std::sort(in_.steps.begin(), in_.steps.end(), [](const StepSource& a, const StepSource& b) {
       return std::tie(a.precision, a.layout, a.batch) < std::tie(b.precision, b.layout, b.batch);
     });
@@ -122,58 +104,37 @@ class Gatherer {
   };
   using Key = std::tuple<std::string, std::string, int>;
 
-  void add_allreduce(const json& r, const json& p, const json& m) {
-    const auto bw = num(m, "busbw_gbps");
-    const auto bytes = num(m, "data_bytes") ? num(m, "data_bytes") : num(p, "bytes");
-    auto n = num(m, "gpu_count");
-    if (!n) n = num(p, "ngpus");
-    // One rank crosses no link (flag single_rank; files before the flag: one GPU): not a curve point.
-    if (!bw || !bytes || !n || *n < 2 || !(*bw > 0) || has_flag(r, "single_rank")) return;
-    std::string settings;
-    const json& d = r.contains("details") ? r["details"] : json();
-    if (d.is_object() && d.contains("nccl_env") && d["nccl_env"].is_object())
-      for (const auto& [k, v] : d["nccl_env"].items())
-        if (k != "NCCL_VERSION" && !starts_with(k, "NCCL_DEBUG") && v.is_string())
-          settings += (settings.empty() ? "" : " ") + k + "=" + v.get<std::string>();
-    in_.nccl_settings.insert(settings.empty() ? "defaults" : settings);
-    auto& cell = ar_[str(p, "dtype")][int(*n)][*bytes];
-    std::get<0>(cell) += *bw;
-    std::get<1>(cell) += num(m, "time_us").value_or(0) * 1e-6;
+  void add_allreduce(const CollectivePoint& p) {
+    in_.nccl_settings.insert(p.settings.empty() ? "defaults" : p.settings);
+    auto& cell = ar_[p.dtype][p.gpus][p.bytes];
+    std::get<0>(cell) += p.busbw_gbps;
+    std::get<1>(cell) += p.time_s;
     std::get<2>(cell) += 1;
   }
 
-  void add_host_copy(const json& p, const json& m, int gpu) {
-    const std::string mem = str(p, "memory");
-    const auto gbps = num(m, "gbps");
-    const auto bytes = num(p, "bytes");
-    if ((mem != "pinned" && mem != "pageable") || !gbps || !bytes) return;
-    Host& h = host_[{mem, gpu}];
-    if (*bytes > h.bytes || (*bytes == h.bytes && *gbps > h.gbps)) h = {*bytes, *gbps};
+  // The largest transfer per (memory, GPU); of equal sizes the fastest.
+  void add_host_copy(const HostCopyRate& c) {
+    if (c.memory != "pinned" && c.memory != "pageable") return;
+    Host& h = host_[{c.memory, c.gpu}];
+    if (c.bytes > h.bytes || (c.bytes == h.bytes && c.gbps > h.gbps)) h = {c.bytes, c.gbps};
   }
 
-  // A one-GPU step of `step_s` seconds: the slowest per (precision, layout, batch).
-  static void add_step(std::map<Key, StepSource>& into, const std::string& id, const json& p,
-                       std::optional<double> step_s, bool from_conv) {
-    const auto b = num(p, "batch");
-    if (!step_s || !b || !(*step_s > 0)) return;
-    Key k{str(p, "precision"), str(p, "layout"), int(*b)};
-    StepSource& s = into[k];
-    if (*step_s > s.step_s) s = {std::get<0>(k), std::get<1>(k), int(*b), *step_s, id, from_conv, std::nullopt};
-  }
-
-  void add_dp(const std::string& id, const json& p, const json& m) {
-    MeasuredDp d;
-    d.id = id;
-    d.precision = str(p, "precision");
-    d.layout = str(p, "layout");
-    d.batch = int(num(p, "batch").value_or(0));
-    d.gpus = int(num(p, "gpus").value_or(0));
-    d.accumulation = int(num(p, "accumulation").value_or(1));
-    d.images_per_s = num(m, "images_per_s").value_or(0);
-    d.efficiency = num(m, "scaling_efficiency_ratio");
-    d.step_ms = num(m, "step_time_ms");
-    d.exposed_comm_ms = num(m, "exposed_comm_ms");
-    if (d.batch > 0 && d.gpus > 0 && d.images_per_s > 0) in_.dp.push_back(d);
+  // A one-GPU step: the slowest per (precision, layout, batch); the peak memory of the records of
+  // that key, the largest since the slowest was taken.
+  void add_step(const StepTime& st) {
+    std::map<Key, StepSource>& into = st.partial ? partial_ : full_;
+    const Key k{st.precision, st.layout, st.batch};
+    if (st.step_s > 0) {
+      StepSource& s = into[k];
+      if (st.step_s > s.step_s) {
+        s = st;
+        s.peak_memory_bytes.reset();
+      }
+    }
+    if (!st.peak_memory_bytes) return;
+    const auto it = into.find(k);
+    if (it != into.end() && (!it->second.peak_memory_bytes || *st.peak_memory_bytes > *it->second.peak_memory_bytes))
+      it->second.peak_memory_bytes = st.peak_memory_bytes;
   }
 
   // Curves: the gradient's dtype where it was measured, else whichever dtype has the most points.
@@ -204,7 +165,7 @@ class Gatherer {
   // all-reduce points: dtype -> count -> bytes -> (sum busbw, sum time, n)
   std::map<std::string, std::map<int, std::map<double, std::tuple<double, double, int>>>> ar_;
   std::map<std::pair<std::string, int>, Host> host_;  // (memory, gpu) -> largest transfer
-  std::map<Key, StepSource> train_, conv_;
+  std::map<Key, StepSource> full_, partial_;
 };
 
 // The smallest GPU memory of an environment, with its ECC state and (from the device profile's
@@ -251,35 +212,35 @@ Inputs gather_inputs(const std::vector<json>& docs, const std::string& grad_dtyp
     for (const json& r : doc["records"]) g.add_record(r);
   }
   g.finish(grad_dtype);
+  // The host's input rate, judged by the family that contributes one (when built).
+  for (const AdviceContribution& c : advice_contributions())
+    if (c.input && c.input->gather && c.input->judge) {
+      in.input_pipeline = {c.input->gather(docs), c.input->judge};
+      break;
+    }
   return in;
 }
 
 namespace {
 
-// The figures the advisor reads, by family (the id's first part), and the least each may be:
-// strict: above `least`; else at least `least`.
-struct FieldRule {
-  const char* family;
-  const char* section;
-  const char* key;
-  double least;
-  bool strict;
-};
-constexpr FieldRule kRules[] = {
-    {"nccl", "metrics", "busbw_gbps", 0, false}, {"nccl", "metrics", "data_bytes", 0, true},
-    {"nccl", "metrics", "time_us", 0, true},     {"nccl", "metrics", "gpu_count", 1, false},
-    {"nccl", "params", "bytes", 0, true},        {"nccl", "params", "ngpus", 1, false},
-    {"hostlink", "metrics", "gbps", 0, true},    {"hostlink", "params", "bytes", 0, true},
-    {"train", "metrics", "step_time_ms", 0, true}, {"train", "params", "batch", 1, false},
-    {"conv", "metrics", "time_us", 0, true},     {"conv", "params", "batch", 1, false},
-    {"train_dp", "metrics", "images_per_s", 0, false}, {"train_dp", "metrics", "step_time_ms", 0, true},
-    {"train_dp", "params", "batch", 1, false},   {"train_dp", "params", "gpus", 1, false},
-    {"train_dp", "params", "accumulation", 1, false},
-};
-
 std::string shown(const json& v) {
   std::string s = v.dump();
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// A figure a contribution relies on, refused out of range (named).
+void check_figure(const json& r, const FigureRule& rule, const std::string& at, const std::string& id) {
+  if (!r.contains(rule.section) || r[rule.section].is_null()) return;
+  const json& sec = r[rule.section];
+  const std::string field = rule.section + "." + rule.key;
+  if (!sec.is_object()) throw Error(at + " (" + id + "): '" + rule.section + "' must be an object, found " + shown(sec));
+  const auto it = sec.find(rule.key);
+  if (it == sec.end() || it->is_null()) return;
+  const bool ok = it->is_number() && std::isfinite(it->get<double>()) &&
+                  (rule.strict ? it->get<double>() > rule.least : it->get<double>() >= rule.least);
+  if (!ok)
+    throw Error(at + " (" + id + "): '" + field + "' must be a number " + (rule.strict ? "above " : "of at least ") +
+                std::to_string(int(rule.least)) + ", found " + shown(*it));
 }
 
 }  // namespace
@@ -304,19 +265,9 @@ void check_result_document(const json& doc, const std::string& path) {
     if (str(r, "status") != "ok") continue;
     const std::string id = str(r, "id");
     const std::string family = id.substr(0, id.find('/'));
-    for (const FieldRule& rule : kRules) {
-      if (family != rule.family) continue;
-      if (!r.contains(rule.section) || r[rule.section].is_null()) continue;
-      const json& sec = r[rule.section];
-      const std::string field = std::string(rule.section) + "." + rule.key;
-      if (!sec.is_object()) throw Error(at + " (" + id + "): '" + rule.section + "' must be an object, found " + shown(sec));
-      const auto it = sec.find(rule.key);
-      if (it == sec.end() || it->is_null()) continue;
-      const bool ok = it->is_number() && std::isfinite(it->get<double>()) &&
-                      (rule.strict ? it->get<double>() > rule.least : it->get<double>() >= rule.least);
-      if (!ok)
-        throw Error(at + " (" + id + "): '" + field + "' must be a number " + (rule.strict ? "above " : "of at least ") +
-                    std::to_string(int(rule.least)) + ", found " + shown(*it));
+    for (const AdviceContribution& c : advice_contributions()) {
+      if (c.family != family) continue;
+      for (const FigureRule& rule : c.figures) check_figure(r, rule, at, id);
     }
   }
 }

@@ -1,9 +1,10 @@
-// What `nodebench advise` reads from result files: the measured all-reduce curves (nccl family),
-// the host link (hostlink family), the one-GPU step times (train family, else the conv family's
-// network case), the measured data-parallel steps (train_dp family) and the FP16 verdict.
-// Pure over parsed JSON documents, so it is unit-tested without files.
+// What `nodebench advise` reads from result files: what each family contributes
+// (bench/contributions.hpp: the measured all-reduce curves, the host link, the one-GPU step times,
+// the measured data-parallel steps, the input rate) and the FP16 verdict. Pure over parsed JSON
+// documents, so it is unit-tested without files.
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,28 +13,17 @@
 #include <nlohmann/json.hpp>
 
 #include "advise/advise.hpp"
+#include "bench/contributions.hpp"
 
 namespace nb::advise {
 
-struct StepSource {
-  std::string precision, layout;
-  int batch = 0;
-  double step_s = 0;      // the slowest GPU's one-GPU step
-  std::string source;     // "train/resnet50/fp16/nhwc/b256" or the conv case, with its caveat
-  bool from_conv = false; // the conv family's network case: convolutions only
-  std::optional<double> peak_memory_bytes;  // the train record's peak device memory, where recorded
-};
-
-struct MeasuredDp {
-  std::string id, precision, layout;
-  int batch = 0, gpus = 0, accumulation = 1;
-  double images_per_s = 0;
-  std::optional<double> efficiency, step_ms, exposed_comm_ms;
-};
+// A one-GPU step the advice rows rest on: the slowest GPU's, per precision, layout and batch.
+using StepSource = StepTime;
+using MeasuredDp = DataParallelStep;
 
 // The host's measured input pipeline for the input line: the records of the family that
-// measures it and that family's judge (bench/benchmark.hpp's InputPipelineJudge, handed over by
-// the command), so that the line rests on the decode rate and not on the copy alone.
+// measures it and that family's judge (its AdviceContribution's input), so that the line rests on
+// the decode rate and not on the copy alone.
 struct InputPipeline {
   nlohmann::json records = nlohmann::json::array();
   // For a step of `precision`/`layout` at `images_per_s` over `gpus` GPUs: an object with at
@@ -55,9 +45,11 @@ struct Inputs {
   std::optional<double> pinned_gbps, pageable_gbps;  // h2d, the slowest GPU's largest transfer
   std::string host_source;
   std::vector<StepSource> steps;
+  // The assumption for rows whose step is a partial one (StepTime::partial), by its kind.
+  std::map<std::string, std::string> partial_step_notes;
   std::vector<MeasuredDp> dp;
   std::vector<std::string> fp16_verdicts;  // "pays: FP16 runs 12.45x ..." per GPU
-  InputPipeline input_pipeline;  // set by the command (empty: not measured)
+  InputPipeline input_pipeline;  // from the family that contributes an input rate (empty: not measured)
   // The smallest GPU memory of the files' environments (what CUDA reports: with ECC on, what the
   // ECC reserve leaves), and how it was read (the ECC state and what ECC costs, where known).
   std::optional<double> gpu_memory_bytes;
@@ -65,14 +57,15 @@ struct Inputs {
   int files = 0;
 };
 
-// Gathers the inputs from parsed result documents; only records with status "ok" count. When a
-// train record exists for a (precision, layout, batch), conv records for it are not used.
+// Gathers the inputs from parsed result documents through the registered contributions; only
+// records with status "ok" count. Where a full step exists for a (precision, layout, batch),
+// partial steps for it are not used.
 Inputs gather_inputs(const std::vector<nlohmann::json>& docs, const std::string& grad_dtype);
 
 // Whether `doc`, read from `path`, is a result file the advisor can read: a JSON object with a
 // 'records' array of objects (not a Google Benchmark JSON file, not another nodebench document),
-// whose ok records of the families the advisor reads give each figure it uses as a number in its
-// range (a step time of -5 or "fast" is refused, not dropped). Throws nb::Error naming the file,
+// whose ok records of the families that contribute to the advisor give each figure it uses (their
+// FigureRules) as a number in its range (a step time of -5 or "fast" is refused, not dropped). Throws nb::Error naming the file,
 // the record and the field.
 void check_result_document(const nlohmann::json& doc, const std::string& path);
 

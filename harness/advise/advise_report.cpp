@@ -31,7 +31,7 @@ std::string row_figures(const json& r) {
          fmt(100 * r["efficiency"].get<double>()) + "% (communication and input only" + measured + "), step " +
          fmt(r["step_ms"].get<double>(), 2) + " ms (compute " +
          fmt(r["accumulation"].get<int>() * r["compute_ms"].get<double>(), 2) + " ms, exposed all-reduce " +
-         fmt(r["exposed_comm_ms"].get<double>(), 2) + " ms of " + fmt(r["allreduce_ms"].get<double>(), 2) + " ms)";
+         fmt(r[kRowExposedComm.name()].get<double>(), 2) + " ms of " + fmt(r["allreduce_ms"].get<double>(), 2) + " ms)";
 }
 
 // The host input line: decoding and augmenting on the host's cores (the input family's verdict,
@@ -54,7 +54,7 @@ std::optional<json> input_statement(const json& advice, const json& c, int top, 
   if (copy) {
     const double per_gpu = c["images_per_s"].get<double>() / top * in["image_bytes"].get<double>() / 1e9;
     text += "; copied to the GPUs: x " + fmt(in["image_bytes"].get<double>(), 0) + " B = " + fmt(per_gpu, 2) + " GB/s per GPU";
-    const double device_ms = c["accumulation"].get<int>() * c["compute_ms"].get<double>() + c["exposed_comm_ms"].get<double>();
+    const double device_ms = c["accumulation"].get<int>() * c["compute_ms"].get<double>() + c[kRowExposedComm.name()].get<double>();
     if (!in["host_pinned_gbps"].is_null())
       text += "; pinned " + fmt(in["host_pinned_gbps"].get<double>(), 2) + " GB/s (" +
               fmt(c["input_pinned_ms"].get<double>(), 2) + " ms a step)";
@@ -80,25 +80,26 @@ std::optional<json> input_statement(const json& advice, const json& c, int top, 
 
 // The row the advice rests on: at the largest GPU count and its base accumulation (the smallest k
 // of that count), the fastest (`best`), and the smallest batch of its precision and layout within 5%
-// of it (`chosen`). Rows whose step is a real training step are preferred over the conv fallback
-// (convolutions only).
+// of it (`chosen`). Rows whose step is a full training step are preferred over a partial one (a
+// step_kind in `partial_kinds`: a network's convolutions only).
 struct Choice {
   int top = 0;
   const json* best = nullptr;
   const json* chosen = nullptr;
 };
 
-Choice choose_row(const json& rows) {
+Choice choose_row(const json& rows, const std::set<std::string>& partial_kinds) {
+  auto partial = [&](const json& r) { return r["step_kind"].is_string() && partial_kinds.count(r["step_kind"].get<std::string>()) > 0; };
   Choice ch;
   for (const auto& r : rows) ch.top = std::max(ch.top, r["gpus"].get<int>());
   int kmin = 1 << 30;
   for (const auto& r : rows)
     if (r["gpus"] == ch.top) kmin = std::min(kmin, r["accumulation"].get<int>());
-  bool any_train = false;
-  for (const auto& r : rows) any_train = any_train || r["step_kind"] != "conv";
+  bool any_full = false;
+  for (const auto& r : rows) any_full = any_full || !partial(r);
   std::vector<const json*> at_top;
   for (const auto& r : rows)
-    if (r["gpus"] == ch.top && r["accumulation"] == kmin && (!any_train || r["step_kind"] != "conv")) at_top.push_back(&r);
+    if (r["gpus"] == ch.top && r["accumulation"] == kmin && (!any_full || !partial(r))) at_top.push_back(&r);
   ch.best = *std::max_element(at_top.begin(), at_top.end(), [](const json* a, const json* b) {
     return (*a)["images_per_s"].get<double>() < (*b)["images_per_s"].get<double>();
   });
@@ -179,12 +180,12 @@ void add_larger_batch(json& out, const json& advice, const json& rows, const jso
   std::map<int, double> mem;
   const json& tm = inputs.contains("train_memory") ? inputs["train_memory"] : json::array();
   for (const auto& m : tm)
-    if (m["precision"] == c["precision"] && m["layout"] == c["layout"]) mem[m["batch"].get<int>()] = m["peak_memory_bytes"].get<double>();
+    if (m["precision"] == c["precision"] && m["layout"] == c["layout"]) mem[m["batch"].get<int>()] = m[kRowPeakMemory.name()].get<double>();
   const bool stand_in = mem.empty();
   if (stand_in)
     for (const auto& m : tm) {
       double& slot = mem[m["batch"].get<int>()];
-      slot = std::max(slot, m["peak_memory_bytes"].get<double>());
+      slot = std::max(slot, m[kRowPeakMemory.name()].get<double>());
     }
   if (mem.empty()) return;
   double fixed = 0, per_image = mem.begin()->second / mem.begin()->first;
@@ -257,12 +258,13 @@ std::string fp16_text(const std::vector<std::string>& fp16, std::optional<bool> 
 }  // namespace
 
 json recommend(const json& advice, const CommModel& comm, const std::vector<std::string>& fp16,
-               std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline) {
+               std::optional<bool> fp16_pays, const AdviseOptions& o, const InputPipeline& input_pipeline,
+               const std::set<std::string>& partial_kinds) {
   json out = json::array();
   const json& rows = advice["rows"];
   if (rows.empty()) return out;
   const std::string tag = " [" + advice["label"].get<std::string>() + "]";
-  const Choice ch = choose_row(rows);
+  const Choice ch = choose_row(rows, partial_kinds);
   const json& c = *ch.chosen;
   out.push_back(statement("strategy", strategy_text(c, ch.top) + tag));
   out.push_back(statement("batch", batch_text(ch) + tag));
@@ -295,7 +297,7 @@ std::string advice_text(const json& a) {
        << r["layout"].get<std::string>() << std::right << std::setw(6) << r["batch"].get<int>() << std::setw(4)
        << r["accumulation"].get<int>() << std::setw(6) << r["gpus"].get<int>() << std::setw(11)
        << fmt(r["compute_ms"].get<double>(), 2) << std::setw(10) << fmt(r["step_ms"].get<double>(), 2) << std::setw(10)
-       << fmt(r["exposed_comm_ms"].get<double>(), 2) << std::setw(11) << fmt(r["images_per_s"].get<double>(), 0)
+       << fmt(r[kRowExposedComm.name()].get<double>(), 2) << std::setw(11) << fmt(r["images_per_s"].get<double>(), 0)
        << std::setw(8) << fmt(100 * r["efficiency"].get<double>()) << std::setw(7)
        << (r.contains("efficiency_with_overhead") ? fmt(100 * r["efficiency_with_overhead"].get<double>()) : "-")
        << std::setw(10)

@@ -7,7 +7,6 @@
 #include "advise/advise_inputs.hpp"
 #include "base/error.hpp"
 #include "base/json_file.hpp"
-#include "bench/benchmark.hpp"
 
 namespace nb {
 
@@ -22,9 +21,8 @@ int cmd_advise(const AdviseCommand& c) {
       check_schema_version(docs.back(), f);
       advise::check_result_document(docs.back(), f);  // a record or a figure out of place: named
     }
-    advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
-    // The host's decoding, judged by the family that measures it (when built).
-    if (const auto& j = input_pipeline_judge(); j && j->gather && j->judge) in.input_pipeline = {j->gather(docs), j->judge};
+    // What the families contribute (bench/contributions.hpp), the host's input rate among it.
+    const advise::Inputs in = advise::gather_inputs(docs, o.grad_dtype);
     const nlohmann::json advice = advise::build_advice(in, o);
     std::cout << advise::advice_text(advice);
     if (!o.json_file.empty()) {

@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "base/text.hpp"
+#include "bench/contributions.hpp"
 #include "bench/settings.hpp"
 #include "check/validate_outputs.hpp"
 
@@ -54,21 +55,17 @@ int cmd_burn(const BurnCommand& c, const Argv& argv) {
   bool cut = false;
   int burned = 0;
   std::cout << "burn timeline: " << timeline << "\n";
+  // The run's records of the family it ran, each with the line that family reports for it
+  // (bench/contributions.hpp).
+  const std::string& family = o.families.front();
+  const RecordReport* report = find_record_report(family);
   if (doc.contains("records"))
     for (const json& r : doc["records"]) {
-      if (jf::str_or(r, "family") != "burn") continue;
-      const json d = r.value("details", json::object());
-      const json sm = d.value("summary", json::object());
-      cut = cut || d.value("cut_short", false);
+      if (family_of_record(r) != family) continue;
+      if (report && report->cut_short) cut = cut || report->cut_short(r);
       const std::string status = jf::str_or(r, "status");
       burned += status == "ok" || status == "wrong";
-      std::cout << "burn: GPU " << (r.contains("gpus") && !r["gpus"].empty() ? r["gpus"][0].dump() : "?") << " "
-                << jf::str_or(r, "status") << ": sustained " << fmt(jf::num_or(sm, "sustained_tflops", 0), 1) << " TFLOPS "
-                << jf::str_or(d, "precision") << " (first minute " << fmt(jf::num_or(sm, "first_minute_tflops", 0), 1)
-                << "), mean power " << fmt(jf::num_or(sm, "mean_power_w", 0), 0) << " W, faulty elements "
-                << fmt(jf::num_or(d, "faulty_elements", 0), 0) << ", memory errors "
-                << (d.contains("memory_test") ? fmt(jf::num_or(d["memory_test"], "errors", 0), 0) : std::string("?"))
-                << (jf::str_or(r, "reason").empty() ? "" : " -- " + jf::str_or(r, "reason")) << "\n";
+      if (report && report->line) std::cout << report->line(r) << "\n";
     }
   if (burned == 0) {
     std::cerr << "nodebench: no GPU was burned (every burn record was skipped or failed: see their reasons in "

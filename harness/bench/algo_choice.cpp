@@ -130,7 +130,7 @@ json timings_to_json(const ChoiceOutcome& o) {
   for (const CandidateTiming& t : o.timings)
     a.push_back({{"id", t.cand.id},
                  {"label", t.cand.label},
-                 {"workspace_bytes", t.cand.workspace},
+                 {kWorkspaceMetric.name(), t.cand.workspace},
                  {"samples", t.samples_s.size()},
                  {"median_us", t.median_s * 1e6},
                  {"mean_us", t.mean_s * 1e6},
@@ -212,7 +212,7 @@ void AlgoCache::load(const std::string& path) {
       AlgoCacheEntry v;
       v.algo = field<int>(e, "algo", i, path);
       v.extra = field<int64_t>(e, "extra", i, path);
-      v.workspace = field<uint64_t>(e, "workspace_bytes", i, path);
+      v.workspace = field<uint64_t>(e, kWorkspaceMetric.name().c_str(), i, path);
       v.median_s = field<double>(e, "median_s", i, path);
       v.chosen_at = field<std::string>(e, "chosen_at", i, path);
       read[k] = {v, true};
@@ -237,7 +237,7 @@ void AlgoCache::save(const std::string& path) const {
                          {"variant", k.variant},
                          {"algo", s.entry.algo},
                          {"extra", s.entry.extra},
-                         {"workspace_bytes", s.entry.workspace},
+                         {kWorkspaceMetric.name(), s.entry.workspace},
                          {"median_s", s.entry.median_s},
                          {"chosen_at", s.entry.chosen_at}});
   }

@@ -16,7 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/metric.hpp"
+
 namespace nb {
+
+// The workspace an algorithm needs, as the choice's timings and the cache file name it and as a
+// case that runs the chosen algorithm reports it (a metric, in bytes).
+inline constexpr MetricDecl kWorkspaceMetric{"workspace", Unit::bytes, Better::lower};
 
 struct AlgoCandidate {
   int id = 0;            // the library's algorithm id (or a rank); the lower id wins a full tie

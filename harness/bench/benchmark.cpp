@@ -21,11 +21,6 @@ bool ValidationCheck::has_key(const std::string& key) const {
          key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_", p.size()) == std::string::npos;
 }
 
-std::optional<InputPipelineJudge>& input_pipeline_judge() {
-  static std::optional<InputPipelineJudge> judge;
-  return judge;
-}
-
 std::vector<Analysis>& analysis_registry() {
   static std::vector<Analysis> analyses;
   return analyses;

@@ -252,19 +252,6 @@ struct AnalysisRegistrar {
   explicit AnalysisRegistrar(Analysis a) { analysis_registry().push_back(std::move(a)); }
 };
 
-// What a family that measures the host's input pipeline (the input family) tells `nodebench
-// advise` for its input line: `gather` picks its records out of the result files (an array;
-// empty: nothing measured), `judge` says whether they keep up with a step of `precision`/`layout`
-// at `images_per_s` over `gpus` GPUs ({"status": "pass"|"warn", "text", ...}; null: cannot say).
-// The family sets it from a static initialiser; the advise command hands it to the advisor.
-struct InputPipelineJudge {
-  std::function<nlohmann::json(const std::vector<nlohmann::json>& docs)> gather;
-  std::function<nlohmann::json(const nlohmann::json& records, const std::string& precision, const std::string& layout,
-                               double images_per_s, int gpus)>
-      judge;
-};
-std::optional<InputPipelineJudge>& input_pipeline_judge();
-
 // Families register themselves with a static Registrar in their own file.
 std::vector<std::unique_ptr<Family>>& family_registry();
 struct Registrar {
@@ -303,6 +290,8 @@ struct CaseOutput {
   void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
     typed_metrics.push_back(make_metric(stem, unit, value, better));
   }
+  // A metric the family declared (bench/metric.hpp's MetricDecl).
+  void metric(const MetricDecl& decl, double value) { typed_metrics.push_back(decl.with(value)); }
 };
 
 // One further record of a case: id "<family>/<case>/<name>", params the case's and these.
@@ -419,6 +408,7 @@ class CaseContext {
   void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
     out_.metric(stem, unit, value, better);
   }
+  void metric(const MetricDecl& decl, double value) { out_.metric(decl, value); }
   nlohmann::json& details() { return out_.details; }
   // Skips the case: its record is skipped with `reason` and `kind` (oom, unsupported, not_built...).
   [[noreturn]] void skip(const std::string& reason, ReasonKind kind) { throw SkipCase{reason, kind}; }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 
 namespace nb {
@@ -69,6 +71,19 @@ std::string metric_name(const std::string& stem, Unit u) {
 
 Metric make_metric(const std::string& stem, Unit u, double value, Better better) {
   return Metric{metric_name(stem, u), value, u, better};
+}
+
+std::string MetricDecl::name() const { return metric_name(stem, unit); }
+
+Metric MetricDecl::with(double value) const { return make_metric(stem, unit, value, better); }
+
+std::optional<double> MetricDecl::of(const nlohmann::json& record) const {
+  if (!record.is_object()) return std::nullopt;
+  const auto m = record.find("metrics");
+  if (m == record.end() || !m->is_object()) return std::nullopt;
+  const auto v = m->find(name());
+  if (v == m->end() || !v->is_number()) return std::nullopt;
+  return v->get<double>();
 }
 
 }  // namespace nb

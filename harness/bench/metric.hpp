@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace nb {
 
 enum class Unit {
@@ -33,6 +35,29 @@ struct Metric {
 // in ms) or holds anything but [a-z0-9_].
 std::string metric_name(const std::string& stem, Unit u);
 Metric make_metric(const std::string& stem, Unit u, double value, Better better = Better::none);
+
+// A metric as a family declares it, once (its <family>_metrics.hpp): the stem, the unit and the
+// direction. The case writes it (CaseContext::metric(decl, value)) and whatever reads records back
+// (advise, validate, analyses) reads it through the same declaration (decl.of(record)), so the
+// JSON name is spelled in one place only.
+struct MetricDecl {
+  const char* stem;
+  Unit unit;
+  Better better = Better::none;
+  std::string name() const;  // metric_name(stem, unit)
+  Metric with(double value) const;
+  // The record's value of this metric (record.metrics[name()]) when it is a number; nullopt when
+  // the record has none, or it is not a number.
+  std::optional<double> of(const nlohmann::json& record) const;
+};
+
+// The metrics every case may carry, written by the harness itself: the median time of one launch
+// (time_us), and a latency a case reports (latency_us: the record's figure of merit when it declares
+// no throughput).
+inline constexpr MetricDecl kTimeMetric{"time", Unit::us, Better::lower};
+inline constexpr MetricDecl kLatencyMetric{"latency", Unit::us, Better::lower};
+// The SM clock a case ran at, as NVML reports it (the monitor samples the same figure).
+inline constexpr MetricDecl kSmClockMetric{"sm_clock", Unit::mhz};
 
 // The unit a JSON name ends in (the longest suffix that matches), for records read back.
 std::optional<Unit> unit_of_name(const std::string& name);

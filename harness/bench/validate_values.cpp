@@ -7,6 +7,7 @@
 
 #include "base/json_fields.hpp"
 #include "base/text.hpp"
+#include "bench/contributions.hpp"
 #include "node/profiles.hpp"
 
 namespace nb {
@@ -161,30 +162,10 @@ std::string link_class(const json& doc, const json& rec, const std::vector<int>&
     std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
     return l;
   }
-  const json& p2p = at(at(doc, "analysis"), "p2p");
-  const json& ids = at(p2p, "gpus");
-  const json& types = at(p2p, "link_type");
-  if (!ids.is_array() || !types.is_array()) return "pcie";
-  auto pos = [&](int g) -> std::optional<size_t> {
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i].is_number() && ids[i].get<int>() == g) return i;
-    return std::nullopt;
-  };
-  bool all_nvlink = true, any_sys = false, known = false;
-  for (size_t x = 0; x < members.size(); ++x)
-    for (size_t y = 0; y < members.size(); ++y) {
-      if (x == y) continue;
-      const auto a = pos(members[x]), b = pos(members[y]);
-      if (!a || !b || *a >= types.size() || !types[*a].is_array() || *b >= types[*a].size() || !types[*a][*b].is_string())
-        return "pcie";
-      const std::string t = types[*a][*b].get<std::string>();
-      known = true;
-      all_nvlink = all_nvlink && t == "NVLink";
-      any_sys = any_sys || t == "SYS";
-    }
-  if (!known) return "pcie";
-  if (all_nvlink) return "nvlink";
-  return any_sys ? "sys" : "pcie";
+  for (const LinkClassifier& classify : link_classifiers())
+    if (classify)
+      if (const std::optional<std::string> c = classify(doc, members)) return *c;
+  return "pcie";
 }
 
 }  // namespace nb

@@ -47,9 +47,9 @@ std::optional<double> rate_against_link(double gbps, const std::string& unit, st
                                         const std::string& prefix, const std::string& link_note,
                                         const std::string& link_class, std::string& how);
 // The link class a peer or collective threshold is chosen by: "nvlink", "sys" (across CPU
-// sockets) or "pcie". From the record's params.link, else from the p2p family's
-// analysis.p2p.link_type matrix (NVLink, PIX, PXB, PHB, NODE, SYS) over the GPUs involved: NVLink
-// when every pair is, SYS when any pair is; "pcie" when nothing says.
+// sockets) or "pcie". From the record's params.link, else from the first registered link
+// classifier that can say (bench/contributions.hpp: the family that measured the topology reads
+// its analysis of the document); "pcie" when nothing says.
 std::string link_class(const nlohmann::json& doc, const nlohmann::json& rec, const std::vector<int>& members);
 
 }  // namespace nb

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "base/text.hpp"
+#include "bench/contributions.hpp"
+#include "bench/metric.hpp"
 #include "run/result.hpp"
 
 namespace nb {
@@ -48,9 +50,13 @@ std::string headline(const json& r) {
   const std::string status = r["status"];
   if (status != "ok" && status != "wrong") return r["reason"].is_string() ? r["reason"].get<std::string>() : "";
   std::string s;
-  for (const char* m : {"tflops", "tops", "gbps", "busbw_gbps", "algbw_gbps", "latency_us"}) {
-    // busbw is 0 on one rank by definition: algbw says more there.
-    if (std::string(m) == "busbw_gbps" && r["metrics"].value(m, 0.0) <= 0) continue;
+  // The throughput, else the figure the record's family names (bench/contributions.hpp), else its latency.
+  std::vector<std::string> names = {"tflops", "tops", "gbps"};
+  for (const HeadlineContribution& h : headline_contributions())
+    if (h.family == family_of_record(r) && h.metric)
+      if (const auto m = h.metric(r)) names.push_back(*m);
+  names.push_back(kLatencyMetric.name());
+  for (const std::string& m : names) {
     if (r["metrics"].contains(m) && r["metrics"][m].is_number()) {
       s = fmt(r["metrics"][m].get<double>(), 2) + " " + m;
       break;
