@@ -77,6 +77,16 @@ def _date(text: str) -> str:
     return t
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -110,7 +120,7 @@ def cmd_html(args) -> int:
     data = merge_runs(runs)
     if args.advise:
         data.advice = read_advice(args.advise)
-    html_path, md_path, checklist, plots = write_report(data, args.output, args.title)
+    html_path, md_path, checklist, plots = write_report(data, args.output, args.title, args.inter_node_gbps)
     shown = sum(1 for p in plots if p.png)
     print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
     for item in checklist:
@@ -267,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--advise", metavar="FILE",
                    help="a `nodebench advise --json` document (.json or .json.gz): predicted lines in the scaling plot, and the "
                         "checklist's strategy item judged from its predicted efficiency where none was measured")
+    p.add_argument("--inter-node-gbps", type=_positive_float, metavar="GBPS",
+                   help="the network between nodes, GB/s per node (e.g. 12.5 for 100 Gb/s Ethernet): the first screen's "
+                        "scaling at 2, 4 and 8 nodes (advise's --inter-node-gbps); without it those columns say so")
     p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import datetime as _dt
 import os
 from collections import Counter
@@ -14,6 +15,7 @@ from .errors import ReportError
 from .load import ReportData, is_number
 from .plots import Plot, render_all
 from .records import gpu_label, where
+from . import summary as first_screen
 from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
 
@@ -43,7 +45,7 @@ figcaption{color:#5b6573;font-size:.85em;margin-top:4px}
 .missing{background:#fff;border:1px dashed #b9c0ca;border-radius:6px;padding:10px 12px;margin:0 0 16px;color:#5b6573}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 footer{color:#8a93a0;font-size:.8em;margin-top:30px}
-"""
+""" + first_screen.CSS
 
 _BADGE = {PASS: "pass", WARN: "warn", FAIL: "fail", NOT_MEASURED: "nm"}
 
@@ -161,7 +163,8 @@ def _title(data: ReportData) -> str:
     return f"nodebench report: {data.environment['host']['hostname']} ({gpus})"
 
 
-def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None) -> str:
+def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None,
+                inter_node_gbps: float | None = None) -> str:
     title = title or _title(data)
     counts = _status_counts(data)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -179,22 +182,27 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
     ]
     if data.superseded:
         out.append(f'<p class="sub">{data.superseded} record(s) measured again in a later file: the latest is shown.</p>')
+    out.append(first_screen.render(data, checklist, inter_node_gbps))
 
     out.append('<h2 id="checklist">Checklist</h2>')
     out.append('<table class="checklist"><thead><tr><th>item</th><th>status</th><th>evidence</th></tr></thead><tbody>')
     for item in checklist:
         ev = "".join(f"<li>{escape(e)}</li>" for e in item.evidence)
+        # The evidence folds under the one-line verdict: every line stays on the page.
+        fold = (f"<details><summary>{len(item.evidence)} evidence line{'s' if len(item.evidence) != 1 else ''}</summary>"
+                f"<ul>{ev}</ul></details>") if ev else ""
         out.append(f'<tr id="check-{escape(item.key)}" data-status="{escape(item.status)}"><td>{escape(item.title)}</td>'
-                   f"<td>{_badge(item.status)}</td><td class=\"ev\">{escape(item.summary)}"
-                   f"{f'<ul>{ev}</ul>' if ev else ''}</td></tr>")
+                   f"<td>{_badge(item.status)}</td><td class=\"ev\">{escape(item.summary)}{fold}</td></tr>")
     out.append("</tbody></table>")
 
     out.append('<h2 id="plots">Plots</h2>')
     for plot in plots:
         if plot.png:
             b64 = base64.b64encode(plot.png).decode("ascii")
+            boxes = getattr(plot.png, "boxes", None)   # plot areas and legends in the image (figure_boxes.py)
+            data_boxes = f' data-boxes="{escape(json.dumps(boxes))}"' if boxes else ""
             out.append(f'<figure id="plot-{escape(plot.key)}"><h3>{escape(plot.title)}</h3>'
-                       f'<img alt="{escape(plot.title)}" src="data:image/png;base64,{b64}">'
+                       f'<img alt="{escape(plot.title)}"{data_boxes} src="data:image/png;base64,{b64}">'
                        f"<figcaption>{escape(plot.caption)}</figcaption></figure>")
         else:
             out.append(f'<div class="missing" id="plot-{escape(plot.key)}" data-status="not measured">'
@@ -255,7 +263,8 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
     return "\n".join(lines)
 
 
-def write_report(data: ReportData, out_dir: str, title: str | None = None) -> tuple[str, str, list[Item], list[Plot]]:
+def write_report(data: ReportData, out_dir: str, title: str | None = None,
+                 inter_node_gbps: float | None = None) -> tuple[str, str, list[Item], list[Plot]]:
     checklist = build_checklist(data)
     plots = render_all(data) + timeline_plots(data.runs)  # a timeline only where a run has one
     try:
@@ -266,7 +275,7 @@ def write_report(data: ReportData, out_dir: str, title: str | None = None) -> tu
     md_path = os.path.join(out_dir, MD_NAME)
     try:
         with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render_html(data, checklist, plots, title))
+            fh.write(render_html(data, checklist, plots, title, inter_node_gbps))
         with open(md_path, "w", encoding="utf-8") as fh:
             fh.write(render_markdown(data, checklist, plots, title))
     except OSError as exc:
