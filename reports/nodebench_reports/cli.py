@@ -202,6 +202,11 @@ def cmd_fleet(args) -> int:
 
     conn = open_db(args.db, create=False)
     try:
+        if args.html:   # the capacity page (fleet_capacity.py): written whatever the case selection finds
+            from . import fleet_capacity
+            caps = fleet_capacity.capacity(conn, args.threshold, args.min_nodes, args.since, args.z, args.noise_floor)
+            _write(args.html, fleet_capacity.render(caps, args.target))
+            print(f"wrote {args.html} ({len(caps)} precision(s))")
         f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since, z_limit=args.z,
                   noise_floor=args.noise_floor)
     finally:
@@ -390,6 +395,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
     p.add_argument("--json", metavar="FILE", help="also write the fleet view as JSON")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the fleet's capacity page: per precision each node's ResNet-50 training images/s "
+                        "per GPU and per node, memory, board power and images/J, the fleet's total, the spread per "
+                        "metric with the nodes outside it, and the nodes to add for a target")
+    p.add_argument("--target", type=_positive_float, action="append", metavar="IMAGES_PER_S",
+                   help="a fleet throughput to reach (repeatable): the page says how many nodes to add "
+                        "(default: 1.5, 2, 4 and 10 times the fleet's total)")
     p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")
     p.set_defaults(func=cmd_fleet)
 
