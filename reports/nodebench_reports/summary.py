@@ -309,22 +309,22 @@ def render(data: ReportData, checklist: list[Item], inter_gbps: float | None = N
     out.append("</div>")
     out.append('<h2 id="capacity-title">Capacity: ResNet-50 training</h2>')
     out.append(capacity_html(rows, max(1, len(data.gpus))))
-    out.append('<div class="cols"><div>')
     out.append('<h2 id="scaling-title">Scaling</h2>')
     use = next((c for c in rows if c.use), None)
     if use is None:
         out.append('<p class="missing">not predicted: no train record to scale</p>')
     else:
         out.append(scaling_html(*scaling_rows(data, use, inter_gbps), use))
-    out.append('</div><div><h2 id="fix-title">What to fix, in order</h2>')
+    out.append('<h2 id="fix-title">What to fix, in order</h2>')
     fx = fixes(data, checklist)
     if fx:
         out.append('<ol id="fixes" class="fixes">' + "".join(
-            f'<li data-status="{escape(f.status)}">{_badge(f.status)} <b>{escape(f.title)}</b>: '
-            f'<span class="fixtext">{escape(f.text)}</span> <a href="{escape(f.href)}">evidence</a></li>' for f in fx) + "</ol>")
+            f'<li data-status="{escape(f.status)}" title="{escape(f.text)}">{_badge(f.status)} <b>{escape(f.title)}</b> '
+            f'(<a href="{escape(f.href)}">evidence</a>): <span class="fixtext">{escape(f.text)}</span></li>' for f in fx)
+                   + "</ol>")
     else:
         out.append('<p id="fixes">nothing: no check failed or warned</p>')
-    out.append("</div></div></section>")
+    out.append("</section>")
     return "\n".join(out)
 
 
@@ -333,7 +333,6 @@ CSS = """
 .summary details.ev{margin:.1em 0;font-size:.85em}.summary details.ev summary{font-weight:400;color:#5b6573}
 .summary details.ev ul{margin:.2em 0 .2em 1.2em;padding:0;color:#3b4452}
 table.capacity tr.use td{background:#eef7ee}
-.cols{display:flex;gap:24px;align-items:flex-start}.cols>div{flex:1 1 0;min-width:0}.cols>div:first-child{flex:0 0 auto}
 table.scaling caption{text-align:left;color:#5b6573;font-size:.85em}table.scaling{font-size:.8em}table.scaling th{white-space:nowrap}
 ol.fixes{margin:.2em 0;padding-left:1.4em;font-size:.86em}
 ol.fixes li{margin:.15em 0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
