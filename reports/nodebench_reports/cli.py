@@ -120,7 +120,11 @@ def cmd_html(args) -> int:
     data = merge_runs(runs)
     if args.advise:
         data.advice = read_advice(args.advise)
-    html_path, md_path, checklist, plots = write_report(data, args.output, args.title, args.inter_node_gbps)
+    frameworks = None
+    if args.frameworks:
+        from .summary import read_frameworks
+        frameworks = read_frameworks(args.frameworks)
+    html_path, md_path, checklist, plots = write_report(data, args.output, args.title, args.inter_node_gbps, frameworks)
     shown = sum(1 for p in plots if p.png)
     print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
     for item in checklist:
@@ -285,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inter-node-gbps", type=_positive_float, metavar="GBPS",
                    help="the network between nodes, GB/s per node (e.g. 12.5 for 100 Gb/s Ethernet): the first screen's "
                         "scaling at 2, 4 and 8 nodes (advise's --inter-node-gbps); without it those columns say so")
+    p.add_argument("--frameworks", metavar="FILE",
+                   help="a `nodebench frameworks --out FILE` document: its verdict on the first screen, its checks "
+                        "as the evidence, its failing ones among the fixes")
     p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",

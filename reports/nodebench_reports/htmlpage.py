@@ -164,7 +164,7 @@ def _title(data: ReportData) -> str:
 
 
 def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None,
-                inter_node_gbps: float | None = None) -> str:
+                inter_node_gbps: float | None = None, frameworks: dict | None = None) -> str:
     title = title or _title(data)
     counts = _status_counts(data)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -182,7 +182,7 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
     ]
     if data.superseded:
         out.append(f'<p class="sub">{data.superseded} record(s) measured again in a later file: the latest is shown.</p>')
-    out.append(first_screen.render(data, checklist, inter_node_gbps))
+    out.append(first_screen.render(data, checklist, inter_node_gbps, frameworks))
 
     out.append('<h2 id="checklist">Checklist</h2>')
     out.append('<table class="checklist"><thead><tr><th>item</th><th>status</th><th>evidence</th></tr></thead><tbody>')
@@ -263,8 +263,8 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
     return "\n".join(lines)
 
 
-def write_report(data: ReportData, out_dir: str, title: str | None = None,
-                 inter_node_gbps: float | None = None) -> tuple[str, str, list[Item], list[Plot]]:
+def write_report(data: ReportData, out_dir: str, title: str | None = None, inter_node_gbps: float | None = None,
+                 frameworks: dict | None = None) -> tuple[str, str, list[Item], list[Plot]]:
     checklist = build_checklist(data)
     plots = render_all(data) + timeline_plots(data.runs)  # a timeline only where a run has one
     try:
@@ -275,7 +275,7 @@ def write_report(data: ReportData, out_dir: str, title: str | None = None,
     md_path = os.path.join(out_dir, MD_NAME)
     try:
         with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render_html(data, checklist, plots, title, inter_node_gbps))
+            fh.write(render_html(data, checklist, plots, title, inter_node_gbps, frameworks))
         with open(md_path, "w", encoding="utf-8") as fh:
             fh.write(render_markdown(data, checklist, plots, title))
     except OSError as exc:

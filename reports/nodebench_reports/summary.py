@@ -1,4 +1,5 @@
-"""The report's first screen: is this node good (the checklist's, validate's and the burn's verdicts,
+"""The report's first screen: is this node good (the checklist's, validate's, the burn's and, given
+``html --frameworks``, the framework check's verdicts,
 one line each with a link to their evidence), what it does (the capacity table: ResNet-50 training
 images/s per GPU and per node at the recommended batch of each precision, the memory that batch
 uses, images per joule, the precision and layout to use), how it scales (scaling.py: advise's
@@ -14,7 +15,8 @@ from html import escape
 from . import scaling
 from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, worst
 from .conventions import is_number
-from .load import ReportData
+from .errors import ReportError
+from .load import ReportData, read_json
 from .util import fmt_bytes, fmt_pct
 
 _SEVERITY = {"ok": PASS, "info": PASS, "warn": WARN, "fail": FAIL, "skipped": NOT_MEASURED}
@@ -54,7 +56,23 @@ def _checks(v: dict) -> list[dict]:
     return [c for part in ("doctor", "benchmarks") for c in v.get(part) or [] if isinstance(c, dict)]
 
 
-def verdicts(data: ReportData, checklist: list[Item]) -> list[Verdict]:
+def read_frameworks(path: str) -> dict:
+    """A ``nodebench frameworks --json`` / ``--out`` document (schema nodebench.frameworks, version 1)
+    with its judged ``checks``; ReportError naming the file otherwise."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("schema") != "nodebench.frameworks":
+        raise ReportError(f"{path}: not a nodebench frameworks document (schema 'nodebench.frameworks')")
+    if doc.get("schema_version") != 1 or type(doc.get("schema_version")) is not int:
+        raise ReportError(f"{path}: frameworks schema_version {doc.get('schema_version')!r}, this reader knows 1")
+    checks = doc.get("checks")
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                               and c.get("severity") in _SEVERITY for c in checks):
+        raise ReportError(f"{path}: checks: expected a list of checks with an id and a severity "
+                          "(ok, info, warn, fail, skipped); write it with nodebench frameworks --out FILE")
+    return doc
+
+
+def verdicts(data: ReportData, checklist: list[Item], frameworks: dict | None = None) -> list[Verdict]:
     out = []
     counts = {s: sum(1 for i in checklist if i.status == s) for s in (PASS, WARN, FAIL, NOT_MEASURED)}
     bad = [i for i in checklist if i.status in (FAIL, WARN)]
@@ -84,12 +102,21 @@ def verdicts(data: ReportData, checklist: list[Item]) -> list[Verdict]:
         burn = next((i for i in checklist if i.key == "burn" and i.status != NOT_MEASURED), None)
         if burn is not None:
             out.append(Verdict("burn", "Burn-in", burn.status, burn.summary, f"#check-{burn.key}"))
+    if frameworks is not None:
+        checks = frameworks["checks"]
+        sts = [_SEVERITY[c["severity"]] for c in checks]
+        failing = [c for c in checks if c["severity"] in ("fail", "warn")]
+        out.append(Verdict("frameworks", "Framework check", worst(sts) if sts else NOT_MEASURED,
+                           f"{frameworks.get('verdict', '?')}: {len(checks)} checks, {sum(s == PASS for s in sts)} ok"
+                           + (f"; {_check_line(failing[0])}" if failing else ""), "#ev-frameworks",
+                           [_check_line(c) for c in checks]))
     return out
 
 
-def fixes(data: ReportData, checklist: list[Item]) -> list[Fix]:
-    """What to fix, in order: validate's failing checks (with their fix), then its warnings, then the
-    checklist's fail and warn items in the checklist's order."""
+def fixes(data: ReportData, checklist: list[Item], frameworks: dict | None = None) -> list[Fix]:
+    """What to fix, in order: validate's failing checks (with their fix), then the framework check's,
+    then validate's and the framework check's warnings, then the checklist's fail and warn items in
+    the checklist's order."""
     out = []
     v = _validation(data)
     for sev in ("fail", "warn"):
@@ -97,6 +124,10 @@ def fixes(data: ReportData, checklist: list[Item]) -> list[Fix]:
             if c.get("severity") == sev:
                 anchor = "#ev-burn" if str(c.get("id", "")).startswith("burn.") else "#ev-validate"
                 out.append(Fix(_SEVERITY[sev], str(c.get("id")), str(c.get("fix") or c.get("summary") or ""), anchor))
+        for c in (frameworks or {}).get("checks") or []:
+            if c.get("severity") == sev:
+                out.append(Fix(_SEVERITY[sev], str(c.get("id")), str(c.get("fix") or c.get("summary") or ""),
+                               "#ev-frameworks"))
     for st in (FAIL, WARN):
         out += [Fix(st, i.title, i.summary, f"#check-{i.key}") for i in checklist if i.status == st]
     return out
@@ -298,8 +329,9 @@ def scaling_html(rows: list[scaling.Prediction], source: str, c: Capacity) -> st
             + (f'<p class="sub">{escape(note)}</p>' if note else "") + _fold("scaling", ev))
 
 
-def render(data: ReportData, checklist: list[Item], inter_gbps: float | None = None) -> str:
-    vs = verdicts(data, checklist)
+def render(data: ReportData, checklist: list[Item], inter_gbps: float | None = None,
+           frameworks: dict | None = None) -> str:
+    vs = verdicts(data, checklist, frameworks)
     rows = capacity(data, inter_gbps)
     out = ['<section id="summary" class="summary">', '<div id="verdicts" class="verdicts">']
     for v in vs:
@@ -316,7 +348,7 @@ def render(data: ReportData, checklist: list[Item], inter_gbps: float | None = N
     else:
         out.append(scaling_html(*scaling_rows(data, use, inter_gbps), use))
     out.append('<h2 id="fix-title">What to fix, in order</h2>')
-    fx = fixes(data, checklist)
+    fx = fixes(data, checklist, frameworks)
     if fx:
         out.append('<ol id="fixes" class="fixes">' + "".join(
             f'<li data-status="{escape(f.status)}" title="{escape(f.text)}">{_badge(f.status)} <b>{escape(f.title)}</b> '

@@ -215,3 +215,37 @@ def test_inter_node_gbps_is_checked(cli, capsys, tmp_path):
     want = next(r for r in ref["rows"] if r["batch"] == 64)
     scale = re.search(r'<table id="scaling".*?</table>', html, re.S).group(0)
     assert "8 nodes (32)" in scale and f"{want['images_per_s']:,.0f}" in scale
+
+
+def frameworks_doc() -> dict:
+    """A `nodebench frameworks --out` document as the binary writes it (its checks: Check::to_json)."""
+    return {"schema": "nodebench.frameworks", "schema_version": 1, "verdict": "fail", "environments": [],
+            "checks": [
+                {"id": "framework.python", "gpu": None, "severity": "info", "evidence": "found by --python",
+                 "fix": None, "summary": "/usr/bin/python3, Python 3.11.2"},
+                {"id": "framework.torch.arch", "gpu": 0, "severity": "fail", "evidence": "sm_61 not in the wheel",
+                 "fix": "pip install torch==2.5.1 (the last wheel with sm_61)", "summary": "torch 2.9 has no code for cc 6.1"},
+            ]}
+
+
+def test_framework_check_verdict_evidence_and_fix(cli, tmp_path):
+    fw = tmp_path / "frameworks.json"
+    fw.write_text(json.dumps(frameworks_doc()))
+    assert cli("html", str(P40), "-o", str(tmp_path / "o"), "--frameworks", str(fw)).rc == 0
+    html = unescape((tmp_path / "o" / "report.html").read_text())
+    line = re.search(r'<div class="verdict" data-key="frameworks" data-status="fail">.*?</div>', html, re.S).group(0)
+    assert "Framework check" in line and "framework.torch.arch GPU 0: fail" in line
+    ev = re.search(r'<details id="ev-frameworks".*?</details>', html, re.S).group(0)
+    assert "framework.python" in ev and "framework.torch.arch" in ev
+    fixes = re.search(r'<ol id="fixes".*?</ol>', html, re.S).group(0)
+    first = re.search(r"<li .*?</li>", fixes, re.S).group(0)
+    assert "framework.torch.arch" in first and "pip install torch==2.5.1" in first
+
+
+@pytest.mark.parametrize("change", [{"schema": "nodebench.result"}, {"schema_version": 2},
+                                    {"checks": [{"id": "x", "severity": "bad"}]}, {"checks": None}])
+def test_framework_document_is_checked(cli, tmp_path, change):
+    fw = tmp_path / "frameworks.json"
+    fw.write_text(json.dumps(dict(frameworks_doc(), **change)))
+    r = cli("html", str(P40), "-o", str(tmp_path / "o"), "--frameworks", str(fw))
+    assert r.rc == 2 and str(fw) in r.err, r
