@@ -240,6 +240,14 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
         lines.append(f"- run {md_escape(r.run_id)} ({md_escape(r.run_status)}), started {md_escape(r.started_at)}, "
                      f"file {md_escape(os.path.basename(r.path))}")
     lines.append("- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
+    caps = first_screen.capacity(data)
+    if caps:   # the first screen's capacity table (summary.py)
+        lines += ["", "## Capacity: ResNet-50 training", ""]
+        lines.append(md_table(["precision", "layout", "batch", "images/s per GPU", "images/s per node", "images/J", ""],
+                              [[c.precision, c.layout, str(c.batch), f"{c.images_per_s:,.0f}",
+                                f"{c.node_images_per_s:,.0f}" if c.node_images_per_s else "-",
+                                f"{c.images_per_j:.2f}" if c.images_per_j is not None else "not measured",
+                                "use this" if c.use else ""] for c in caps]))
     lines += ["", "## Checklist", ""]
     lines.append(md_table(["item", "status", "evidence"],
                           [[i.title, f"**{i.status}**" if i.status in (FAIL, WARN) else i.status, i.summary]

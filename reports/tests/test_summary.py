@@ -249,3 +249,14 @@ def test_framework_document_is_checked(cli, tmp_path, change):
     fw.write_text(json.dumps(dict(frameworks_doc(), **change)))
     r = cli("html", str(P40), "-o", str(tmp_path / "o"), "--frameworks", str(fw))
     assert r.rc == 2 and str(fw) in r.err, r
+
+
+def test_markdown_summary_has_the_capacity_table(tmp_path, cli):
+    doc = with_power(doc_of(P40), 200.0)
+    f = tmp_path / "p40.json"
+    f.write_text(json.dumps(doc))
+    assert cli("html", str(f), "-o", str(tmp_path / "o")).rc == 0
+    md = (tmp_path / "o" / "summary.md").read_text()
+    (c,) = summary.capacity(data_of(doc))
+    row = next(line for line in md.splitlines() if line.startswith("| fp32 |"))
+    assert f"| {c.images_per_s:,.0f} |" in row and f"| {c.images_per_s / 200.0:.2f} |" in row and "use this" in row
