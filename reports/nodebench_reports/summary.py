@@ -213,7 +213,8 @@ def capacity(data: ReportData, inter_gbps: float | None = None) -> list[Capacity
     rows: dict[str, Capacity] = {}
     for c in sorted(cands, key=lambda c: -c.images_per_s):
         if c.precision in rows:
-            rows[c.precision].others.append(f"{c.layout} batch {c.batch}: {c.images_per_s:.0f} images/s ({c.source})")
+            who = f"GPU {c.gpu} " if c.gpu is not None else ""
+            rows[c.precision].others.append(f"{who}{c.layout} batch {c.batch}: {c.images_per_s:.0f} images/s ({c.source})")
         else:
             rows[c.precision] = c
     out = sorted(rows.values(), key=lambda c: (_PREC_ORDER.get(c.precision, 9), c.precision))
@@ -304,7 +305,7 @@ def capacity_html(rows: list[Capacity], n_gpus: int) -> str:
         ev.append(f"{c.precision}: per node {c.node_how}")
         if c.board_power_w is None:
             ev.append(f"{c.precision}: no board_power_w in {c.source} (files before issue 46 have none)")
-        ev += [f"{c.precision} other layout: {o}" for o in c.others]
+        ev += [f"{c.precision} also measured: {o}" for o in c.others]
     return (f'<table id="capacity" class="capacity"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
             + _fold("capacity", ev))
 
