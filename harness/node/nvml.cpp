@@ -113,6 +113,8 @@ struct Nvml::Api {
   nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, void*) = nullptr;
   nvmlReturn_t (*event_set_wait)(void*, void*, unsigned) = nullptr;
   nvmlReturn_t (*event_set_free)(void*) = nullptr;
+  // nvmlDeviceGetTotalEnergyConsumption(device, unsigned long long* mJ since the driver loaded; Volta and newer)
+  nvmlReturn_t (*total_energy)(nvmlDevice_t, unsigned long long*) = nullptr;
 };
 
 // nvmlFieldValue_t (nvml.h): 40 bytes.
@@ -205,6 +207,7 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   bind(lib_, a.register_events, {"nvmlDeviceRegisterEvents"});
   bind(lib_, a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   bind(lib_, a.event_set_free, {"nvmlEventSetFree"});
+  bind(lib_, a.total_energy, {"nvmlDeviceGetTotalEnergyConsumption"});
   if (!a.init || !a.count || !a.handle_by_index) {
     error_ = path + " lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
@@ -335,6 +338,13 @@ ClockSnapshot Nvml::snapshot(int h) const {
   if (api_->throttle && api_->throttle(dev, &m) == kSuccess) s.throttle_mask = m;
   (void)kClockGraphics;
   return s;
+}
+
+std::optional<unsigned long long> Nvml::total_energy_mj(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned long long mj = 0;
+  if (!api_->total_energy || api_->total_energy(dev, &mj) != kSuccess) return std::nullopt;
+  return mj;
 }
 
 std::optional<bool> Nvml::ecc_enabled(int h) const {
