@@ -111,6 +111,28 @@ def check_record(r):
     return bad
 
 
+def check_energy(r, gpu):
+    """The board's mean power over the timed iterations (metrics.board_power_w, details.energy):
+    under the GPU's power limit (10% allowed for NVML's averaging) and above a tenth of it (a
+    training step loads the board), read from the energy counter from compute capability 7.0 on,
+    and energy = power x time."""
+    bad = []
+    p, e = r["metrics"].get("board_power_w"), r["details"].get("energy") or {}
+    limit = gpu.get("power_limit_w")
+    if not isinstance(p, (int, float)) or not math.isfinite(p):
+        return [f"metric board_power_w missing: {p} (details.energy {e})"]
+    if isinstance(limit, (int, float)) and not 0.1 * limit < p <= 1.1 * limit:
+        bad.append(f"board_power_w {p:.1f} W implausible against the {limit:.0f} W power limit")
+    want = "energy_counter" if int(str(gpu.get("compute_capability", "0.0")).split(".")[0]) >= 7 else "sampled_power"
+    if e.get("method") != want:
+        bad.append(f"details.energy.method {e.get('method')!r}, expected {want!r} on cc {gpu.get('compute_capability')}")
+    if not (isinstance(e.get("seconds"), (int, float)) and e["seconds"] > 0 and isinstance(e.get("samples"), int)
+            and e["samples"] >= 1 and isinstance(e.get("energy_j"), (int, float))
+            and abs(e["energy_j"] - p * e["seconds"]) <= 1e-6 * e["energy_j"] + 1e-9):
+        bad.append(f"details.energy {e} is not board_power_w x seconds")
+    return bad
+
+
 def main() -> int:
     exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
     shutil.rmtree(outdir, ignore_errors=True)
@@ -138,6 +160,8 @@ def main() -> int:
             continue
         ok += 1
         bad += [f"{r['id']}: {b}" for b in check_record(r)]
+        gpu = next((g for g in doc["environment"]["gpus"] if g["index"] == r["gpus"][0]), {})
+        bad += [f"{r['id']}: {b}" for b in check_energy(r, gpu)]
     if not ok:
         bad.append("no ok train record")
     if "train_recommendation" not in doc.get("analysis", {}):

@@ -16,6 +16,7 @@
 #include "app/cmd_monitor.hpp"
 #include "output/monitor_formats.hpp"
 #include "node/monitor.hpp"
+#include "node/power_meter.hpp"
 #include "run/plan.hpp"
 #include "run/result.hpp"
 #include "run/session.hpp"
@@ -295,6 +296,40 @@ TEST(Monitor, SamplerRunsOverAMissingNvml) {
   EXPECT_EQ(marks[0].text, "start a");
   EXPECT_LT(marks[0].t_s, marks[1].t_s);
   EXPECT_LE(marks[1].t_s, series[0].t_s.back());  // the last sample is taken at stop, after the end mark
+}
+
+// The board's mean power over a benchmark's timed iterations (node/power_meter.hpp): from two
+// reads of NVML's energy counter, or from sampled power.
+TEST(PowerMeter, EnergyCounterGivesEnergyOverTime) {
+  const auto r = reading_from_energy(1'000'000, 1'450'000, 1.5);  // 450 J in 1.5 s
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->method, "energy_counter");
+  EXPECT_DOUBLE_EQ(r->energy_j, 450.0);
+  EXPECT_DOUBLE_EQ(r->mean_power_w, 300.0);
+  EXPECT_DOUBLE_EQ(r->seconds, 1.5);
+  EXPECT_FALSE(reading_from_energy(5, 5, 1.0).has_value());   // the counter did not move
+  EXPECT_FALSE(reading_from_energy(9, 5, 1.0).has_value());   // or went back (driver reloaded)
+  EXPECT_FALSE(reading_from_energy(5, 9, 0.0).has_value());   // no time
+}
+
+TEST(PowerMeter, SampledPowerIsTheMean) {
+  const auto r = reading_from_samples({200.0, 250.0, 240.0, 250.0}, 2.0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->method, "sampled_power");
+  EXPECT_DOUBLE_EQ(r->mean_power_w, 235.0);
+  EXPECT_DOUBLE_EQ(r->energy_j, 470.0);
+  EXPECT_EQ(r->samples, 4);
+  EXPECT_FALSE(reading_from_samples({}, 2.0).has_value());
+}
+
+TEST(PowerMeter, NothingWithoutNvml) {
+  const Nvml nvml("/nonexistent/libnvidia-ml.so.1");
+  PowerMeter m(nvml, 0);
+  m.start();
+  EXPECT_FALSE(m.stop().has_value());
+  PowerMeter none(nvml, std::nullopt);
+  none.start();
+  EXPECT_FALSE(none.stop().has_value());
 }
 
 TEST(Monitor, Rounds) {

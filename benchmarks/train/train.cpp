@@ -18,6 +18,7 @@
 #include "bench/settings.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
+#include "node/power_meter.hpp"
 #include "train_analysis.hpp"
 #include "train_metrics.hpp"
 #include "kernels/train/train_kernels.cuh"
@@ -133,7 +134,11 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
   size_t free_b = 0, total_b = 0;
   NB_CUDA(cudaMemGetInfo(&free_b, &total_b));
   const double device_used = double(total_b) - double(free_b);
+  // The board's mean power over the timed iterations (NVML's energy counter, else sampled power).
+  PowerMeter meter(ctx.nvml(), g.nvml_index);
+  meter.start();
   ctx.measure([&](cudaStream_t s) { st.run(s); });
+  const auto power = meter.stop();
   const auto kinds = st.profile(5);
   // The same step issued call by call: the host's cost of one step, and what a loop issuing the
   // calls one by one sustains (the host's cost or the GPU's time, whichever is larger).
@@ -173,6 +178,11 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
   if (traffic["layers"] == traffic["batch_norm_layers"] && bn_ms > 0)
     traffic["gbps_at_time_bn"] = traffic["total_bytes"].get<double>() / (bn_ms * 1e-3) / 1e9;
   ctx.details()["bn_traffic"] = traffic;
+  if (power) {
+    ctx.metric(kBoardPower, power->mean_power_w);
+    ctx.details()["energy"] = {{"method", power->method}, {"energy_j", power->energy_j}, {"seconds", power->seconds},
+                               {"samples", power->samples}};
+  }
   return double(batch) / med;
 }
 

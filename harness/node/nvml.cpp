@@ -115,6 +115,7 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   bind(lib_, a.nvmlDeviceRegisterEvents, {"nvmlDeviceRegisterEvents"});
   bind(lib_, a.nvmlEventSetWait_v2, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   bind(lib_, a.nvmlEventSetFree, {"nvmlEventSetFree"});
+  bind(lib_, a.nvmlDeviceGetTotalEnergyConsumption, {"nvmlDeviceGetTotalEnergyConsumption"});
   if (!a.nvmlInit_v2 || !a.nvmlDeviceGetCount_v2 || !a.nvmlDeviceGetHandleByIndex_v2) {
     error_ = path + " lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex";
     return;
@@ -239,6 +240,14 @@ ClockSnapshot Nvml::snapshot(int h) const {
   unsigned long long m = 0;
   if (api_->nvmlDeviceGetCurrentClocksEventReasons && api_->nvmlDeviceGetCurrentClocksEventReasons(dev, &m) == NVML_SUCCESS) s.throttle_mask = m;
   return s;
+}
+
+std::optional<unsigned long long> Nvml::total_energy_mj(int h) const {
+  NB_NVML_HANDLE(h);
+  unsigned long long mj = 0;
+  if (!api_->nvmlDeviceGetTotalEnergyConsumption || api_->nvmlDeviceGetTotalEnergyConsumption(dev, &mj) != NVML_SUCCESS)
+    return std::nullopt;
+  return mj;
 }
 
 std::optional<bool> Nvml::ecc_enabled(int h) const {

@@ -98,6 +98,9 @@ class Nvml {
   std::optional<bool> persistence_mode(int h) const;
   std::optional<bool> mig_mode(int h) const;
   std::optional<double> power_limit_w(int h) const;
+  // The board's energy since the driver loaded, in millijoules (nvmlDeviceGetTotalEnergyConsumption:
+  // Volta and newer; nullopt on a P40, which has no such counter).
+  std::optional<unsigned long long> total_energy_mj(int h) const;
   // The PCIe replay counter (link-level retransmissions since the driver loaded).
   std::optional<unsigned long long> pcie_replay_counter(int h) const;
   // The GPU's own temperatures at which it slows down / shuts down (NVML's thresholds).

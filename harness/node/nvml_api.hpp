@@ -53,7 +53,8 @@ namespace nb {
   X(nvmlEventSetCreate) \
   X(nvmlDeviceRegisterEvents) \
   X(nvmlEventSetWait_v2) \
-  X(nvmlEventSetFree)
+  X(nvmlEventSetFree) \
+  X(nvmlDeviceGetTotalEnergyConsumption)
 
 // nvmlDeviceGetTemperature is deprecated from CUDA 13's nvml.h on; the drivers of older GPUs
 // (the P40's) have only it.

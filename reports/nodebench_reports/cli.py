@@ -76,6 +76,16 @@ def _date(text: str) -> str:
     return t
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -111,7 +121,8 @@ def cmd_html(args) -> int:
         data.advice = read_advice(args.advise)
     if args.frameworks:
         data.frameworks = read_frameworks(args.frameworks)
-    html_path, md_path, checklist, plots = write_report(data, args.output, args.title)
+    html_path, md_path, checklist, plots = write_report(data, args.output, args.title, args.inter_node_gbps,
+                                                        data.frameworks)
     shown = sum(1 for p in plots if p.png)
     print(f"wrote {html_path} ({shown} plot(s), {len(plots) - shown} not measured) and {md_path}")
     for item in checklist:
@@ -193,6 +204,11 @@ def cmd_fleet(args) -> int:
 
     conn = open_db(args.db, create=False)
     try:
+        if args.html:   # the capacity page (fleet_capacity.py): written whatever the case selection finds
+            from . import fleet_capacity
+            caps = fleet_capacity.capacity(conn, args.threshold, args.min_nodes, args.since, args.z, args.noise_floor)
+            _write(args.html, fleet_capacity.render(caps, args.target))
+            print(f"wrote {args.html} ({len(caps)} precision(s))")
         f = fleet(conn, args.case, args.metric, args.threshold, args.min_nodes, args.since, z_limit=args.z,
                   noise_floor=args.noise_floor)
     finally:
@@ -299,10 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--advise", metavar="FILE",
                    help="a `nodebench advise --json` document (.json or .json.gz): predicted lines in the scaling plot, and the "
                         "checklist's strategy item judged from its predicted efficiency where none was measured")
+    p.add_argument("--inter-node-gbps", type=_positive_float, metavar="GBPS",
+                   help="the network between nodes, GB/s per node (e.g. 12.5 for 100 Gb/s Ethernet): the first screen's "
+                        "scaling at 2, 4 and 8 nodes (advise's --inter-node-gbps); without it those columns say so")
     p.add_argument("--frameworks", metavar="FILE",
-                   help="a `nodebench frameworks --bench --out` report (.json or .json.gz): the frameworks' images/s per "
-                        "mode beside nodebench's train step of the same precision, layout and batch from RESULTS, and "
-                        "beside advise's data-parallel bound (--advise)")
+                   help="a `nodebench frameworks --out FILE` report (.json or .json.gz): its verdict on the first "
+                        "screen, its checks as the evidence, its failing ones among the fixes; written with --bench, "
+                        "the frameworks' images/s per mode beside nodebench's train step of the same precision, "
+                        "layout and batch from RESULTS, and beside advise's data-parallel bound (--advise)")
     p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("timeline", help="plot a run's GPU timeline (nodebench run --monitor) as PNG",
@@ -412,6 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only runs started at or after DATE (ISO, e.g. 2025-01-31)")
     p.add_argument("--all", action="store_true", help="list every node and case, not only flagged ones")
     _format_options(p, "fleet")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the fleet's capacity page: per precision each node's ResNet-50 training images/s "
+                        "per GPU and per node, memory, board power and images/J, the fleet's total, the spread per "
+                        "metric with the nodes outside it, and the nodes to add for a target")
+    p.add_argument("--target", type=_positive_float, action="append", metavar="IMAGES_PER_S",
+                   help="a fleet throughput to reach (repeatable): the page says how many nodes to add "
+                        "(default: 1.5, 2, 4 and 10 times the fleet's total)")
     p.add_argument("-o", "--output", metavar="FILE", help="also write a plot (.png or .svg)")
     p.set_defaults(func=cmd_fleet)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import datetime as _dt
 import os
 from collections import Counter
@@ -16,6 +17,7 @@ from .formats import formats, register
 from .load import ReportData, is_number
 from .plots import Plot
 from .records import gpu_label, where
+from . import summary as first_screen
 from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
 
@@ -45,7 +47,7 @@ figcaption{color:#5b6573;font-size:.85em;margin-top:4px}
 .missing{background:#fff;border:1px dashed #b9c0ca;border-radius:6px;padding:10px 12px;margin:0 0 16px;color:#5b6573}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 footer{color:#8a93a0;font-size:.8em;margin-top:30px}
-"""
+""" + first_screen.CSS
 
 _BADGE = {PASS: "pass", WARN: "warn", FAIL: "fail", NOT_MEASURED: "nm"}
 
@@ -164,7 +166,12 @@ def _title(data: ReportData) -> str:
 
 
 @register("html", "html", "the self-contained HTML report", file_name=HTML_NAME)
-def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None) -> str:
+def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], title: str | None = None,
+                inter_node_gbps: float | None = None, frameworks: dict | None = None) -> str:
+    if inter_node_gbps is None:
+        inter_node_gbps = data.inter_node_gbps
+    if frameworks is None:
+        frameworks = data.frameworks
     title = title or _title(data)
     counts = _status_counts(data)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -182,22 +189,27 @@ def render_html(data: ReportData, checklist: list[Item], plots: list[Plot], titl
     ]
     if data.superseded:
         out.append(f'<p class="sub">{data.superseded} record(s) measured again in a later file: the latest is shown.</p>')
+    out.append(first_screen.render(data, checklist, inter_node_gbps, frameworks))
 
     out.append('<h2 id="checklist">Checklist</h2>')
     out.append('<table class="checklist"><thead><tr><th>item</th><th>status</th><th>evidence</th></tr></thead><tbody>')
     for item in checklist:
         ev = "".join(f"<li>{escape(e)}</li>" for e in item.evidence)
+        # The evidence folds under the one-line verdict: every line stays on the page.
+        fold = (f"<details><summary>{len(item.evidence)} evidence line{'s' if len(item.evidence) != 1 else ''}</summary>"
+                f"<ul>{ev}</ul></details>") if ev else ""
         out.append(f'<tr id="check-{escape(item.key)}" data-status="{escape(item.status)}"><td>{escape(item.title)}</td>'
-                   f"<td>{_badge(item.status)}</td><td class=\"ev\">{escape(item.summary)}"
-                   f"{f'<ul>{ev}</ul>' if ev else ''}</td></tr>")
+                   f"<td>{_badge(item.status)}</td><td class=\"ev\">{escape(item.summary)}{fold}</td></tr>")
     out.append("</tbody></table>")
 
     out.append('<h2 id="plots">Plots</h2>')
     for plot in plots:
         if plot.png:
             b64 = base64.b64encode(plot.png).decode("ascii")
+            boxes = getattr(plot.png, "boxes", None)   # plot areas and legends in the image (figure_boxes.py)
+            data_boxes = f' data-boxes="{escape(json.dumps(boxes))}"' if boxes else ""
             out.append(f'<figure id="plot-{escape(plot.key)}"><h3>{escape(plot.title)}</h3>'
-                       f'<img alt="{escape(plot.title)}" src="data:image/png;base64,{b64}">'
+                       f'<img alt="{escape(plot.title)}"{data_boxes} src="data:image/png;base64,{b64}">'
                        f"<figcaption>{escape(plot.caption)}</figcaption></figure>")
         else:
             out.append(f'<div class="missing" id="plot-{escape(plot.key)}" data-status="not measured">'
@@ -236,6 +248,14 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
         lines.append(f"- run {md_escape(r.run_id)} ({md_escape(r.run_status)}), started {md_escape(r.started_at)}, "
                      f"file {md_escape(os.path.basename(r.path))}")
     lines.append("- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
+    caps = first_screen.capacity(data)
+    if caps:   # the first screen's capacity table (summary.py)
+        lines += ["", "## Capacity: ResNet-50 training", ""]
+        lines.append(md_table(["precision", "layout", "batch", "images/s per GPU", "images/s per node", "images/J", ""],
+                              [[c.precision, c.layout, str(c.batch), f"{c.images_per_s:,.0f}",
+                                f"{c.node_images_per_s:,.0f}" if c.node_images_per_s else "-",
+                                f"{c.images_per_j:.2f}" if c.images_per_j is not None else "not measured",
+                                "use this" if c.use else ""] for c in caps]))
     lines += ["", "## Checklist", ""]
     lines.append(md_table(["item", "status", "evidence"],
                           [[i.title, f"**{i.status}**" if i.status in (FAIL, WARN) else i.status, i.summary]
@@ -259,7 +279,12 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
     return "\n".join(lines)
 
 
-def write_report(data: ReportData, out_dir: str, title: str | None = None) -> tuple[str, str, list[Item], list[Plot]]:
+def write_report(data: ReportData, out_dir: str, title: str | None = None, inter_node_gbps: float | None = None,
+                 frameworks: dict | None = None) -> tuple[str, str, list[Item], list[Plot]]:
+    if inter_node_gbps is not None:
+        data.inter_node_gbps = inter_node_gbps
+    if frameworks is not None:
+        data.frameworks = frameworks
     checklist = build_checklist(data)
     plots = render_all(data) + timeline_plots(data.runs)  # a timeline only where a run has one
     try:

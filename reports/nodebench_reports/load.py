@@ -107,15 +107,24 @@ def read_advice(path: str) -> dict:
     return doc
 
 
+_FRAMEWORK_SEVERITIES = ("ok", "info", "warn", "fail", "skipped")
+
+
 def read_frameworks(path: str) -> dict:
-    """A `nodebench frameworks --bench --out` report (schema nodebench.frameworks, version 1) with its
-    bench ``records`` (docs/FRAMEWORKS.md); ReportError otherwise."""
+    """A `nodebench frameworks --out` report (schema nodebench.frameworks, version 1): its judged
+    ``checks`` (the first screen's verdict and fixes) and, when written with --bench, its bench
+    ``records`` (the frameworks section; docs/FRAMEWORKS.md); ReportError naming the file otherwise."""
     doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != "nodebench.frameworks":
         raise ReportError(f"{path}: not a nodebench frameworks report (schema 'nodebench.frameworks')")
     if type(doc.get("schema_version")) is not int or doc.get("schema_version") != 1:
         raise ReportError(f"{path}: frameworks schema_version {doc.get('schema_version')!r}, this reader knows 1")
-    records = doc.get("records")
+    checks = doc.get("checks")
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                               and c.get("severity") in _FRAMEWORK_SEVERITIES for c in checks):
+        raise ReportError(f"{path}: checks: expected a list of checks with an id and a severity "
+                          "(ok, info, warn, fail, skipped); write it with nodebench frameworks --out FILE")
+    records = doc.get("records", [])
     if not isinstance(records, list):
         raise ReportError(f"{path}: records: expected a list (a report written with --bench)")
     for i, r in enumerate(records):
@@ -265,7 +274,8 @@ class ReportData:
     superseded: int
     latest: Run
     advice: dict | None = None  # a `nodebench advise --json` document (read_advice), when given
-    frameworks: dict | None = None  # a `nodebench frameworks --bench` report (read_frameworks), when given
+    frameworks: dict | None = None  # a `nodebench frameworks --out` report (read_frameworks), when given
+    inter_node_gbps: float | None = None  # the network between nodes (html --inter-node-gbps), when given
 
     @property
     def environment(self) -> dict:

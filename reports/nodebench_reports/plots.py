@@ -10,7 +10,6 @@ never an error.
 
 from __future__ import annotations
 
-import io
 import math
 import textwrap
 from collections import defaultdict
@@ -24,6 +23,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E4
 
 from . import derive  # noqa: E402
 from .load import ReportData  # noqa: E402
+from .figure_boxes import png_with_boxes  # noqa: E402
 from .util import fmt_bytes_short  # noqa: E402
 
 DPI = 100
@@ -48,10 +48,9 @@ class Plot:
 
 
 def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    png = png_with_boxes(fig, DPI)   # the bytes, with where its plot areas and legends are (.boxes)
     plt.close(fig)
-    return buf.getvalue()
+    return png
 
 
 def _color(i: int) -> str:

@@ -42,7 +42,7 @@ def test_full_report_has_every_plot_and_item(full_report):
     assert list(statuses) == CHECK_KEYS
     assert set(statuses.values()) == {PASS}, statuses   # a healthy generated node passes everything
     # self-contained: nothing is loaded from elsewhere
-    assert not re.search(r'(src|href)="(?!data:)', html)
+    assert not re.search(r'(src|href)="(?!data:|#)', html)   # data: URIs and links within the page only
     assert "<script" not in html
 
 
