@@ -179,7 +179,7 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
     traffic["gbps_at_time_bn"] = traffic["total_bytes"].get<double>() / (bn_ms * 1e-3) / 1e9;
   ctx.details()["bn_traffic"] = traffic;
   if (power) {
-    ctx.metric(kBoardPower, power->mean_power_w);
+    ctx.metric(train::kBoardPower, power->mean_power_w);
     ctx.details()["energy"] = {{"method", power->method}, {"energy_j", power->energy_j}, {"seconds", power->seconds},
                                {"samples", power->samples}};
   }
