@@ -149,7 +149,9 @@ TEST(ResultFile, WritesCompleteDocumentsAtomically) {
                  true, "2026-11-29T00:00:00.000Z", 0.5};
   d.add(make_record(in));
   f.recorded(d, d.doc()["records"].back(), Progress{});
-  RecordInput skip{&c, {0}, Status::skipped, "needs two GPUs", nullptr, &g, std::nullopt, std::nullopt, true,
+  Case c2 = make_case();  // another case: a case appears once in a run on its GPUs (the schema test checks it)
+  c2.name = "fp32/cublaslt/square_128";
+  RecordInput skip{&c2, {0}, Status::skipped, "needs two GPUs", nullptr, &g, std::nullopt, std::nullopt, true,
                    "2026-11-29T00:00:01.000Z", 0};
   d.add(make_record(skip));
   {

@@ -91,7 +91,7 @@ json one_mode(const std::string& python, const std::string& dir, const std::stri
     rec["reason"] = nullptr;
     rec["reason_kind"] = nullptr;
     rec["metrics"] = {{"images_per_s", answer["images_per_s"]},
-                      {"step_time_ms", answer.value("step_time_ms", 0.0)},
+                      {kFrameworkStepTime.name(), answer.value(kFrameworkStepTime.name(), 0.0)},
                       {"warmup_s", answer.value("warmup_s", 0.0)}};
     rec["samples_s"] = answer.value("samples_s", json::array());
     rec["steps"] = answer.value("steps", 0);

@@ -14,9 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fatbin.hpp"
+#include "bench/metric.hpp"
 #include "check/doctor.hpp"
 
 namespace nb {
+
+// The median training step of a `frameworks --bench` mode, the check's own metric (a bench record's
+// metrics, beside images_per_s and warmup_s; docs/SCHEMA.md "Framework reports").
+inline constexpr MetricDecl kFrameworkStepTime{"step_time", Unit::ms, Better::lower};
 
 // The frameworks a probe knows, by module name, and how they are named to a user.
 const std::vector<std::string>& probed_frameworks();  // torch, tensorflow, jax

@@ -53,8 +53,8 @@ std::string record_evidence(const json& r) {
   std::string ev = "batch " + std::to_string(p.value("batch", 0)) + " per GPU, " + p.value("precision", std::string("?")) + "/" +
                    p.value("layout", std::string("?")) + (p.value("compiled", false) ? ", compiled" : "");
   const json& m = at(r, "metrics");
-  if (m.is_object() && m.contains("step_time_ms"))
-    ev += "; median step " + fmt(m.value("step_time_ms", 0.0), 2) + " ms over " + std::to_string(r.value("steps", 0)) +
+  if (m.is_object() && m.contains(kFrameworkStepTime.name()))
+    ev += "; median step " + fmt(m.value(kFrameworkStepTime.name(), 0.0), 2) + " ms over " + std::to_string(r.value("steps", 0)) +
           " timed steps after " + std::to_string(p.value("warmup_steps", 0)) + " warm-up steps (" +
           fmt(m.value("warmup_s", 0.0), 1) + " s)";
   const json& d = at(r, "device");
