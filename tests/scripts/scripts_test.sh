@@ -74,7 +74,7 @@ check "gpu_session.sh --help exits 0 (rc=$rc)" test "$rc" = 0
 for s in build gputests quick gemm-peer conv-peer copies-peer nccl-peer peak sweep validate multigpu peak-indep peak-wgmma \
          train-peer train-tests train-sweep train-fused train-fused-sweep input-peer; do
   check "--help describes step $s" grep -qE "^  $s " "$tmp/help"
-  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs" scripts/dev/device/gpu_session_train.sh
+  check "step $s has a function" grep -q "^step_${s//-/_}() {" "$gs" scripts/dev/device/gpu_session_steps.sh scripts/dev/device/gpu_session_train.sh
 done
 
 # A budget too short for the steps: nothing runs on a GPU, every step is skipped and says why.
