@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from html import escape
 
-from . import history
+from . import history_fleet as history  # fleet and its outlier rule (DEFAULT_FLEET_Z)
 from .historydb import HistoryDB
 
 METRICS = ("images_per_s", "peak_memory_bytes", "board_power_w")

@@ -11,7 +11,8 @@ import sys
 import nbgen
 import pytest
 
-from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN, build_checklist
+from nodebench_reports.assemble import build_checklist
+from nodebench_reports.checklist import NOT_MEASURED, PASS, WARN
 from nodebench_reports.errors import ReportError
 from nodebench_reports.families import frameworks
 from nodebench_reports.load import Run, check_document, merge_runs, read_frameworks
@@ -30,7 +31,7 @@ def bench_record(mode, gpus, batch, precision, layout, ips, fw="torch", status="
 
 def fw_doc(records):
     return {"schema": "nodebench.frameworks", "schema_version": 1, "node": {"gpus": []}, "environments": [],
-            "records": records}
+            "checks": [], "records": records}
 
 
 def data_with(records, advice=None):
@@ -111,7 +112,11 @@ def test_read_frameworks_rejects_other_documents(tmp_path):
     p = tmp_path / "f.json"
     for doc, text in (({"schema": "nodebench.advise", "schema_version": 1}, "not a nodebench frameworks report"),
                       ({"schema": "nodebench.frameworks", "schema_version": 2, "records": []}, "schema_version 2"),
-                      ({"schema": "nodebench.frameworks", "schema_version": 1}, "a report written with --bench"),
+                      ({"schema": "nodebench.frameworks", "schema_version": 1}, "checks: expected a list of checks"),
+                      ({"schema": "nodebench.frameworks", "schema_version": 1, "checks": [{"id": "x"}]},
+                       "checks: expected a list of checks"),
+                      ({"schema": "nodebench.frameworks", "schema_version": 1, "checks": [], "records": {}},
+                       "a report written with --bench"),
                       (fw_doc([{"params": {"gpus": 1, "batch": 64}, "status": "ok", "metrics": {"images_per_s": "x"}}]),
                        "records[0].metrics.images_per_s")):
         p.write_text(json.dumps(doc))

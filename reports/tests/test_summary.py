@@ -15,14 +15,15 @@ import pytest
 
 from conftest import REPO
 from nodebench_reports import scaling, summary
-from nodebench_reports.checklist import FAIL, WARN, build_checklist
+from nodebench_reports.assemble import build_checklist
+from nodebench_reports.checklist import FAIL, WARN
 from nodebench_reports.cli import main
 from nodebench_reports.htmlpage import render_html
 from nodebench_reports.load import Run, check_document, merge_runs
 
 P40 = REPO / "tests" / "data" / "p40_result.json"
 H200 = REPO / "results" / "h200" / "2026-12-03-estimate" / "full-97ed15d-a.json.gz"
-VALIDATE = REPO / "results" / "h200" / "2026-11-29-validate-l2" / "validate.json"
+VALIDATE = REPO / "results" / "h200" / "2026-11-29-validate-l2" / "validate.json.gz"
 ADVISE = REPO / "results" / "cpu" / "2026-12-07-report-first-screen"
 BOTTLENECK = {"compute": scaling.COMPUTE, "gradient all-reduce": scaling.ALLREDUCE,
               "host input pipeline": scaling.PCIE}

@@ -166,8 +166,8 @@ def check_frameworks(data: ReportData) -> Item:
 
 
 def figures(data: ReportData) -> list:
-    return [plot_frameworks(data)] if (getattr(data, "frameworks", None) or {}).get("records") else []
+    return [plot_frameworks(data)] if getattr(data, "frameworks", None) else []
 
 
 def checklist_items(data: ReportData) -> list:
-    return [placed(check_frameworks(data), CHECK_ORDER)] if (getattr(data, "frameworks", None) or {}).get("records") else []
+    return [placed(check_frameworks(data), CHECK_ORDER)] if getattr(data, "frameworks", None) else []
