@@ -204,8 +204,8 @@ def cmd_fleet(args) -> int:
 
     conn = open_db(args.db, create=False)
     try:
-        if args.html:   # the capacity page (fleet_capacity.py): written whatever the case selection finds
-            from . import fleet_capacity
+        if args.html:   # the capacity page (families/fleet_capacity.py): written whatever the case selection finds
+            from .families import fleet_capacity
             caps = fleet_capacity.capacity(conn, args.threshold, args.min_nodes, args.since, args.z, args.noise_floor)
             _write(args.html, fleet_capacity.render(caps, args.target))
             print(f"wrote {args.html} ({len(caps)} precision(s))")

@@ -17,7 +17,7 @@ from .formats import formats, register
 from .load import ReportData, is_number
 from .plots import Plot
 from .records import gpu_label, where
-from . import summary as first_screen
+from .families import first_screen  # the first screen: verdicts, capacity, scaling (several families' records)
 from .timeline import timeline_plots
 from .util import fmt_bytes, fmt_num, fmt_time, md_escape, md_table
 
@@ -249,7 +249,7 @@ def render_markdown(data: ReportData, checklist: list[Item], plots: list[Plot], 
                      f"file {md_escape(os.path.basename(r.path))}")
     lines.append("- records: " + ", ".join(f"{counts[s]} {s}" for s in ("ok", "skipped", "failed", "wrong")))
     caps = first_screen.capacity(data)
-    if caps:   # the first screen's capacity table (summary.py)
+    if caps:   # the first screen's capacity table (families/first_screen.py)
         lines += ["", "## Capacity: ResNet-50 training", ""]
         lines.append(md_table(["precision", "layout", "batch", "images/s per GPU", "images/s per node", "images/J", ""],
                               [[c.precision, c.layout, str(c.batch), f"{c.images_per_s:,.0f}",

@@ -80,7 +80,9 @@ def declare(*specs) -> dict[str, Metric]:
     return out
 
 
-COMMON = declare(metric("median_s", "median time (s)"), metric("time_us", "time (us)"), "of_theoretical_pct")
+COMMON = declare(metric("median_s", "median time (s)"), metric("time_us", "time (us)"), "of_theoretical_pct",
+                 "workspace_bytes",  # the algorithm choice's workspace (harness/bench/algo_choice.hpp)
+                 metric("sm_clock_mhz", "SM clock (MHz)"))  # the clock a case ran at (harness/bench/metric.hpp)
 _COMPANION = "_per_ghz"
 
 

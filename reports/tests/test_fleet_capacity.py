@@ -1,4 +1,4 @@
-"""The fleet's capacity page (`fleet --html`, fleet_capacity.py) on an SQLite history of generated
+"""The fleet's capacity page (`fleet --html`, families/fleet_capacity.py) on an SQLite history of generated
 runs: five nodes with the train family, one of them 25% slower and one with two GPUs: per node the
 capacity row, the fleet's total, the spread with the slow node outside it, and the nodes to add."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import nbgen
 from nodebench_reports.cli import main
-from nodebench_reports import fleet_capacity
+from nodebench_reports.families import fleet_capacity
 from nodebench_reports.history import open_db
 
 NODES = {"node01": (1.0, 1), "node02": (1.0, 1), "node03": (0.75, 1), "node04": (1.0, 2), "node05": (1.0, 1)}

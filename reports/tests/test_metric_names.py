@@ -16,6 +16,8 @@ SETTER = re.compile(r'\b(?:set_primary_metric|set_throughput)\(\s*"([A-Za-z0-9_]
 # typed metrics, ctx.metric("stem", Unit::u, ...) or make_metric("stem", Unit::u, ...): the name is the stem, '_'
 # and the unit's suffix (bench/metric.cpp: every suffix is its enum's name), the suffix alone for an empty stem
 TYPED = re.compile(r'\b(?:make_)?metric\(\s*"([A-Za-z0-9_]*)"\s*,\s*Unit::([a-z_]+)')
+# a family's declared metric, MetricDecl kName{"stem", Unit::u, ...} (bench/metric.hpp): the same name rule
+DECL = re.compile(r'\bMetricDecl\s+\w+\s*\{\s*"([A-Za-z0-9_]*)"\s*,\s*Unit::([a-z_]+)')
 
 
 def metric_pattern():
@@ -38,11 +40,12 @@ def metric_pattern():
 
 def written_names():
     found = {}
-    for path in sorted([*REPO.glob("benchmarks/**/*.cpp"), *REPO.glob("harness/**/*.cpp")]):
+    for path in sorted([*REPO.glob("benchmarks/**/*.cpp"), *REPO.glob("harness/**/*.cpp"),
+                        *REPO.glob("benchmarks/**/*.hpp"), *REPO.glob("harness/**/*.hpp")]):
         text = path.read_text(encoding="utf-8")
-        for rx in (ASSIGN, SETTER, TYPED):
+        for rx in (ASSIGN, SETTER, TYPED, DECL):
             for mt in rx.finditer(text):
-                name = mt.group(1) if rx is not TYPED else "_".join(x for x in mt.groups() if x)
+                name = mt.group(1) if rx in (ASSIGN, SETTER) else "_".join(x for x in mt.groups() if x)
                 found.setdefault(name, f"{path.relative_to(REPO)}:{text.count(chr(10), 0, mt.start()) + 1}")
     return found
 

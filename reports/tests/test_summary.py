@@ -1,4 +1,4 @@
-"""The report's first screen (summary.py, scaling.py): the verdicts, the capacity table with images
+"""The report's first screen (families/first_screen.py, families/capacity_scaling.py): the verdicts, the capacity table with images
 per joule, the predicted scaling (checked against `nodebench advise --json` on the P40 fixture,
 committed under results/cpu/2026-12-07-report-first-screen/) and what to fix, in order."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from nodebench_reports import scaling, summary
+from nodebench_reports.families import capacity_scaling as scaling, first_screen as summary
 from nodebench_reports.assemble import build_checklist
 from nodebench_reports.checklist import FAIL, WARN
 from nodebench_reports.cli import main

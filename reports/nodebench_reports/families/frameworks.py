@@ -19,8 +19,11 @@ from .. import plots
 from ..checklist import NOT_MEASURED, PASS, WARN, Item, placed
 from ..conventions import is_number
 from ..load import ReportData
+from ..metrics import declare, metric
 
 FAMILY = "frameworks"
+# The bench records' own figures (`nodebench frameworks --bench`, docs/SCHEMA.md "Framework reports").
+METRICS = declare(metric("images_per_s", "images/s"), "step_time_ms", "warmup_s")
 PLOT_ORDER, CHECK_ORDER = 32, 84   # after the train family's figure (30) and items (80..82)
 TITLES = {"torch": "PyTorch", "tensorflow": "TensorFlow"}
 MODES = {"default": "default settings", "amp": "mixed precision", "fast": "fast settings"}

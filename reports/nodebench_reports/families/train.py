@@ -19,7 +19,8 @@ METRICS = declare(metric("images_per_s", "images/s"), "step_time_ms", metric("tf
                   "eager_step_ms", "host_issue_ms", "peak_memory_bytes", "device_used_bytes", "memory_fraction_x",
                   "workspace_bytes", "elementwise_share",
                   *(f"time_{k}_ms" for k in ("conv", "bn", "elementwise", "pool", "fc", "loss", "update")),
-                  *(f"{k}_floor_bytes" for k in ("bn", "elementwise", "pool", "update")))
+                  *(f"{k}_floor_bytes" for k in ("bn", "elementwise", "pool", "update")),
+                  metric("board_power_w", "board power (W)", better="lower"))
 FEEDS = ("train_recommendation",)
 PLOT_ORDER = 30
 MEMORY_ORDER, FUSION_ORDER, HOST_ORDER = 80, 81, 82

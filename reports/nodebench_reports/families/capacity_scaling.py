@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .conventions import is_number
+from ..conventions import is_number
 
 RESNET50_PARAMS = 25557032.0     # torchvision's resnet50, as advise (kResnet50Params)
 BACKWARD_SHARE = 2.0 / 3.0       # advise's kBackwardShare

@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from html import escape
 
-from . import history_fleet as history  # fleet and its outlier rule (DEFAULT_FLEET_Z)
-from .historydb import HistoryDB
+from .. import history_fleet as history  # fleet and its outlier rule (DEFAULT_FLEET_Z)
+from ..historydb import HistoryDB
 
 METRICS = ("images_per_s", "peak_memory_bytes", "board_power_w")
 TARGET_FACTORS = (1.5, 2, 4, 10)   # the targets shown without --target: the fleet's total times these

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-from . import scaling
-from .checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, worst
-from .conventions import is_number
-from .errors import ReportError
-from .load import ReportData, read_frameworks, read_json  # noqa: F401 (read_frameworks: the reader lives in load)
-from .util import fmt_bytes, fmt_pct
+from . import capacity_scaling as scaling
+from ..checklist import FAIL, NOT_MEASURED, PASS, WARN, Item, worst
+from ..conventions import is_number
+from ..errors import ReportError
+from ..load import ReportData, read_frameworks, read_json  # noqa: F401 (read_frameworks: the reader lives in load)
+from ..util import fmt_bytes, fmt_pct
 
 _SEVERITY = {"ok": PASS, "info": PASS, "warn": WARN, "fail": FAIL, "skipped": NOT_MEASURED}
 _BADGE = {PASS: "pass", WARN: "warn", FAIL: "fail", NOT_MEASURED: "nm"}
