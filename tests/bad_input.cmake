@@ -241,6 +241,16 @@ add_test(NAME cli_advise_text_step_time_exits_2 COMMAND ${NB_EXPECT} 2
          "text_step_time\\.json: records\\[0\\] .*'metrics\\.step_time_ms' must be a number above 0, found \"fast\""
        -- $<TARGET_FILE:nodebench> advise ${NB_DATA}/bad_results/text_step_time.json)
 list(APPEND NB_I38 cli_advise_text_step_time_exits_2)
+# Every metric read back is a number (or null): any other value is refused naming the file, the
+# record and the metric; a metric no family declares is named once on stderr (a warning only).
+add_test(NAME cli_advise_text_metric_exits_2 COMMAND ${NB_EXPECT} 2
+         "text_metric\\.json: records\\[0\\] \\(hostlink/h2d/pinned/ce/1GiB\\): metric 'link_pct' must be a number, found \"high\""
+       -- $<TARGET_FILE:nodebench> advise ${NB_DATA}/bad_results/text_metric.json)
+list(APPEND NB_I38 cli_advise_text_metric_exits_2)
+add_test(NAME cli_advise_undeclared_metric_warns COMMAND ${NB_EXPECT} 0
+         "warning: [^\n]*advise_results\\.json: metric\\(s\\) no family [^\n]*declares[^\n]*train_dp/scaling_efficiency"
+       -- $<TARGET_FILE:nodebench> advise ${NB_DATA}/advise_results.json)
+list(APPEND NB_I38 cli_advise_undeclared_metric_warns)
 # Two runs never share a result file: one whose file another run holds is refused (exit 2, the pid).
 add_test(NAME cli_run_out_file_held_by_another_run_exits_2
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/output_lock_check.py $<TARGET_FILE:nodebench> ${CMAKE_CURRENT_BINARY_DIR})

@@ -20,6 +20,7 @@
 #include "base/text.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/cost.hpp"
+#include "burn_metrics.hpp"
 #include "burn_rules.hpp"
 #include "burn_run.hpp"
 #include "kernels/burn/burn_kernels.cuh"
@@ -461,18 +462,18 @@ void burn::run_burn(CaseContext& ctx) {
   if (cut_short) ctx.output().flags.push_back("cut_short");
   if (fault.kind != burn::Fault::Kind::none) ctx.output().flags.push_back("planted_fault");
 
-  ctx.metric("sustained_gemm", Unit::tflops, sum.sustained_tflops, Better::higher);
-  ctx.metric("first_minute_gemm", Unit::tflops, sum.first_minute_tflops, Better::higher);
-  ctx.metric("mean_power", Unit::w, sum.mean_power_w, Better::none);
-  ctx.metric("memory_test", Unit::gbps, sum.mean_mem_gbps, Better::higher);
-  ctx.metric("faulty_elements", Unit::count, double(faulty_total), Better::lower);
-  ctx.metric("memory_errors", Unit::count, double(mem.errors), Better::lower);
-  if (sum.max_temperature_c) ctx.metric("max_temperature", Unit::c, *sum.max_temperature_c, Better::lower);
+  ctx.metric(burn::kSustainedGemm, sum.sustained_tflops);
+  ctx.metric(burn::kFirstMinuteGemm, sum.first_minute_tflops);
+  ctx.metric(burn::kMeanPower, sum.mean_power_w);
+  ctx.metric(burn::kMemoryTest, sum.mean_mem_gbps);
+  ctx.metric(burn::kFaultyElements, double(faulty_total));
+  ctx.metric(burn::kMemoryErrors, double(mem.errors));
+  if (sum.max_temperature_c) ctx.metric(burn::kMaxTemperature, *sum.max_temperature_c);
   if (!per_gemm_s.empty()) {
     Measurement m;
     m.samples_s = per_gemm_s;
     ctx.set_measurement(m);
-    ctx.set_throughput("tflops", gemm.tflop(), peak_key(*wl, g));
+    ctx.set_throughput(burn::kTflops, gemm.tflop(), peak_key(*wl, g));
   }
   std::vector<std::string> wrongs;
   if (!ref_problem.empty()) wrongs.push_back(ref_problem);

@@ -7,6 +7,7 @@
 #include "base/text.hpp"
 #include "bench/benchmark.hpp"
 #include "bench/cost.hpp"
+#include "burn_metrics.hpp"
 #include "burn_rules.hpp"
 #include "burn_run.hpp"
 
@@ -205,6 +206,8 @@ class BurnFamily : public Family {
 };
 
 const Registrar kRegistrar(std::make_unique<BurnFamily>());
+NB_REGISTER_METRICS("burn", {burn::kTflops, burn::kSustainedGemm, burn::kFirstMinuteGemm, burn::kMeanPower, burn::kMemoryTest,
+                             burn::kFaultyElements, burn::kMemoryErrors, burn::kMaxTemperature});
 
 }  // namespace
 }  // namespace nb

@@ -102,7 +102,7 @@ void run_layer_case(CaseContext& ctx, const Layer& L, const Prec& P, bool nhwc, 
   // counts: on an H200 FP32 FFT tiling read 108% of the FMA peak at batch 256. Its rate is an
   // effective one and is not judged against the peak (the above-peak guard would call it wrong).
   const bool transformed = transforms_arithmetic(pass, ch.algo);
-  ctx.set_throughput("tflops", c.flops() / 1e12, transformed ? "" : conv_peak_key(data, ctx.gpu().cc()));
+  ctx.set_throughput(conv::kTflops, c.flops() / 1e12, transformed ? "" : conv_peak_key(data, ctx.gpu().cc()));
   if (transformed)
     ctx.details()["work_note"] = "the algorithm (FFT or Winograd) does fewer multiplications than a direct convolution: "
                                  "tflops counts the direct convolution's work (an effective rate) and has no percent of peak";
@@ -217,7 +217,7 @@ void run_network_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch)
     ctx.set_measurement(total_m);
     double flops = 0;
     for (auto& c : net.convs) flops += 3.0 * c->flops() * c->L.count;
-    ctx.set_throughput("tflops", flops / 1e12, "");
+    ctx.set_throughput(conv::kTflops, flops / 1e12, "");
     const double med = compute_stats(all).median, fmed = compute_stats(fwd_only).median;
     ctx.metric(conv::kTrainImagesPerS, double(batch) / med);
     ctx.metric(conv::kFwdImagesPerS, double(batch) / fmed);

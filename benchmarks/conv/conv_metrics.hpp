@@ -6,6 +6,7 @@
 
 namespace nb::conv {
 
+inline constexpr MetricDecl kTflops{"", Unit::tflops, Better::higher};  // the throughput
 inline constexpr MetricDecl kImagesPerS{"", Unit::images_per_s, Better::higher};
 // The network case (resnet50_total): the training pass, the forward pass, its memory.
 inline constexpr MetricDecl kTrainImagesPerS{"train", Unit::images_per_s, Better::higher};

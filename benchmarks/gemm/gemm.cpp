@@ -11,6 +11,7 @@
 #include "bench/cost.hpp"
 #include "bench/precision.hpp"
 #include "bench/validate_values.hpp"
+#include "gemm_metrics.hpp"
 #include "gemm_run.hpp"
 
 namespace nb {
@@ -155,6 +156,7 @@ class GemmFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<GemmFamily>());
+NB_REGISTER_METRICS("gemm", {gemm::kTflops, gemm::kTops});
 
 // The evidence for the FP16-versus-FP32 verdict (bench/precision.hpp): at the largest square size
 // where both ran, the best API's FP16 and INT8 rates against FP32. The most practical evidence
@@ -166,7 +168,7 @@ std::vector<PrecisionRow> gemm_evidence(const json& records, const GpuBrief& g, 
   for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
     const int64_t n = *it;
     auto rate = [&](const char* prec) {
-      return best_metric(records, g, {"tflops", "tops"}, [&](const json& r) {
+      return best_metric(records, g, {gemm::kTflops.name(), gemm::kTops.name()}, [&](const json& r) {
         return r["family"] == "gemm" && r["params"]["precision"] == prec && r["params"]["shape"] == "square" &&
                r["params"]["m"].get<int64_t>() == n;
       });

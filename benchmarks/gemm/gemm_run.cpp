@@ -4,6 +4,7 @@
 // generated on the GPU; after timing, sampled output entries are checked against float64 dot
 // products.
 #include "gemm_run.hpp"
+#include "gemm_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -425,7 +426,7 @@ void run_gemm(CaseContext& ctx, const Precision& p, const std::string& api, cons
   }
   ctx.measure(launch);
   const double work = 2.0 * double(s.m) * double(s.n) * double(s.k) / 1e12;
-  ctx.set_throughput(p.integer ? "tops" : "tflops", work, peak_key(p, ctx.gpu()));
+  ctx.set_throughput(p.integer ? kTops : kTflops, work, peak_key(p, ctx.gpu()));
   verify_gemm(ctx, p, s, o, launch, verify_samples);
 }
 

@@ -20,6 +20,7 @@
 #include "base/resources.hpp"
 #include "base/stats.hpp"
 #include "base/verify.hpp"
+#include "hostlink_metrics.hpp"
 
 namespace nb {
 namespace {
@@ -39,8 +40,8 @@ void add_link(CaseContext& ctx, double gbps) {
   if (!l.gen_current) l = g.pcie;
   if (l.gen_current && l.width_current) {
     if (auto theo = pcie_gbps(*l.gen_current, *l.width_current)) {
-      ctx.metric("link", Unit::gbps, *theo);
-      ctx.metric("link", Unit::pct, 100.0 * gbps / *theo, Better::higher);
+      ctx.metric(hostlink::kLinkGbps, *theo);
+      ctx.metric(hostlink::kLinkPct, 100.0 * gbps / *theo);
     }
     ctx.details()["link"] = {{"gen", *l.gen_current}, {"width", *l.width_current},
                              {"gen_max", l.gen_max ? json(*l.gen_max) : json(nullptr)},
@@ -170,7 +171,7 @@ void run_one_way(CaseContext& ctx, const std::string& dir, const std::string& me
     };
   }
   ctx.measure(launch);
-  ctx.set_throughput("gbps", double(bytes) / 1e9, "");
+  ctx.set_throughput(hostlink::kGbps, double(bytes) / 1e9, "");
   const Stats s = compute_stats(ctx.output().measurement->samples_s);
   add_link(ctx, double(bytes) / 1e9 / s.median);
   ctx.details()["numa_node"] = host.bound_node() ? json(*host.bound_node()) : json(nullptr);
@@ -220,10 +221,10 @@ void run_bidir(CaseContext& ctx, size_t bytes) {
   }));
   const double h2d_gbps = double(bytes) / 1e9 / compute_stats(t_h2d).median;
   const double d2h_gbps = double(bytes) / 1e9 / compute_stats(t_d2h).median;
-  ctx.metric("h2d", Unit::gbps, h2d_gbps, Better::higher);
-  ctx.metric("d2h", Unit::gbps, d2h_gbps, Better::higher);
-  ctx.metric("sum", Unit::gbps, h2d_gbps + d2h_gbps, Better::higher);  // as tools that report each direction add them
-  ctx.set_throughput("gbps", 2.0 * double(bytes) / 1e9, "");
+  ctx.metric(hostlink::kH2dGbps, h2d_gbps);
+  ctx.metric(hostlink::kD2hGbps, d2h_gbps);
+  ctx.metric(hostlink::kSumGbps, h2d_gbps + d2h_gbps);  // as tools that report each direction add them
+  ctx.set_throughput(hostlink::kGbps, 2.0 * double(bytes) / 1e9, "");
   add_link(ctx, std::max(h2d_gbps, d2h_gbps));
   ctx.details()["note"] = "h2d_gbps and d2h_gbps: each direction while both run (its own events); sum_gbps their sum; "
                           "gbps counts both directions over the time until both are done; link_pct is the faster "
@@ -279,11 +280,11 @@ void run_all_gpus(CaseContext& ctx, size_t bytes) {
     once(keep);
     return wall;
   }));
-  ctx.set_throughput("gbps", double(bytes) * double(per.size()) / 1e9, "");
+  ctx.set_throughput(hostlink::kGbps, double(bytes) * double(per.size()) / 1e9, "");
   json shares = json::object();
   for (auto& p : per) {
     const double gbps = double(bytes) / 1e9 / compute_stats(p.times).median;
-    ctx.metric("gpu" + std::to_string(p.index), Unit::gbps, gbps, Better::higher);
+    ctx.metric(hostlink::kGpuGbps, std::to_string(p.index), gbps);
   }
   ctx.details()["timer"] = "aggregate: host clock over all GPUs; per GPU: that GPU's events";
   std::string err;
@@ -313,8 +314,7 @@ std::vector<ValidationCheck> hostlink_checks() {
       return jf::str_or(p, "direction") == d && jf::str_or(p, "memory") == "pinned" && jf::str_or(p, "engine", "ce") == "ce";
     };
     c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {
-      const json& m = jf::at(r, "metrics");
-      const double gbps = jf::num_or(m, "gbps", NAN);
+      const double gbps = hostlink::kGbps.of(r).value_or(NAN);
       if (!std::isfinite(gbps)) return std::nullopt;
       if (in.unit == "gbps") {
         how = fmt(gbps, 1) + " GB/s";
@@ -322,7 +322,7 @@ std::vector<ValidationCheck> hostlink_checks() {
       }
       const double bytes = jf::num_or(jf::at(r, "params"), "bytes", 0);
       const std::string size = bytes > 0 ? fmt(bytes / double(1 << 20), 0) + " MiB, " : "";
-      const auto link_pct = jf::jnum(m, "link_pct");
+      const auto link_pct = hostlink::kLinkPct.of(r);
       if (auto link = max_link_gbps(in.environment, in.gpu, &r); link && *link > 0) {
         how = size + fmt(gbps, 1) + " GB/s of " + fmt(*link, 1) + " GB/s (the PCIe rate at the GPU's maximum generation and width)";
         if (link_pct) how += "; " + fmt(*link_pct, 1) + "% of the link as trained";
@@ -441,6 +441,8 @@ class HostLinkFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<HostLinkFamily>());
+NB_REGISTER_METRICS("hostlink", {hostlink::kGbps, hostlink::kLinkGbps, hostlink::kLinkPct, hostlink::kH2dGbps,
+                                 hostlink::kD2hGbps, hostlink::kSumGbps, hostlink::kGpuGbps});
 
 }  // namespace
 }  // namespace nb

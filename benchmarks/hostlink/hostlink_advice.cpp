@@ -2,18 +2,14 @@
 // host-to-device copy rate of its copy-engine cases, per memory kind, GPU and transfer size.
 #include "base/json_fields.hpp"
 #include "bench/contributions.hpp"
-#include "bench/metric.hpp"
+#include "hostlink_metrics.hpp"
 
 namespace nb::hostlink {
 namespace {
 
 using nlohmann::json;
 using jf::at;
-using jf::jnum;
 using jf::str_or;
-
-// The copy rate, the throughput metric of every hostlink case (set_throughput("gbps")).
-constexpr MetricDecl kCopyRate{"", Unit::gbps, Better::higher};
 
 void read(const json& r, AdviceFacts& facts) {
   const json& p = at(r, "params");
@@ -21,14 +17,14 @@ void read(const json& r, AdviceFacts& facts) {
   if (!str_or(p, "engine").empty() && str_or(p, "engine") != "ce") return;
   const json& g = at(r, "gpus");
   const int gpu = g.is_array() && !g.empty() && g[0].is_number() ? g[0].get<int>() : 0;
-  const auto gbps = kCopyRate.of(r);
-  const auto bytes = jnum(p, "bytes");
+  const auto gbps = kGbps.of(r);
+  const auto bytes = jf::jnum(p, "bytes");
   if (!gbps || !bytes) return;
   facts.host_copies.push_back({str_or(p, "memory"), gpu, *bytes, *gbps});
 }
 
 const AdviceRegistrar advice({"hostlink", read,
-                              {{"metrics", kCopyRate.name(), 0, true}, {"params", "bytes", 0, true}},
+                              {{"metrics", kGbps.name(), 0, true}, {"params", "bytes", 0, true}},
                               "",
                               std::nullopt});
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "images.hpp"
+#include "input_metrics.hpp"
 #include "base/resources.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
@@ -272,11 +273,11 @@ void run_gpu_decode(CaseContext& ctx, const std::string& backend, Layout layout,
                ReasonKind::unsupported);
   BatchRunner run(set, *d, layout, dtype, batch, ctx.stream());
   ctx.set_measurement(warm_then_sample(ctx.config(), 3, [&](bool keep) { return run.once(keep); }));
-  ctx.set_throughput("images_per_s", double(batch), "");
-  ctx.set_primary_metric("images_per_s", true);
-  ctx.metric("gpu_time_per_image", Unit::ms, 1e3 * compute_stats(run.gpu_s).median / batch, Better::lower);
-  ctx.metric("augment_gpu_time_per_image", Unit::ms, 1e3 * compute_stats(run.kernel_s).median / batch, Better::lower);
-  ctx.metric("mean_file", Unit::bytes, set.mean_bytes());
+  ctx.set_throughput(kImagesPerS, double(batch), "");
+  ctx.set_primary_metric(kImagesPerS);
+  ctx.metric(kGpuTimePerImage, 1e3 * compute_stats(run.gpu_s).median / batch);
+  ctx.metric(kAugmentGpuTimePerImage, 1e3 * compute_stats(run.kernel_s).median / batch);
+  ctx.metric(kMeanFile, set.mean_bytes());
   int major = 0, minor = 0, patch = 0;
   api().property(MAJOR_VERSION, &major), api().property(MINOR_VERSION, &minor), api().property(PATCH_LEVEL, &patch);
   ctx.details()["nvjpeg"] = {{"version", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},

@@ -14,6 +14,7 @@
 #include "gpu_decode.hpp"
 #include "node/host_memory.hpp"
 #include "images.hpp"
+#include "input_metrics.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
 
@@ -114,18 +115,18 @@ void run_cpu(CaseContext& ctx, Layout layout, DType dtype, const std::string& pl
   ctx.mutable_config() = mc;
   const PoolResult r = run_pool(set, pc, mc);
   ctx.set_measurement(r.measurement);
-  ctx.set_throughput("images_per_s", 1.0, "");
-  ctx.set_primary_metric("images_per_s", true);
+  ctx.set_throughput(input::kImagesPerS, 1.0, "");
+  ctx.set_primary_metric(input::kImagesPerS);
   const double ips = 1.0 / compute_stats(r.measurement.samples_s).median;
   const double workers = double(pc.cpus.size());
-  ctx.metric("per_core", Unit::images_per_s, ips / workers, Better::higher);
-  ctx.metric("cores", Unit::count, workers);
-  ctx.metric("decode_per_image", Unit::ms, r.decode_per_image_ms, Better::lower);
-  ctx.metric("augment_per_image", Unit::ms, r.augment_per_image_ms, Better::lower);
-  ctx.metric("mean_file", Unit::bytes, set.mean_bytes());
-  ctx.metric("output", Unit::bytes, double(image_elements() * element_bytes(dtype)));
-  ctx.metric("worker_cpu", Unit::share, r.cpu_share);
-  ctx.metric("per_core_cpu_time", Unit::images_per_s, r.images_per_cpu_s, Better::higher);
+  ctx.metric(input::kPerCore, ips / workers);
+  ctx.metric(input::kCores, workers);
+  ctx.metric(input::kDecodePerImage, r.decode_per_image_ms);
+  ctx.metric(input::kAugmentPerImage, r.augment_per_image_ms);
+  ctx.metric(input::kMeanFile, set.mean_bytes());
+  ctx.metric(input::kOutput, double(image_elements() * element_bytes(dtype)));
+  ctx.metric(input::kWorkerCpu, r.cpu_share);
+  ctx.metric(input::kPerCoreCpuTime, r.images_per_cpu_s);
   json& d = ctx.details();
   d["cpus"] = pc.cpus;
   d["cpus_available"] = cpus.size();
@@ -222,6 +223,9 @@ class InputFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<InputFamily>());
+NB_REGISTER_METRICS("input", {input::kImagesPerS, input::kPerCore, input::kPerCoreCpuTime, input::kCores,
+                              input::kDecodePerImage, input::kAugmentPerImage, input::kMeanFile, input::kOutput,
+                              input::kWorkerCpu, input::kGpuTimePerImage, input::kAugmentGpuTimePerImage});
 
 }  // namespace
 }  // namespace nb::input

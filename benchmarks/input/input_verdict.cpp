@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/text.hpp"
+#include "input_metrics.hpp"
 
 namespace nb::input {
 
@@ -138,26 +139,26 @@ DecodeData decode_data(const json& records) {
     if (!r.is_object() || str(r, "family") != "input") continue;
     const std::string id = str(r, "id"), status = str(r, "status");
     const json& p = r.contains("params") ? r["params"] : json();
-    const json& m = r.contains("metrics") ? r["metrics"] : json();
+    const double ips = kImagesPerS.of(r).value_or(0);
     const json& det = r.contains("details") ? r["details"] : json();
     const std::string series = str(p, "layout") + "/" + str(p, "dtype");
     const Key key{str(r, "host"), series};
-    if (starts(id, "input/gpu/") && status == "ok" && num(m, "images_per_s") > 0) {
-      d.gpu.push_back({id, series, num(m, "images_per_s"), num(m, "gpu_time_per_image_ms")});
+    if (starts(id, "input/gpu/") && status == "ok" && ips > 0) {
+      d.gpu.push_back({id, series, ips, kGpuTimePerImage.of(r).value_or(0)});
       continue;
     }
     if (!starts(id, "input/cpu/")) continue;
     const std::string place = str(p, "placement");
-    if (place == "spread" && status == "ok" && num(m, "images_per_s") > 0) {
+    if (place == "spread" && status == "ok" && ips > 0) {
       double& best = pts[key][int(num(p, "cores"))];
-      best = std::max(best, num(m, "images_per_s"));
+      best = std::max(best, ips);
       cpus[key] = std::max(cpus[key], int(num(det, "cpus_available")));
     } else if (place == "gpu_node" || place == "other_node") {
       json& e = numa[key];
       e["series"] = series;
       if (!key.first.empty()) e["host"] = key.first;
       if (status == "ok") {
-        e[place + "_images_per_s"] = num(m, "images_per_s");
+        e[place + "_images_per_s"] = ips;
         e[place] = det.value("numa_node", json(nullptr));
       } else {
         e[place + "_reason"] = r.value("reason", json(nullptr));
@@ -238,7 +239,8 @@ json input_pipeline_analysis(const json& records, int node_gpus) {
   for (const json& r : records) {
     if (!r.is_object() || str(r, "family") != "train" || str(r, "status") != "ok") continue;
     const json& p = r["params"];
-    const double ips = num(r.value("metrics", json::object()), "images_per_s");
+    // The training rate: the train family's bare images_per_s, the name this family's rate has too.
+    const double ips = kImagesPerS.of(r).value_or(0);
     auto& best = train[{str(p, "precision"), str(p, "layout")}];
     if (ips > std::get<0>(best)) best = {ips, int(num(p, "batch")), str(r, "id")};
   }

@@ -7,14 +7,15 @@
 #include "kernels/common/kernels.cuh"
 #include "base/resources.hpp"
 #include "base/stats.hpp"
+#include "latency_metrics.hpp"
 
 namespace nb {
 namespace {
 
 void finish_latency(CaseContext& ctx) {
   const Stats s = compute_stats(ctx.output().measurement->samples_s);
-  ctx.metric("latency", Unit::us, s.median * 1e6, Better::lower);
-  ctx.metric("p90_latency", Unit::us, s.p90 * 1e6, Better::lower);
+  ctx.metric(kLatencyMetric, s.median * 1e6);
+  ctx.metric(latency::kP90Latency, s.p90 * 1e6);
 }
 
 void run_latency(CaseContext& ctx, const std::string& what) {
@@ -69,6 +70,7 @@ class LatencyFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<LatencyFamily>());
+NB_REGISTER_METRICS("latency", {kLatencyMetric, latency::kP90Latency});
 
 }  // namespace
 }  // namespace nb

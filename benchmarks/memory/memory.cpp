@@ -13,6 +13,7 @@
 #include "kernels/memory/memory_kernels.cuh"
 #include "base/resources.hpp"
 #include "base/verify.hpp"
+#include "memory_metrics.hpp"
 
 namespace nb {
 namespace {
@@ -139,7 +140,7 @@ void run_stream(CaseContext& ctx, const OpInfo& op, std::optional<size_t> size) 
     kernels::launch_stream(st, op.op, pa, pb, pc, scalar, n4, partial.as<float>(), blocks, threads);
   };
   ctx.measure(launch);
-  ctx.set_throughput("gbps", double(bytes) * op.bytes_factor / 1e9, "mem_gbps");
+  ctx.set_throughput(memory::kGbps, double(bytes) * op.bytes_factor / 1e9, "mem_gbps");
   ctx.details()["array_bytes"] = bytes;
   ctx.details()["bytes_per_run"] = bytes * size_t(op.bytes_factor);
   ctx.details()["grid"] = {{"blocks", blocks}, {"threads", threads}};
@@ -165,7 +166,7 @@ void run_memcpy(CaseContext& ctx, std::optional<size_t> size) {
   NB_CUDA_LAUNCH();
   auto launch = [&](cudaStream_t st) { NB_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, st)); };
   ctx.measure(launch);
-  ctx.set_throughput("gbps", 2.0 * double(bytes) / 1e9, "mem_gbps");
+  ctx.set_throughput(memory::kGbps, 2.0 * double(bytes) / 1e9, "mem_gbps");
   ctx.details()["array_bytes"] = bytes;
   NB_CUDA(cudaMemsetAsync(b.get(), 0xFF, bytes, s));
   launch(s);
@@ -190,7 +191,7 @@ std::vector<ValidationCheck> memory_checks() {
     c.value = [](const json& r, const CheckInput& in, std::string& how) -> std::optional<double> {
       if (auto v = percent_of_peak_value(r, how)) return v;
       const json* g = environment_gpu(in.environment, in.gpu);
-      const double gbps = jf::num_or(jf::at(r, "metrics"), "gbps", NAN);
+      const double gbps = memory::kGbps.of(r).value_or(NAN);
       const double peak = g ? jf::num_or(jf::at(jf::at(*g, "peaks"), "mem_gbps"), "value", NAN) : NAN;
       if (!std::isfinite(gbps) || !std::isfinite(peak) || peak <= 0) return std::nullopt;
       how = fmt(gbps, 1) + " GB/s of " + fmt(peak, 0) + " GB/s (mem_gbps)";
@@ -251,6 +252,7 @@ class MemoryFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<MemoryFamily>());
+NB_REGISTER_METRICS("memory", {memory::kGbps});
 
 }  // namespace
 }  // namespace nb

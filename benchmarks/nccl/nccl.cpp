@@ -428,6 +428,7 @@ class NcclFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<NcclFamily>());
+NB_REGISTER_METRICS("nccl", {kAlgbw, kBusbw, kBusFactor, kData, kGpuCount, kWrong, kScalingEfficiency});
 
 }  // namespace
 }  // namespace nb

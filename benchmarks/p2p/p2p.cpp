@@ -94,6 +94,7 @@ class P2pFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<P2pFamily>());
+NB_REGISTER_METRICS("p2p", {kGbps, kLatencyMetric, kP90Latency, kFwdGbps, kRevGbps, kSumGbps, kWallGbps});
 
 }  // namespace
 }  // namespace nb::p2p

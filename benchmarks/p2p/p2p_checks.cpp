@@ -65,7 +65,7 @@ std::vector<ValidationCheck> p2p_checks() {
       j.what = "p2p " + std::to_string(s) + "->" + std::to_string(d);
       const std::string unit = in.unit(j.id, s);
       j.value = [env, unit, link, s = s, d = d](const json& r, std::string& how) {
-        return rate_against_link(num_or(at(r, "metrics"), "gbps", NAN), unit, slowest_link_gbps(*env, {s, d}, true), "",
+        return rate_against_link(kGbps.of(r).value_or(NAN), unit, slowest_link_gbps(*env, {s, d}, true), "",
                                  "the slower GPU's PCIe link", link, how);
       };
       out.push_back(j);

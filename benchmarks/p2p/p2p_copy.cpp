@@ -274,12 +274,11 @@ void one_way_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& sb, 
   part.out.measurement = owner.measurer->measure(owner.stream->get(), launch, cfg);
   const Stats st = compute_stats(part.out.measurement->samples_s);
   if (spec.test == Test::latency) {
-    part.out.metric("latency", Unit::us, st.median * 1e6, Better::lower);
-    part.out.metric("p90_latency", Unit::us, st.p90 * 1e6, Better::lower);
+    part.out.metric(kLatencyMetric, st.median * 1e6);
+    part.out.metric(kP90Latency, st.p90 * 1e6);
     cell = st.median * 1e6;
   } else {
-    part.out.throughput_metric = "gbps";
-    part.out.work_per_launch = double(bytes) / 1e9;
+    part.out.set_throughput(kGbps, double(bytes) / 1e9, "");
     cell = double(bytes) / 1e9 / st.median;
   }
   part.out.details = {{"peer_access", spec.peer},
@@ -303,14 +302,13 @@ double both_ways_part(CaseContext& ctx, const Spec& spec, GpuSide& sa, GpuSide& 
   bw.sample(ctx.config());
   part.out.config = ctx.config();
   part.out.measurement = bw.m;
-  part.out.throughput_metric = "gbps";
-  part.out.work_per_launch = 2.0 * double(bytes) / 1e9;
+  part.out.set_throughput(kGbps, 2.0 * double(bytes) / 1e9, "");
   const double fwd = double(bytes) / 1e9 / compute_stats(bw.t_ab).median;
   const double rev = double(bytes) / 1e9 / compute_stats(bw.t_ba).median;
-  part.out.metric("fwd", Unit::gbps, fwd, Better::higher);
-  part.out.metric("rev", Unit::gbps, rev, Better::higher);
-  part.out.metric("sum", Unit::gbps, fwd + rev, Better::higher);
-  part.out.metric("wall", Unit::gbps, 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median, Better::higher);
+  part.out.metric(kFwdGbps, fwd);
+  part.out.metric(kRevGbps, rev);
+  part.out.metric(kSumGbps, fwd + rev);
+  part.out.metric(kWallGbps, 2.0 * double(bytes) / 1e9 / compute_stats(bw.t_wall).median);
   part.out.details = {{"peer_access", spec.peer},
                       {"loopback", sa.id == sb.id},
                       {"timer", "fwd (src->dst) and rev (dst->src): each direction's CUDA events; a sample is "

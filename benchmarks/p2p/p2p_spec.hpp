@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bench/benchmark.hpp"
+#include "p2p_metrics.hpp"
 
 namespace nb::p2p {
 

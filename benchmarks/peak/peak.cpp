@@ -12,6 +12,7 @@
 #include "bench/cost.hpp"
 #include "kernels/common/kernels.cuh"
 #include "kernels/peak/peak_kernels.cuh"
+#include "peak_metrics.hpp"
 #include "peak_rules.hpp"
 
 namespace nb {
@@ -23,22 +24,22 @@ using nlohmann::json;
 struct UnitInfo {
   const char* name;
   PeakUnit unit;
-  const char* metric;    // tflops or tops
+  bool ops;              // integer operations: TOPS (else TFLOPS)
   const char* peak_key;  // device profile key, "" for none
   const char* what;      // what the GPU lacks when it cannot run
 };
 const UnitInfo kUnits[] = {
-    {"fp32_ffma", PeakUnit::ffma, "tflops", "fp32_tflops", ""},
-    {"fp16_hfma2", PeakUnit::hfma2, "tflops", "fp16_tflops", "FP16 arithmetic (compute capability 5.3 or newer)"},
-    {"bf16_fma2", PeakUnit::bf16fma2, "tflops", "", "BF16 arithmetic (compute capability 8.0 or newer)"},
-    {"fp64_dfma", PeakUnit::dfma, "tflops", "fp64_tflops", ""},
-    {"int8_dp4a", PeakUnit::dp4a, "tops", "int8_dp4a_tops", "DP4A (compute capability 6.1 or newer)"},
-    {"int32_imad", PeakUnit::imad, "tops", "", ""},
-    {"mma_fp16", PeakUnit::mma_fp16, "tflops", "fp16_tensor_tflops", "tensor cores (compute capability 7.0 or newer)"},
-    {"mma_bf16", PeakUnit::mma_bf16, "tflops", "bf16_tensor_tflops", "BF16 tensor cores (compute capability 8.0 or newer)"},
-    {"mma_tf32", PeakUnit::mma_tf32, "tflops", "tf32_tflops", "TF32 tensor cores (compute capability 8.0 or newer)"},
-    {"mma_int8", PeakUnit::mma_int8, "tops", "int8_tops", "INT8 tensor cores (compute capability 7.2 or newer)"},
-    {"mma_fp8", PeakUnit::mma_fp8, "tflops", "fp8_tflops", "FP8 tensor cores (compute capability 8.9 or newer)"},
+    {"fp32_ffma", PeakUnit::ffma, false, "fp32_tflops", ""},
+    {"fp16_hfma2", PeakUnit::hfma2, false, "fp16_tflops", "FP16 arithmetic (compute capability 5.3 or newer)"},
+    {"bf16_fma2", PeakUnit::bf16fma2, false, "", "BF16 arithmetic (compute capability 8.0 or newer)"},
+    {"fp64_dfma", PeakUnit::dfma, false, "fp64_tflops", ""},
+    {"int8_dp4a", PeakUnit::dp4a, true, "int8_dp4a_tops", "DP4A (compute capability 6.1 or newer)"},
+    {"int32_imad", PeakUnit::imad, true, "", ""},
+    {"mma_fp16", PeakUnit::mma_fp16, false, "fp16_tensor_tflops", "tensor cores (compute capability 7.0 or newer)"},
+    {"mma_bf16", PeakUnit::mma_bf16, false, "bf16_tensor_tflops", "BF16 tensor cores (compute capability 8.0 or newer)"},
+    {"mma_tf32", PeakUnit::mma_tf32, false, "tf32_tflops", "TF32 tensor cores (compute capability 8.0 or newer)"},
+    {"mma_int8", PeakUnit::mma_int8, true, "int8_tops", "INT8 tensor cores (compute capability 7.2 or newer)"},
+    {"mma_fp8", PeakUnit::mma_fp8, false, "fp8_tflops", "FP8 tensor cores (compute capability 8.9 or newer)"},
 };
 
 kernels::FillType fill_type(PeakUnit u) {
@@ -79,7 +80,7 @@ void measure_peak(CaseContext& ctx, const UnitInfo& u, const PeakLaunch& launch,
   const GpuInfo& g = ctx.gpu();
   const int iters = calibrate_iters(ctx.stream(), launch);
   ctx.measure([&](cudaStream_t st) { launch(st, iters); });
-  ctx.set_throughput(u.metric, double(iters) * ops_per_iter / 1e12, dense ? u.peak_key : "");
+  ctx.set_throughput(u.ops ? peak::kTops : peak::kTflops, double(iters) * ops_per_iter / 1e12, dense ? u.peak_key : "");
   ctx.details()["iterations"] = iters;
 
   // SM clock inside the last launch: cycles over nanoseconds, averaged over blocks.
@@ -96,7 +97,7 @@ void measure_peak(CaseContext& ctx, const UnitInfo& u, const PeakLaunch& launch,
   const double mhz = 1e3 * ghz_sum / n;
   ctx.metric(kSmClockMetric, mhz);
   const Theoretical theo = peak_theoretical(u.name, g.cc_major, g.cc_minor, g.sm_count, mhz, dense);
-  if (theo.rate) ctx.metric("theoretical", unit_of_name(u.metric).value(), *theo.rate);  // tflops or tops
+  if (theo.rate) ctx.metric(u.ops ? peak::kTheoreticalTops : peak::kTheoreticalTflops, *theo.rate);
   ctx.details()["theoretical"] = theo.detail;
 }
 
@@ -214,12 +215,13 @@ class PeakFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<PeakFamily>());
+NB_REGISTER_METRICS("peak", {peak::kTflops, peak::kTops, peak::kTheoreticalTflops, peak::kTheoreticalTops, kSmClockMetric});
 
 // The evidence for the FP16-versus-FP32 verdict (bench/precision.hpp): the units' rates against
 // FP32 FFMA; synthetic, so the least preferred. Its FP16 rows head the table, its INT8 row
 // follows the GEMM's rows.
 double unit_rate(const json& records, const GpuBrief& g, const char* unit) {
-  return best_metric(records, g, {"tflops", "tops"},
+  return best_metric(records, g, {peak::kTflops.name(), peak::kTops.name()},
                      [&](const json& r) { return r["family"] == "peak" && r["params"]["unit"] == unit; });
 }
 

@@ -107,11 +107,11 @@ bool verify_step(CaseContext& ctx, train::TrainStep& st, std::string& graph_why)
 void record_profile(CaseContext& ctx, train::TrainStep& st, const std::array<double, train::kKinds>& kinds, double med) {
   double sum = 0;
   for (int k = 0; k < train::kKinds; ++k) {
-    ctx.metric(std::string("time_") + train::kind_name(Kind(k)), Unit::ms, kinds[size_t(k)], Better::lower);
+    ctx.metric(train::kKindTime, train::kind_name(Kind(k)), kinds[size_t(k)]);
     sum += kinds[size_t(k)];
   }
   const double mem_bound = kinds[size_t(Kind::bn)] + kinds[size_t(Kind::elementwise)] + kinds[size_t(Kind::pool)];
-  ctx.metric("elementwise", Unit::share, sum > 0 ? mem_bound / sum : 0.0);
+  ctx.metric(train::kElementwiseShare, sum > 0 ? mem_bound / sum : 0.0);
   ctx.details()["profile_note"] =
       "time per layer kind: the median over 5 steps queued behind a blocking kernel, with events between the "
       "operations; bn holds the ReLU and the residual add where they are fused into it (details.fusion), "
@@ -152,24 +152,24 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
                                       "loop's; the samples are the GPU's time with the host's cost left out";
     med = std::max(med, eager);
   }
-  ctx.set_throughput("tflops", 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
-  ctx.set_primary_metric("images_per_s", true);
+  ctx.set_throughput(train::kTflops, 3.0 * resnet50::net().forward_flops_per_image() * double(batch) / 1e12, "");
+  ctx.set_primary_metric(kImagesPerS);
   ctx.metric(kStepTime, med * 1e3);
   ctx.metric(kImagesPerS, double(batch) / med);
-  ctx.metric("host_issue", Unit::ms, host_issue * 1e3, Better::lower);
-  ctx.metric("eager_step", Unit::ms, eager * 1e3, Better::lower);
-  ctx.metric("eager", Unit::images_per_s, double(batch) / eager, Better::higher);
+  ctx.metric(train::kHostIssue, host_issue * 1e3);
+  ctx.metric(train::kEagerStep, eager * 1e3);
+  ctx.metric(train::kEagerImagesPerS, double(batch) / eager);
   ctx.metric(kPeakMemory, double(st.peak_bytes()));
-  ctx.metric("device_used", Unit::bytes, device_used, Better::lower);
+  ctx.metric(train::kDeviceUsed, device_used);
   ctx.metric(kMemoryFraction, device_used / double(g.memory_bytes ? g.memory_bytes : total_b));
   ctx.metric(kWorkspaceMetric, double(st.workspace_bytes()));
   // The bytes the memory-bound kinds must move at least (resnet50_net.hpp): against the GPU's
   // memory bandwidth, what a fusing compiler could still save of each kind's time (the report).
   const auto floor = resnet50::memory_bound_floor(resnet50::net(), batch, int(cfg.prec->elem));
-  ctx.metric("bn_floor", Unit::bytes, double(floor.bn));
-  ctx.metric("elementwise_floor", Unit::bytes, double(floor.elementwise));
-  ctx.metric("pool_floor", Unit::bytes, double(floor.pool));
-  ctx.metric("update_floor", Unit::bytes, double(floor.update));
+  ctx.metric(train::kBnFloor, double(floor.bn));
+  ctx.metric(train::kElementwiseFloor, double(floor.elementwise));
+  ctx.metric(train::kPoolFloor, double(floor.pool));
+  ctx.metric(train::kUpdateFloor, double(floor.update));
   record_profile(ctx, st, kinds, med);
   // What the batch norms on the step's own kernels must move, and, when every batch norm runs
   // them, the bandwidth that makes of the profile's batch-norm time (each reduction's finalize included).

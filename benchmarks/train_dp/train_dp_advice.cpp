@@ -3,6 +3,7 @@
 // without cuDNN: advise reads result files of other nodes.
 #include "base/json_fields.hpp"
 #include "bench/contributions.hpp"
+#include "bench/metric_registry.hpp"
 #include "train_dp_metrics.hpp"
 
 namespace nb::train_dp {
@@ -37,6 +38,10 @@ const AdviceRegistrar advice({"train_dp", read,
                                {"params", "accumulation", 1, false}},
                               "",
                               std::nullopt});
+
+// Its metrics, registered here (built with or without cuDNN) for the check of a result file read back.
+NB_REGISTER_METRICS("train_dp", {kStepTime, kImagesPerS, kComputeStep, kExposedComm, kOneGpuStep, kOneGpuImagesPerS,
+                                 kScalingEfficiency, kBucketBytes, kBucketCount, kGradientBytes});
 
 }  // namespace
 }  // namespace nb::train_dp

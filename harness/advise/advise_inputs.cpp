@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <iomanip>
 #include <map>
 #include <sstream>
 #include <tuple>
 
 #include "base/error.hpp"
+#include "bench/metric_registry.hpp"
 #include "node/profiles.hpp"
 
 namespace nb::advise {
@@ -270,6 +272,9 @@ void check_result_document(const json& doc, const std::string& path) {
       for (const FigureRule& rule : c.figures) check_figure(r, rule, at, id);
     }
   }
+  // Every record's metrics against the declarations: a value that is not a number refused, a
+  // name nobody declares named once (bench/metric_registry.hpp).
+  check_record_metrics(doc, path, std::cerr);
 }
 
 }  // namespace nb::advise

@@ -38,6 +38,7 @@ struct BurnOptions {
 struct ListCommand {
   RunOptions selection;  // suite, families, filter
   bool json = false;
+  bool metrics = false;  // the declared metrics instead of the cases
 };
 struct RunCommand {
   RunOptions options;

@@ -84,6 +84,9 @@ void add_list(CLI::App& app, ListCommand& c, RawText& raw) {
   CLI::App* list = app.add_subcommand("list", "List families and cases, and whether each can run on this node (and why not)");
   add_selection(list, c.selection, raw.suite);
   list->add_flag("--json", c.json, "Print JSON instead of a table");
+  list->add_flag("--metrics", c.metrics,
+                 "List the metrics each family declares (and the harness's own, on every record): JSON name, unit, "
+                 "which way is better; --family keeps those families; no GPU needed");
 }
 
 void add_run(CLI::App& app, RunCommand& c, RawText& raw) {

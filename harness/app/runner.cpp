@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/metric_registry.hpp"
 #include "cluster/cluster.hpp"
 #include "output/console.hpp"
 #include "cluster/mpi.hpp"
@@ -51,7 +52,42 @@ std::string result_file_name(const json& env, const std::string& run_id) {
 
 }  // namespace
 
+namespace {
+
+// `list --metrics`: every registered family's declared metrics (those of --family), then the
+// harness's common ones (family null in JSON).
+int list_metrics(const ListCommand& lc) {
+  const std::vector<std::string>& only = lc.selection.families;
+  for (const std::string& f : only)
+    if (!find_family_metrics(f)) {
+      std::cerr << "nodebench: list --metrics: no family '" << f << "' declares metrics in this build\n" << usage_line("list");
+      return kExitUsage;
+    }
+  json out = json::array();
+  auto add = [&](const json& family, const DeclaredMetric& m) {
+    out.push_back({{"family", family}, {"name", m.name}, {"unit", suffix(m.unit)}, {"better", to_string(m.better)}});
+  };
+  for (const FamilyMetrics& f : metric_registry())
+    if (only.empty() || std::find(only.begin(), only.end(), f.family) != only.end())
+      for (const DeclaredMetric& m : f.metrics) add(f.family, m);
+  for (const DeclaredMetric& m : common_metrics()) add(nullptr, m);
+  if (lc.json) {
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << std::left << std::setw(12) << "family" << std::setw(34) << "metric" << std::setw(14) << "unit" << "better\n";
+  for (const json& m : out)
+    std::cout << std::left << std::setw(12) << (m["family"].is_null() ? std::string("(every)") : m["family"].get<std::string>())
+              << std::setw(34) << m["name"].get<std::string>() << std::setw(14) << m["unit"].get<std::string>()
+              << m["better"].get<std::string>() << "\n";
+  std::cout << "(every): written by the harness on a record of any family; each rate also has its <rate>_per_ghz.\n";
+  return kExitOk;
+}
+
+}  // namespace
+
 int cmd_list(const ListCommand& lc) {
+  if (lc.metrics) return list_metrics(lc);
   const RunOptions& o = lc.selection;
   std::vector<Case> cases;
   try {
@@ -174,6 +210,7 @@ int run_repeated(const RunOptions& o, const Argv& argv) {
     try {
       docs.push_back(read_json_file(file));
       check_schema_version(docs.back(), file);
+      check_record_metrics(docs.back(), file, std::cerr);  // a metric that is not a number: no readable result
       files.push_back(file);
     } catch (const std::exception& e) {
       std::cerr << "nodebench: run " << i << " left no readable result file (" << e.what() << ")\n";

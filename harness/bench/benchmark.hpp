@@ -21,6 +21,7 @@
 #include "base/status.hpp"
 #include "bench/algo_choice.hpp"
 #include "bench/metric.hpp"
+#include "bench/metric_registry.hpp"
 #include "bench/resources_store.hpp"
 #include "bench/settings.hpp"
 
@@ -286,12 +287,19 @@ struct CaseOutput {
   std::vector<CasePart> parts;
   nlohmann::json extra_params = nlohmann::json::object();
   nlohmann::json analysis = nlohmann::json::object();
-  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix (bench/metric).
-  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
-    typed_metrics.push_back(make_metric(stem, unit, value, better));
-  }
-  // A metric the family declared (bench/metric.hpp's MetricDecl).
+  // A metric the family declared (bench/metric.hpp's MetricDecl, in its <family>_metrics.hpp):
+  // there is no way to write one by a name alone.
   void metric(const MetricDecl& decl, double value) { typed_metrics.push_back(decl.with(value)); }
+  // A metric whose name holds a run-time key (one per GPU): `decl`'s name for `key`.
+  void metric(const KeyedMetricDecl& decl, const std::string& key, double value) {
+    typed_metrics.push_back(decl.with(key, value));
+  }
+  // The throughput the harness computes from the median time (see CaseContext::set_throughput).
+  void set_throughput(const MetricDecl& metric, double work, const std::string& key) {
+    throughput_metric = metric.name();
+    work_per_launch = work;
+    peak_key = key;
+  }
 };
 
 // One further record of a case: id "<family>/<case>/<name>", params the case's and these.
@@ -390,25 +398,22 @@ class CaseContext {
   MeasureConfig& mutable_config() { return out_.config; }
   // One launch does `work` units of `metric` x seconds (tflops: flops / 1e12; gbps: bytes / 1e9);
   // the harness divides by the median time and looks up `peak_key` in the GPU's peaks.
-  void set_throughput(const std::string& metric, double work, const std::string& peak_key) {
-    out_.throughput_metric = metric;
-    out_.work_per_launch = work;
-    out_.peak_key = peak_key;
+  // `metric` is the family's declaration of its rate (a bare unit: tflops, gbps, images_per_s).
+  void set_throughput(const MetricDecl& metric, double work, const std::string& peak_key) {
+    out_.set_throughput(metric, work, peak_key);
   }
-  // The record's figure of merit when it is not the throughput metric (e.g. images_per_s).
-  void set_primary_metric(const std::string& metric, bool higher_is_better) {
-    out_.primary_metric = metric;
-    out_.primary_higher = higher_is_better;
+  // The record's figure of merit when it is not the throughput metric (e.g. images_per_s), in
+  // its declared direction (lower only where it says lower).
+  void set_primary_metric(const MetricDecl& metric) {
+    out_.primary_metric = metric.name();
+    out_.primary_higher = metric.better != Better::lower;
   }
   void add_part(CasePart p) { out_.parts.push_back(std::move(p)); }
   nlohmann::json& extra_params() { return out_.extra_params; }
   nlohmann::json& analysis() { return out_.analysis; }
-  nlohmann::json& metrics() { return out_.metrics; }
-  // A metric with its unit and direction; its name is `stem` + "_" + the unit's suffix.
-  void metric(const std::string& stem, Unit unit, double value, Better better = Better::none) {
-    out_.metric(stem, unit, value, better);
-  }
+  // A metric the family declared (its <family>_metrics.hpp, registered with NB_REGISTER_METRICS).
   void metric(const MetricDecl& decl, double value) { out_.metric(decl, value); }
+  void metric(const KeyedMetricDecl& decl, const std::string& key, double value) { out_.metric(decl, key, value); }
   nlohmann::json& details() { return out_.details; }
   // Skips the case: its record is skipped with `reason` and `kind` (oom, unsupported, not_built...).
   [[noreturn]] void skip(const std::string& reason, ReasonKind kind) { throw SkipCase{reason, kind}; }

@@ -86,4 +86,12 @@ std::optional<double> MetricDecl::of(const nlohmann::json& record) const {
   return v->get<double>();
 }
 
+std::string KeyedMetricDecl::name(const std::string& key) const { return metric_name(prefix + key, unit); }
+
+std::string KeyedMetricDecl::pattern() const { return std::string(prefix) + "*_" + suffix(unit); }
+
+Metric KeyedMetricDecl::with(const std::string& key, double value) const {
+  return make_metric(prefix + key, unit, value, better);
+}
+
 }  // namespace nb

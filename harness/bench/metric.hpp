@@ -51,6 +51,19 @@ struct MetricDecl {
   std::optional<double> of(const nlohmann::json& record) const;
 };
 
+// A metric whose name holds a key known only at run time (one per GPU: "gpu0_gbps"; one per
+// kind of layer: "time_conv_ms"): the name is `prefix` + key, then the unit's suffix; declared
+// once all the same, and listed as its pattern ("gpu*_gbps").
+struct KeyedMetricDecl {
+  const char* prefix;
+  Unit unit;
+  Better better = Better::none;
+  std::string name(const std::string& key) const;  // metric_name(prefix + key, unit)
+  std::string name(int index) const { return name(std::to_string(index)); }
+  std::string pattern() const;  // prefix + "*" + "_" + the unit's suffix
+  Metric with(const std::string& key, double value) const;
+};
+
 // The metrics every case may carry, written by the harness itself: the median time of one launch
 // (time_us), and a latency a case reports (latency_us: the record's figure of merit when it declares
 // no throughput).
@@ -58,6 +71,8 @@ inline constexpr MetricDecl kTimeMetric{"time", Unit::us, Better::lower};
 inline constexpr MetricDecl kLatencyMetric{"latency", Unit::us, Better::lower};
 // The SM clock a case ran at, as NVML reports it (the monitor samples the same figure).
 inline constexpr MetricDecl kSmClockMetric{"sm_clock", Unit::mhz};
+// The throughput against the theoretical rate a family gave (run/record.cpp: theoretical_<rate>).
+inline constexpr MetricDecl kOfTheoreticalMetric{"of_theoretical", Unit::pct, Better::higher};
 
 // The unit a JSON name ends in (the longest suffix that matches), for records read back.
 std::optional<Unit> unit_of_name(const std::string& name);

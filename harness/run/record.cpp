@@ -123,10 +123,10 @@ void add_timing(Record& r, const RecordInput& in, const CaseOutput& o) {
     r.set(Metric{o.throughput_metric, value, *u, Better::higher});
     // A family may give the theoretical rate it computed (peak: at the measured clock).
     if (const Metric* theo = r.metric("theoretical_" + o.throughput_metric); theo && theo->value > 0)
-      r.set(make_metric("of_theoretical", Unit::pct, 100.0 * value / theo->value, Better::higher));
+      r.set(kOfTheoreticalMetric.with(100.0 * value / theo->value));
     add_peak(r, o, in.gpu, value, m);
   }
-  if (!r.metric("time_us")) r.set(make_metric("time", Unit::us, s.median * 1e6, Better::lower));
+  if (!r.metric(kTimeMetric.name())) r.set(kTimeMetric.with(s.median * 1e6));
   add_flags(r, in, cfg, m, s.cv);
   r.measurement = {{"l2", cfg.l2 == L2Mode::cold ? "cold" : "hot"},
                    {"warmup_runs", m.warmup_runs},
@@ -158,8 +158,8 @@ void set_primary(Record& r, const CaseOutput* o) {
   } else if (o && !o->throughput_metric.empty()) {
     if (!pick(o->throughput_metric, Better::higher))
       r.primary = Metric{o->throughput_metric, 0, unit_of_name(o->throughput_metric).value_or(Unit::count), Better::higher};
-  } else if (!pick("latency_us", Better::lower)) {
-    pick("time_us", Better::lower);
+  } else if (!pick(kLatencyMetric.name(), Better::lower)) {
+    pick(kTimeMetric.name(), Better::lower);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "bench/benchmark.hpp"
 #include "bench/settings.hpp"
 #include "bench/validate_values.hpp"
+#include "example_metrics.hpp"
 
 namespace nb {
 namespace {
@@ -35,7 +36,7 @@ void run_fill(CaseContext& ctx, int64_t bytes) {
   ctx.measure([&](cudaStream_t s) {
     for (int64_t i = 0; i < fills; ++i) NB_CUDA(cudaMemsetAsync(buf.get(), int(i & 0xff), size_t(bytes), s));
   });
-  ctx.set_throughput("gbps", double(fills) * double(bytes) / 1e9, "mem_gbps");
+  ctx.set_throughput(example::kFillRate, double(fills) * double(bytes) / 1e9, "mem_gbps");
   ctx.details()["fills"] = fills;
 }
 
@@ -64,6 +65,8 @@ class ExampleFamily : public Family {
 };
 
 const Registrar registrar(std::make_unique<ExampleFamily>());
+// Its metrics, once: what `nodebench list --metrics` lists and a result file read back is checked against.
+NB_REGISTER_METRICS("example", {example::kFillRate});
 
 }  // namespace
 }  // namespace nb

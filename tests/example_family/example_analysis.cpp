@@ -6,14 +6,15 @@
 
 #include "base/text.hpp"
 #include "bench/benchmark.hpp"
+#include "example_metrics.hpp"
 
 namespace nb {
 namespace {
 using nlohmann::json;
 
-// The fill rate, the throughput the case declares (set_throughput("gbps")): read back through its
-// declaration (bench/metric.hpp), as every metric a family reads.
-constexpr MetricDecl kFillRate{"", Unit::gbps, Better::higher};
+// The fill rate, the throughput the case declares: read back through its declaration
+// (example_metrics.hpp), as every metric a family reads.
+using example::kFillRate;
 double rate(const json* r) { return kFillRate.of(*r).value_or(0.0); }
 
 // An ok example fill record on one GPU with a finite rate.

@@ -14,7 +14,8 @@ from ..metrics import declare, metric
 
 FAMILY = "p2p"
 PRIMARY = ("gbps",)
-METRICS = declare(metric("gbps", "GB/s"), "fwd_gbps", "rev_gbps", "wall_gbps", metric("latency_us", "latency (us)"))
+METRICS = declare(metric("gbps", "GB/s"), "fwd_gbps", "rev_gbps", "sum_gbps", "wall_gbps", metric("latency_us", "latency (us)"),
+                  "p90_latency_us")
 FEEDS = ("p2p",)
 PLOT_ORDER = 50
 

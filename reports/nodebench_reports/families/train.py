@@ -16,7 +16,8 @@ from . import train_derive as derive_train
 FAMILY = "train"
 PRIMARY = ("images_per_s",)
 METRICS = declare(metric("images_per_s", "images/s"), "step_time_ms", metric("tflops", "TFLOPS"), "eager_images_per_s",
-                  "eager_step_ms", "host_issue_ms", "peak_memory_bytes", "device_used_bytes", "memory_fraction_x",
+                  "eager_step_ms", "host_issue_ms", "peak_memory_bytes", "device_used_bytes",
+                  metric("memory_fraction_x", better="lower"),
                   "workspace_bytes", "elementwise_share",
                   *(f"time_{k}_ms" for k in ("conv", "bn", "elementwise", "pool", "fc", "loss", "update")),
                   *(f"{k}_floor_bytes" for k in ("bn", "elementwise", "pool", "update")),
