@@ -35,7 +35,8 @@ const AdviceRegistrar advice({"conv", read,
                               "no train record for some rows: their one-GPU step is the conv family's network case "
                               "(convolutions only: batch norm, ReLU, pooling and the update are left out, so the step "
                               "is shorter and the predicted efficiency lower than a real training step's)",
-                              std::nullopt});
+                              std::nullopt,
+                              "^conv/resnet50/"});
 
 }  // namespace
 }  // namespace nb::conv

@@ -30,7 +30,8 @@ void read(const json& r, AdviceFacts& facts) {
 const AdviceRegistrar advice({"hostlink", read,
                               {{"metrics", kCopyRate.name(), 0, true}, {"params", "bytes", 0, true}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^hostlink/h2d/[^/]+/ce/"});
 
 }  // namespace
 }  // namespace nb::hostlink

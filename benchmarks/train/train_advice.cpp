@@ -32,7 +32,8 @@ void read(const json& r, AdviceFacts& facts) {
 const AdviceRegistrar advice({"train", read,
                               {{"metrics", kStepTime.name(), 0, true}, {"params", "batch", 1, false}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^train/resnet50/"});
 
 }  // namespace
 }  // namespace nb::train

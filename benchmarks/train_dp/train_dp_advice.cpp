@@ -36,7 +36,8 @@ const AdviceRegistrar advice({"train_dp", read,
                                {"params", "gpus", 1, false},
                                {"params", "accumulation", 1, false}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^train_dp/"});
 
 }  // namespace
 }  // namespace nb::train_dp
