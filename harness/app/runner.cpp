@@ -386,6 +386,12 @@ int run_for_advice(const RunOptions& o, bool list, const Argv& argv, json& doc_o
     for (const Case& c : pipeline.plan().cases) std::cout << "  " << c.id() << "\n";
     return kExitOk;
   }
+  OutputLock lock;  // the result file is this run's alone, as run's
+  if (!o.out_file.empty())
+    if (const std::string why = lock.take(o.out_file); !why.empty()) {
+      std::cerr << me << "--out-file: " << why << "\n";
+      return kExitUsage;
+    }
   if (!runnable_here(session, cases)) return kExitNoGpu;
   std::vector<int> gpus;
   try {
@@ -411,7 +417,10 @@ int run_for_advice(const RunOptions& o, bool list, const Argv& argv, json& doc_o
   install_signal_handlers();
   RunHooks hooks;
   hooks.stop_requested = [] { return interrupt_requested(); };
+  std::optional<SignalWatcher> watcher;
+  watcher.emplace(path, lock.held()).add_to(hooks);  // a signal ends the run within a second, as run's
   const RunOutcome outcome = pipeline.run(hooks);
+  watcher.reset();
   const int rc = finish_run(outcome, doc, path, pipeline.formats());
   doc_out = doc.doc();
   return rc;
