@@ -11,13 +11,12 @@ expected ratios from them, and the floors from harness/profiles/frameworks.json.
 the fast settings, mixed precision slower on cc 6.1 and faster on cc 9.0, a mode that errors, one
 out of memory, one that hangs (ended at --bench-timeout with its child process), usage errors.
 """
-import argparse
 import json
 import os
 import sys
 import time
 
-from frameworks_standins import FAILS, TORCH_CU126_ARCHS, Env, check, expect, find, nodebench
+from frameworks_standins import TORCH_CU126_ARCHS, check, expect, find, nodebench, run_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 16
@@ -206,20 +205,10 @@ def group_usage(a, env, share, gain):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("group", choices=["torch", "tensorflow", "hang", "usage"])
-    ap.add_argument("--nodebench", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    a.workdir = os.path.join(a.workdir, "bench-" + a.group)
-    os.makedirs(a.workdir, exist_ok=True)
-    env = Env(os.path.join(a.workdir, "venv"))
     share, gain = limits()
-    {"torch": group_torch, "tensorflow": group_tensorflow, "hang": group_hang, "usage": group_usage}[a.group](a, env, share, gain)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    return 0
+    return run_group(__doc__, {name: (lambda a, env, g=g: g(a, env, share, gain)) for name, g in
+                               (("torch", group_torch), ("tensorflow", group_tensorflow), ("hang", group_hang),
+                                ("usage", group_usage))}, folder_prefix="bench-")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ section of chosen architectures. Each scenario probes that environment with node
 GPUs (NVML's view) are then set in the report and judged again with --from, since a machine
 without GPUs has none to compare with. Each scenario states the verdicts it expects.
 """
-import argparse
 import json
 import os
 import sys
 import time
 
-from frameworks_standins import (CUDNN_9_10, CUDNN_9_28, FAILS, TORCH_CU126_ARCHS, TORCH_CU128_ARCHS, Env, check, expect,
-                                 find, nodebench, p40s, probe_and_judge, ptx, sass)
+from frameworks_standins import (CUDNN_9_10, CUDNN_9_28, TORCH_CU126_ARCHS, TORCH_CU128_ARCHS, check, expect, find,
+                                 nodebench, p40s, probe_and_judge, ptx, run_group, sass)
 
 
 def group_torch(a, env):
@@ -177,19 +176,7 @@ def group_static(a, env):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("group", choices=["torch", "tensorflow", "static"])
-    ap.add_argument("--nodebench", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    a.workdir = os.path.join(a.workdir, a.group)
-    os.makedirs(a.workdir, exist_ok=True)
-    env = Env(os.path.join(a.workdir, "venv"))
-    {"torch": group_torch, "tensorflow": group_tensorflow, "static": group_static}[a.group](a, env)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    return 0
+    return run_group(__doc__, {"torch": group_torch, "tensorflow": group_tensorflow, "static": group_static})
 
 
 if __name__ == "__main__":

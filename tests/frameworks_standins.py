@@ -10,6 +10,7 @@ and for the bench (`--bench`) the step time of each mode and GPU count (`bench`:
 `_nodebench_bench_step`, whose steps advance a clock that replaces the bench's own: the bench
 measures exactly the chosen times, so no verdict depends on the machine's load.
 """
+import argparse
 import json
 import os
 import shutil
@@ -490,3 +491,20 @@ CUDNN_9_28 = {"nvidia/cudnn/lib/libcudnn_ops.so.9": sass(75, 80, 90, 100, 120) +
               "nvidia/cudnn/lib/libcudnn_cnn.so.9": sass(75, 80, 90, 100, 120) + ptx(120),
               "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9": sass(50, 60, 61, 75, 80)}
 
+
+def run_group(doc, groups, folder_prefix=""):
+    """A check script's main: parses GROUP --nodebench BIN --workdir DIR, runs groups[GROUP](a, env)
+    in WORKDIR/PREFIX+GROUP with a fresh stand-in environment there; 1 when a check failed."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("group", choices=list(groups))
+    ap.add_argument("--nodebench", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    a.workdir = os.path.join(a.workdir, folder_prefix + a.group)
+    os.makedirs(a.workdir, exist_ok=True)
+    env = Env(os.path.join(a.workdir, "venv"))
+    groups[a.group](a, env)
+    if FAILS:
+        print("%d check(s) failed" % len(FAILS))
+        return 1
+    return 0

@@ -5,30 +5,17 @@ record is ok (or skipped with a reason), and that every ok GEMM record was verif
 
 usage: gpu_run_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
 """
-import json
 import pathlib
-import shutil
-import subprocess
 import sys
 
-from result_check import check_result, verdict  # the JSON Schema, or without jsonschema the loader's checks
+from result_check import run_one_file, verdict  # the JSON Schema, or without jsonschema the loader's checks
 
 
 def main() -> int:
     exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-    shutil.rmtree(outdir, ignore_errors=True)
-    cmd = [exe, "run", "--out", str(outdir), *sys.argv[4:]]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    print(p.stdout[-6000:], p.stderr[-3000:])
-    if p.returncode != 0:
-        print(f"FAIL: exit {p.returncode}")
+    doc = run_one_file(exe, schema_path, outdir, sys.argv[4:], timeout=240)
+    if doc is None:
         return 1
-    files = list(outdir.glob("*.json"))
-    if len(files) != 1:
-        print(f"FAIL: expected one result file in {outdir}, found {files}")
-        return 1
-    doc = json.loads(files[0].read_text())
-    check_result(doc, schema_path, str(files[0]))
     bad = []
     for r in doc["records"]:
         if r["status"] == "skipped":

@@ -9,14 +9,11 @@ batch-norm path ran and in details.bn_traffic what the own kernels' passes move,
 
 usage: gpu_train_check.py NODEBENCH SCHEMA OUTDIR [run arguments...]
 """
-import json
 import math
 import pathlib
-import shutil
-import subprocess
 import sys
 
-from result_check import check_result  # the JSON Schema, or without jsonschema the loader's checks
+from result_check import run_one_file  # the JSON Schema, or without jsonschema the loader's checks
 
 KINDS = ["conv", "bn", "elementwise", "pool", "fc", "loss", "update"]
 
@@ -135,18 +132,9 @@ def check_energy(r, gpu):
 
 def main() -> int:
     exe, schema_path, outdir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-    shutil.rmtree(outdir, ignore_errors=True)
-    p = subprocess.run([exe, "run", "--out", str(outdir), *sys.argv[4:]], capture_output=True, text=True, timeout=540)
-    print(p.stdout[-6000:], p.stderr[-3000:])
-    if p.returncode != 0:
-        print(f"FAIL: exit {p.returncode}")
+    doc = run_one_file(exe, schema_path, outdir, sys.argv[4:], timeout=540)
+    if doc is None:
         return 1
-    files = list(outdir.glob("*.json"))
-    if len(files) != 1:
-        print(f"FAIL: expected one result file in {outdir}, found {files}")
-        return 1
-    doc = json.loads(files[0].read_text())
-    check_result(doc, schema_path, str(files[0]))
     bad, ok = [], 0
     for r in doc["records"]:
         if r["family"] != "train":

@@ -7,6 +7,8 @@ says so in its output; the test is never skipped for it.
 """
 import json
 import pathlib
+import shutil
+import subprocess
 import sys
 
 _REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -22,6 +24,26 @@ def check_result(doc, schema_path, label="result"):
     print(f"{label}: checked with {checked_by}")
     if problems:
         raise AssertionError(f"{label}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:20]))
+
+
+def run_one_file(exe, schema_path, outdir, run_args, timeout):
+    """Runs `nodebench run --out OUTDIR RUN_ARGS...` into a fresh OUTDIR (its output's tails
+    printed) and returns the one result file it wrote, checked against the schema; None, with a
+    FAIL line, when it exits non-zero or writes other than one file."""
+    outdir = pathlib.Path(outdir)
+    shutil.rmtree(outdir, ignore_errors=True)
+    p = subprocess.run([exe, "run", "--out", str(outdir), *run_args], capture_output=True, text=True, timeout=timeout)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    if p.returncode != 0:
+        print(f"FAIL: exit {p.returncode}")
+        return None
+    files = list(outdir.glob("*.json"))
+    if len(files) != 1:
+        print(f"FAIL: expected one result file in {outdir}, found {files}")
+        return None
+    doc = json.loads(files[0].read_text())
+    check_result(doc, schema_path, str(files[0]))
+    return doc
 
 
 def verdict(bad, doc):

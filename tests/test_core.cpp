@@ -15,6 +15,7 @@
 #include "bench/settings.hpp"
 #include "base/status.hpp"
 #include "base/error.hpp"
+#include "settings_test_util.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -137,14 +138,7 @@ TEST(Settings, HelpListsEveryDeclaredSettingButTheTestHooks) {
 }
 
 TEST(Settings, BadValuesNameTheVariable) {
-  auto message = [](std::map<std::string, std::string> env) {
-    try {
-      (void)Settings::from_map(env);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto message = &test::settings_error;
   // 1e99 MiB used to wrap to a zero workspace when shifted to bytes.
   EXPECT_NE(message({{"NODEBENCH_CUDNN_WORKSPACE_MIB", "1e99"}}).find("NODEBENCH_CUDNN_WORKSPACE_MIB='1e99': too large"),
             std::string::npos);

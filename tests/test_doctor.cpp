@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "check/doctor.hpp"
+#include "run/header.hpp"
 
 using namespace nb;
 using nlohmann::json;
@@ -84,7 +85,7 @@ TEST(DoctorArch, ParsesCmakeTorchAndTensorflowNotations) {
   EXPECT_TRUE(unknown);
 }
 
-// The table the reports' checklist is tested against too (reports/tests/test_html.py): one rule.
+// The table of the one build-architectures rule (node/arch_rule.hpp).
 TEST(DoctorArch, TheSharedTableOfVerdicts) {
   const json table = read_json("arch_rule.json");
   ASSERT_GE(table["cases"].size(), 10u);
@@ -95,6 +96,48 @@ TEST(DoctorArch, TheSharedTableOfVerdicts) {
     const std::string code = fit == ArchFit::native ? "native" : fit == ArchFit::jit ? "jit" : "none";
     EXPECT_EQ(code, c["code"].get<std::string>()) << c.dump();
   }
+}
+
+// The verdict a run records per GPU (environment.gpus[].build_support) is the same rule's: each
+// case of the table as sass, ptx or none, and the words the reports' checklist shows.
+TEST(DoctorArch, TheRecordedVerdictFollowsTheTable) {
+  const json table = read_json("arch_rule.json");
+  const std::map<std::string, std::string> status{{"native", "sass"}, {"jit", "ptx"}, {"none", "none"}};
+  for (const json& c : table["cases"]) {
+    const std::string cc = c["cc"];
+    const int value = std::stoi(cc.substr(0, cc.find('.'))) * 10 + std::stoi(cc.substr(cc.find('.') + 1));
+    const BuildSupport b = build_support(c["archs"].get<std::string>(), value);
+    EXPECT_EQ(b.status, status.at(c["code"].get<std::string>())) << c.dump();
+    EXPECT_EQ(b.arch.empty(), b.status == "none") << c.dump();
+  }
+  auto words = [](const std::string& archs, int cc) { return build_support(archs, cc).reason; };
+  EXPECT_EQ(words("61-real", 61), "native code (sm_61)");
+  EXPECT_EQ(words("60-real;70", 61), "binary-compatible code (sm_60 runs on 6.1)");
+  EXPECT_EQ(words("90a-real", 90), "native code (sm_90a)");
+  EXPECT_EQ(words("compute_70", 75),
+            "only PTX (compute_70), JIT-compiled at start-up: slower start, may miss 7.5 features");
+  EXPECT_EQ(words("75-real;80-real;90-real;90", 61), "no code for this GPU in the build");
+  const BuildSupport native = build_support("native", 90);
+  EXPECT_EQ(native.status, "unknown");
+  EXPECT_NE(native.reason.find("'native'"), std::string::npos);
+  EXPECT_EQ(build_support_json(build_support("70-real", 61)), json::parse(R"({"status": "none", "arch": null,
+            "reason": "no code for this GPU in the build"})"));
+}
+
+// Every GPU of the run's environment, and of each host's under MPI, gets the verdict for its own
+// compute capability; a GPU without one is left as it is.
+TEST(DoctorArch, TheRunHeaderRecordsTheVerdictPerGpu) {
+  const json env = json::parse(R"({"gpus": [{"index": 0, "compute_capability": "6.1"},
+                                            {"index": 1, "compute_capability": "9.0"}, {"index": 2}],
+                                   "nodes": [{"environment": {"gpus": [{"compute_capability": "9.0"}]}}]})");
+  const json out = with_build_support(env, "61-real;90-virtual");
+  EXPECT_EQ(out["gpus"][0]["build_support"]["status"], "sass");
+  EXPECT_EQ(out["gpus"][0]["build_support"]["arch"], "sm_61");
+  EXPECT_EQ(out["gpus"][1]["build_support"]["status"], "ptx");
+  EXPECT_EQ(out["gpus"][1]["build_support"]["arch"], "compute_90");
+  EXPECT_FALSE(out["gpus"][2].contains("build_support"));
+  EXPECT_EQ(out["nodes"][0]["environment"]["gpus"][0]["build_support"]["status"], "ptx");
+  EXPECT_EQ(with_build_support(env, "70-real")["gpus"][1]["build_support"]["status"], "none");
 }
 
 TEST(DoctorArch, SassOfTheSameMajorWithLowerMinorOrOlderPtx) {

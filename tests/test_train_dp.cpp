@@ -9,6 +9,7 @@
 #include "train_dp/train_dp_plan.hpp"
 #include "base/error.hpp"
 #include "bench/settings.hpp"
+#include "settings_test_util.hpp"
 
 namespace nb::train_dp {
 namespace {
@@ -162,14 +163,7 @@ TEST(TrainDpSettings, BucketAndAccumulation) {
   EXPECT_DOUBLE_EQ(s.number("NODEBENCH_DP_BUCKET_MIB"), 2.5);
   EXPECT_EQ(s.integer("NODEBENCH_DP_ACCUMULATION"), 4);
   EXPECT_EQ(s.to_json()["dp_accumulation"], 4);
-  auto message = [](std::map<std::string, std::string> env) {
-    try {
-      (void)Settings::from_map(env);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto message = &test::settings_error;
   EXPECT_NE(message({{"NODEBENCH_DP_ACCUMULATION", "0"}}).find("NODEBENCH_DP_ACCUMULATION='0'"), std::string::npos);
   EXPECT_NE(message({{"NODEBENCH_DP_ACCUMULATION", "1.5"}}).find("whole number"), std::string::npos);
   EXPECT_NE(message({{"NODEBENCH_DP_BUCKET_MIB", "-1"}}).find("NODEBENCH_DP_BUCKET_MIB='-1'"), std::string::npos);

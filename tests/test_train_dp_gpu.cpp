@@ -11,8 +11,7 @@
 #include <string>
 
 #include "train_dp/train_dp_engine.hpp"
-#include "shared/resnet50/train_step.hpp"
-#include "gpu_test_util.hpp"
+#include "train_gpu_util.hpp"
 
 namespace nb {
 namespace {
@@ -20,26 +19,16 @@ namespace {
 using test::have_gpu;
 
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, double(std::fabs(a[i] - b[i])));
-    scale = std::max(scale, double(std::fabs(b[i])));
-  }
-  return scale > 0 ? worst / scale : worst;
+  const test::Diff d = test::max_diff(a, b);
+  return d.scale > 0 ? d.worst / d.scale : d.worst;
 }
 
 TEST(TrainDpGpu, HookCoversEveryParameterOnceAndGradientsAreFinal) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
-  test::Lent lent;
-  Stream s;
-  train::StepConfig cfg;
-  cfg.prec = &cudnn::prec_by_name("fp32");
-  cfg.batch = 2;
-  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
-  st.setup();
-  st.forward(s.get());
-  st.backward(s.get());
+  test::BackwardOnce once(prop, test::step_config("fp32", 2));
+  train::TrainStep& st = once.st;
+  Stream& s = once.s;
   std::vector<std::vector<float>> reference;
   for (const auto& p : st.params()) reference.push_back(st.gradients(p));
   // Zero the gradients, then backward with the hook: at each hook, copy the reported ranges'
@@ -78,9 +67,7 @@ TEST(TrainDpGpu, HookCoversEveryParameterOnceAndGradientsAreFinal) {
 TEST(TrainDpGpu, AccumulationAveragesTheMicroSteps) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
-  train::StepConfig cfg;
-  cfg.prec = &cudnn::prec_by_name("fp32");
-  cfg.batch = 2;
+  const train::StepConfig cfg = test::step_config("fp32", 2);
   for (const size_t bucket : {size_t(1) << 20, size_t(25) << 20}) {
     test::Lent lent;
     const std::vector<train_dp::EngineGpu> gpu0 = {{0, prop.name, lent.libs(0)}};

@@ -13,8 +13,7 @@
 #include <cstdio>
 #include <string>
 
-#include "shared/resnet50/train_step.hpp"
-#include "gpu_test_util.hpp"
+#include "train_gpu_util.hpp"
 
 namespace nb {
 namespace {
@@ -47,12 +46,7 @@ void expect_memory_as_planned(const train::TrainStep& st, const train::StepConfi
 // batch, the arena's peak against the memory plan, and every layer kind timed.
 void verifies_and_learns(test::Lent& lent, const cudaDeviceProp& prop, const char* prec, bool nhwc, train::Fusion fusion) {
   Stream s;
-  train::StepConfig cfg;
-  cfg.prec = &cudnn::prec_by_name(prec);
-  cfg.nhwc = nhwc;
-  cfg.batch = 4;
-  cfg.loss_scale = train::default_loss_scale(*cfg.prec);
-  cfg.fusion = fusion;
+  const train::StepConfig cfg = test::step_config(prec, 4, nhwc, fusion);
   train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
   st.setup();
   st.forward(s.get());
@@ -89,15 +83,9 @@ void verifies_and_learns(test::Lent& lent, const cudaDeviceProp& prop, const cha
 TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
-  test::Lent lent;
-  Stream s;
-  train::StepConfig cfg;
-  cfg.prec = &cudnn::prec_by_name("fp32");
-  cfg.batch = 2;
-  train::TrainStep st(cfg, lent.libs(0), 0, prop.name, s.get());
-  st.setup();
-  st.forward(s.get());
-  st.backward(s.get());
+  test::BackwardOnce once(prop, test::step_config("fp32", 2));
+  train::TrainStep& st = once.st;
+  Stream& s = once.s;
   const float l0 = st.read_loss();
   ASSERT_TRUE(std::isfinite(l0));
   // Every gradient buffer is overwritten by backward, not accumulated into: a second forward and
@@ -108,13 +96,8 @@ TEST(TrainStepGpu, Fp32GradientsMatchFiniteDifferences) {
     st.forward(s.get());
     st.backward(s.get());
     for (size_t k = 0; k < st.params().size(); ++k) {
-      const auto again = st.gradients(st.params()[k]);
-      double worst = 0, scale = 0;
-      for (size_t i = 0; i < again.size(); ++i) {
-        worst = std::max(worst, double(std::fabs(again[i] - first[k][i])));
-        scale = std::max(scale, double(std::fabs(first[k][i])));
-      }
-      EXPECT_LE(worst, 1e-3 * scale + 1e-7) << st.params()[k].name << ": gradients differ between two backward passes";
+      const test::Diff d = test::max_diff(st.gradients(st.params()[k]), first[k]);
+      EXPECT_LE(d.worst, 1e-3 * d.scale + 1e-7) << st.params()[k].name << ": gradients differ between two backward passes";
     }
   }
   int checked = 0;
@@ -231,12 +214,7 @@ TEST(TrainStepGpu, PlannedMemoryComputesWhatSeparateBuffersDo) {
         SCOPED_TRACE(std::string(prec) + (nhwc ? "/nhwc" : "/nchw") + " fusion " + train::fusion_setting_name(fusion));
         test::Lent lent;
         Stream s;
-        train::StepConfig cfg;
-        cfg.prec = &cudnn::prec_by_name(prec);
-        cfg.nhwc = nhwc;
-        cfg.batch = 4;
-        cfg.loss_scale = train::default_loss_scale(*cfg.prec);
-        cfg.fusion = fusion;
+        train::StepConfig cfg = test::step_config(prec, 4, nhwc, fusion);
         train::TrainStep planned(cfg, lent.libs(0), 0, prop.name, s.get());
         cfg.share_memory = false;
         train::TrainStep apart(cfg, lent.libs(0), 0, prop.name, s.get());

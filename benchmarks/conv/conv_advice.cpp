@@ -25,7 +25,8 @@ const AdviceRegistrar advice({"conv", read,
                               "no train record for some rows: their one-GPU step is the conv family's network case "
                               "(convolutions only: batch norm, ReLU, pooling and the update are left out, so the step "
                               "is shorter and the predicted efficiency lower than a real training step's)",
-                              std::nullopt});
+                              std::nullopt,
+                              "^conv/resnet50/"});
 
 NB_REGISTER_METRICS("conv", {kTflops, kImagesPerS, kTrainImagesPerS, kFwdImagesPerS, kFwdTime, kPeakMemory, kMemoryFraction,
                              kWorkspaceMetric});

@@ -26,7 +26,8 @@ void read(const json& r, AdviceFacts& facts) {
 const AdviceRegistrar advice({"hostlink", read,
                               {{"metrics", kGbps.name(), 0, true}, {"params", "bytes", 0, true}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^hostlink/h2d/[^/]+/ce/"});
 
 }  // namespace
 }  // namespace nb::hostlink

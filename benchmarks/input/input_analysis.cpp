@@ -45,7 +45,7 @@ json gather(const std::vector<json>& docs) {
 
 // Its contribution to `nodebench advise` (bench/contributions.hpp): the input rate, judged
 // against each step the advice rests on; no record of it is a step, a curve or a copy.
-const AdviceRegistrar advice({"input", nullptr, {}, "", InputRateJudge{gather, judge_step}});
+const AdviceRegistrar advice({"input", nullptr, {}, "", InputRateJudge{gather, judge_step}, "^input/"});
 
 }  // namespace
 }  // namespace nb::input

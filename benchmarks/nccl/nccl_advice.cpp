@@ -46,7 +46,8 @@ const AdviceRegistrar advice({"nccl", read,
                                {"params", "bytes", 0, true},
                                {"params", "ngpus", 1, false}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^nccl/all_reduce/"});
 
 // The console line's figure: the bus bandwidth, or on one rank (where it is 0 by definition) the
 // algorithm bandwidth, which says more there.

@@ -23,7 +23,8 @@ void read(const nlohmann::json& r, AdviceFacts& facts) {
 const AdviceRegistrar advice({"train", read,
                               {{"metrics", kStepTime.name(), 0, true}, {"params", "batch", 1, false}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^train/resnet50/"});
 
 NB_REGISTER_METRICS("train", {kImagesPerS, kStepTime, kTflops, kHostIssue, kEagerStep, kEagerImagesPerS, kPeakMemory,
                               kDeviceUsed, kMemoryFraction, kWorkspaceMetric, kKindTime, kElementwiseShare, kBnFloor,

@@ -37,7 +37,8 @@ const AdviceRegistrar advice({"train_dp", read,
                                {"params", "gpus", 1, false},
                                {"params", "accumulation", 1, false}},
                               "",
-                              std::nullopt});
+                              std::nullopt,
+                              "^train_dp/"});
 
 // Its metrics, registered here (built with or without cuDNN) for the check of a result file read back.
 NB_REGISTER_METRICS("train_dp", {kStepTime, kImagesPerS, kComputeStep, kExposedComm, kOneGpuStep, kOneGpuImagesPerS,

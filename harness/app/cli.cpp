@@ -121,7 +121,12 @@ struct Parser {
         p = cli::check_output_paths({{"--out", monitor.options.out_file}}, {});
       cmd.what = monitor;
     } else if (name == "advise") {
-      if (!is_stream(advise.options.json_file)) p = cli::check_output_paths({{"--json", advise.options.json_file}}, {});
+      p = cli::finish_advise(advise);
+      if (p.message.empty() && !is_stream(advise.options.json_file))
+        p = cli::check_output_paths({{"--json", advise.options.json_file}}, {});
+      const RunOptions& m = advise.run;
+      if (p.message.empty() && advise.measure && !advise.list)
+        p = cli::check_output_paths({{"--out-file", m.out_file}}, {{"--out", m.out_file.empty() ? m.out_dir : ""}});
       cmd.what = advise;
     } else if (name == "fatbin") {
       cmd.what = fatbin;

@@ -58,6 +58,12 @@ struct MonitorCommand {
 };
 struct AdviseCommand {
   AdviseOptions options;
+  // --measure: first run, through the run pipeline, the cases the registered advise contributions
+  // read (run.selections), writing the result file as `run` does (run.out_dir, run.out_file), then
+  // advise over its records; --list: print that plan and stop (no GPU needed).
+  bool measure = false, list = false;
+  RunOptions run;
+  std::string suite;  // --suite as given ("": not given)
 };
 struct FrameworksCommand {
   FrameworksOptions options;

@@ -15,6 +15,7 @@
 #include "base/pattern.hpp"
 #include "bench/algo_choice.hpp"
 #include "bench/settings.hpp"
+#include "advise/measure.hpp"
 #include "check/doctor.hpp"
 #include "cluster/mpi.hpp"
 
@@ -221,6 +222,29 @@ void add_advise(CLI::App& app, AdviseCommand& c) {
       ->check(CLI::IsMember({"uint8", "fp32"}))
       ->capture_default_str();
   advise->add_option("--json", a.json_file, "Also write the advice as JSON to FILE")->type_name("FILE");
+  advise->add_flag("--measure", c.measure,
+                   "Measure this node first: run the cases the advice reads (each family declares them), write the "
+                   "result file as `run` does, then advise over it (no result files or --profile with it)");
+  advise->add_flag("--list", c.list, "With --measure: print the cases it would run and stop (needs no GPU)");
+  advise->add_option("--suite", c.suite, "With --measure: which sweep of those cases, quick (default) or full")
+      ->check(CLI::IsMember({"quick", "full"}));
+  advise->add_option("--out", c.run.out_dir, "With --measure: folder for the result file (default: results/runs)")
+      ->type_name("DIR");
+  advise->add_option("--out-file", c.run.out_file, "With --measure: the result file's exact path")->type_name("FILE");
+}
+
+Problem finish_advise(AdviseCommand& c) {
+  const bool out_given = c.run.out_dir != RunOptions{}.out_dir || !c.run.out_file.empty();
+  if (!c.measure) {
+    if (c.list || !c.suite.empty() || out_given)
+      return {"--list, --suite, --out and --out-file go with --measure (nodebench advise --measure --list)"};
+    return {};
+  }
+  if (!c.options.files.empty() || !c.options.profile.empty())
+    return {"--measure advises from this node's own run: give no result files or --profile with it"};
+  c.run.suite = *parse_suite(c.suite.empty() ? "quick" : c.suite);
+  c.run.selections = advise::measure_selections();
+  return {};
 }
 
 Problem finish_selection(RunOptions& o, const RawText& raw) {

@@ -57,6 +57,9 @@ struct Problem {
 };
 Problem finish_run(RunOptions& o, const RawText& raw, bool is_run);
 Problem finish_selection(RunOptions& o, const RawText& raw);
+// advise's --measure and what goes with it (--list, --suite, --out, --out-file: only with it, and
+// then no result files or --profile); the run's selections from the advise contributions.
+Problem finish_advise(AdviseCommand& c);
 Problem finish_doctor(const DoctorOptions& o);
 Problem finish_burn(BurnOptions& o);
 Problem finish_monitor(const MonitorOptions& o);

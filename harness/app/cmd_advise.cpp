@@ -7,15 +7,30 @@
 #include "advise/advise_inputs.hpp"
 #include "base/error.hpp"
 #include "base/json_file.hpp"
+#include "app/runner.hpp"
 
 namespace nb {
 
-int cmd_advise(const AdviseCommand& c) {
+int cmd_advise(const AdviseCommand& c, const Argv& argv) {
   const AdviseOptions& o = c.options;
+  std::vector<nlohmann::json> docs;
+  std::vector<std::string> files = o.files;
+  int measured = kExitOk;
+  if (c.measure) {  // this node's run, planned, run and written as `run` does (run/pipeline.hpp)
+    nlohmann::json doc;
+    measured = run_for_advice(c.run, c.list, argv, doc);
+    if (c.list || !doc.is_object()) return measured;  // the plan printed, or no run (exit 2 or 3)
+    docs.push_back(std::move(doc));
+    files.push_back("the measured run");
+  }
   try {
-    if (o.files.empty() && o.profile.empty())
-      throw Error("give result files (nodebench advise RESULT.json...) or a what-if (--profile NAME --gpus N --link L)");
-    std::vector<nlohmann::json> docs;
+    if (files.empty() && o.profile.empty())
+      throw Error("give result files (nodebench advise RESULT.json...), --measure, or a what-if "
+                  "(--profile NAME --gpus N --link L)");
+    if (c.measure) {  // its records read exactly as a file's
+      check_schema_version(docs.back(), files.back());
+      advise::check_result_document(docs.back(), files.back());
+    }
     for (const auto& f : o.files) {
       docs.push_back(read_json_file(f));  // a folder, a device, unreadable or not JSON: named, exit 2
       check_schema_version(docs.back(), f);
@@ -35,7 +50,7 @@ int cmd_advise(const AdviseCommand& c) {
     std::cerr << "nodebench advise: " << e.what() << "\n";
     return kExitUsage;
   }
-  return kExitOk;
+  return measured;
 }
 
 }  // namespace nb

@@ -118,6 +118,7 @@ struct ProbeDir {
     dir = tmpl;
     script = dir + "/nodebench_framework_probe.py";
     std::ofstream(script) << framework_probe_script();
+    std::ofstream(dir + "/" + kFrameworkCommonFile) << framework_common_script();  // the probe and bench import it
   }
   ~ProbeDir() {
     std::error_code ec;

@@ -15,7 +15,7 @@ int cmd_env(const EnvCommand& c);
 int cmd_doctor(const DoctorCommand& c);  // live, or --from a capture
 int cmd_validate(const ValidateCommand& c, const Argv& argv);
 int cmd_monitor(const MonitorCommand& c);
-int cmd_advise(const AdviseCommand& c);
+int cmd_advise(const AdviseCommand& c, const Argv& argv);  // argv: --measure's result file
 int cmd_fatbin(const FatbinCommand& c);
 int cmd_frameworks(const FrameworksCommand& c);
 int cmd_burn(const BurnCommand& c, const Argv& argv);

@@ -14,7 +14,7 @@ int dispatch(const Command& cmd) {
         else if constexpr (std::is_same_v<T, DoctorCommand>) return cmd_doctor(c);
         else if constexpr (std::is_same_v<T, ValidateCommand>) return cmd_validate(c, cmd.argv);
         else if constexpr (std::is_same_v<T, MonitorCommand>) return cmd_monitor(c);
-        else if constexpr (std::is_same_v<T, AdviseCommand>) return cmd_advise(c);
+        else if constexpr (std::is_same_v<T, AdviseCommand>) return cmd_advise(c, cmd.argv);
         else if constexpr (std::is_same_v<T, FatbinCommand>) return cmd_fatbin(c);
         else if constexpr (std::is_same_v<T, BurnCommand>) return cmd_burn(c, cmd.argv);
         else return cmd_frameworks(c);

@@ -290,6 +290,8 @@ int finish_run(const RunOutcome& outcome, const RunDocument& doc, const std::str
   return kExitOk;
 }
 
+}  // namespace
+
 // Whether every rank can run the cases: with a GPU, or without one when every case is host-only
 // (the CPU's input pipeline); else says why (naming the host-only cases that could run here).
 bool runnable_here(const Session& session, const std::vector<Case>& cases) {
@@ -304,8 +306,6 @@ bool runnable_here(const Session& session, const std::vector<Case>& cases) {
               << "): select only those (--family, --filter) to run them here\n";
   return false;
 }
-
-}  // namespace
 
 int cmd_run(const RunCommand& c, const Argv& argv) {
   const RunOptions& o = c.options;
@@ -400,5 +400,67 @@ int cmd_run(const RunCommand& c, const Argv& argv) {
   return finish_run(outcome, doc, path, pipeline.formats());
 }
 
+int run_for_advice(const RunOptions& o, bool list, const Argv& argv, json& doc_out) {
+  const char* const me = "nodebench advise --measure: ";
+  ProfileDb profiles;
+  std::vector<Case> cases;
+  try {
+    profiles = load_profiles(o);
+    cases = select_cases(o);
+  } catch (const Error& e) {
+    std::cerr << me << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (cases.empty()) {
+    std::cerr << me << "no case of the " << to_string(o.suite) << " suite is one the advice reads\n";
+    return kExitUsage;
+  }
+  Session session(std::move(profiles), current_settings());
+  if (list) {  // the plan, made as the run makes it, on no GPU
+    const Pipeline pipeline(kFormatRun, o, session, {});
+    std::cout << "advise --measure: " << pipeline.plan().cases.size() << " case(s) of the " << to_string(o.suite)
+              << " suite, those the advice reads:\n";
+    for (const Case& c : pipeline.plan().cases) std::cout << "  " << c.id() << "\n";
+    return kExitOk;
+  }
+  OutputLock lock;  // the result file is this run's alone, as run's
+  if (!o.out_file.empty())
+    if (const std::string why = lock.take(o.out_file); !why.empty()) {
+      std::cerr << me << "--out-file: " << why << "\n";
+      return kExitUsage;
+    }
+  if (!runnable_here(session, cases)) return kExitNoGpu;
+  std::vector<int> gpus;
+  try {
+    gpus = parse_gpu_list(o.gpus, int(session.env().gpus.size()));
+  } catch (const Error& e) {
+    std::cerr << me << e.what() << "\n";
+    return kExitUsage;
+  }
+  Pipeline pipeline(kFormatRun, o, session, gpus);
+  const std::string run_id = make_run_id();
+  std::string path;
+  if (const std::string err = result_path(o, session, run_id, path); !err.empty()) {
+    std::cerr << me << err << "\n";
+    return kExitUsage;
+  }
+  RunDocument doc(run_header(argv, session, o, pipeline.plan().base.max_time_s, run_id));
+  try {
+    pipeline.attach(doc, path, start_line(o, pipeline.plan(), path));
+  } catch (const Error& e) {
+    std::cerr << me << e.what() << "\n";
+    return kExitUsage;
+  }
+  install_signal_handlers();
+  RunHooks hooks;
+  hooks.stop_requested = [] { return interrupt_requested(); };
+  std::optional<SignalWatcher> watcher;
+  watcher.emplace(path, lock.held()).add_to(hooks);  // a signal ends the run within a second, as run's
+  const RunOutcome outcome = pipeline.run(hooks);
+  watcher.reset();
+  const int rc = finish_run(outcome, doc, path, pipeline.formats());
+  doc_out = doc.doc();
+  return rc;
+}
 
 }  // namespace nb

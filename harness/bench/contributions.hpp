@@ -92,6 +92,10 @@ struct AdviceContribution {
   // The assumption the advice states when a row's step is one of this family's partial steps.
   std::string partial_step_note;
   std::optional<InputRateJudge> input;
+  // The cases whose records this contribution reads: a --filter pattern over the family's case
+  // ids ("^nccl/all_reduce/"). `nodebench advise --measure` runs the cases of the suite that the
+  // contributions' patterns select, each from its own family (docs/ADVISE.md).
+  std::string measure_filter;
 };
 std::vector<AdviceContribution>& advice_contributions();
 struct AdviceRegistrar {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/options.hpp"
+#include "node/arch_rule.hpp"
 #include "node/environment.hpp"
 #include "node/nvml.hpp"
 
@@ -60,26 +61,7 @@ int compare_versions(const std::vector<int>& a, const std::vector<int>& b);
 std::optional<int> parse_cc(const std::string& text);
 std::string cc_string(int cc);  // 61 -> "6.1"
 
-struct ArchEntry {
-  int cc = 0;              // major*10+minor
-  bool sass = false;       // machine code
-  bool ptx = false;        // PTX the driver can JIT-compile for newer GPUs
-  bool specific = false;   // "90a": runs only on exactly this compute capability
-};
-// Accepts CMake ("75-real;80;90-virtual"), PyTorch ("6.0;9.0+PTX") and TensorFlow
-// ("sm_60,compute_90") notations. Tokens it cannot read ("native", "all") are skipped; `unknown`
-// says whether there were any.
-std::vector<ArchEntry> parse_arch_list(const std::string& text, bool* unknown = nullptr);
-
-enum class ArchFit { native, jit, none };
-struct ArchMatch {
-  ArchFit fit = ArchFit::none;
-  int via = 0;  // the SASS or PTX architecture used
-};
-// A GPU of compute capability `cc` runs SASS of the same major with minor <= its own (exact for
-// arch-specific SASS), or JIT-compiles PTX of any architecture <= cc.
-ArchMatch match_arch(const std::vector<ArchEntry>& archs, int cc);
-std::string describe_archs(const std::vector<ArchEntry>& archs);  // "sm_75..sm_121 SASS, compute_121 PTX"
+// The lists of CUDA architectures and whether a GPU runs them: node/arch_rule.hpp.
 
 // ---- Live facts ----------------------------------------------------------------------------
 

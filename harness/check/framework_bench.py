@@ -24,25 +24,12 @@
 # A stand-in framework package (the tests') may answer `_nodebench_bench_step(mode, gpus, batch)`
 # with a step function; the timing code is then the same as for a real one (the tests' stand-in
 # also replaces this module's clock, so that the times it measures are exactly the ones it chose).
-import json
 import os
 import sys
 import time
-import traceback
 
-OUT = {"bench_version": 1}
-OUT_PATH = None
-
-
-def save():
-    tmp = OUT_PATH + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(OUT, f, default=str)
-    os.replace(tmp, OUT_PATH)
-
-
-def err_text(e):
-    return ("%s: %s" % (type(e).__name__, e))[:2000]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # framework_common.py, beside this file
+from framework_common import OUT, err_text, run_and_save, save, start  # noqa: E402
 
 
 def timed(step, sync, warmup, seconds, group=5):
@@ -121,6 +108,32 @@ def torch_resnet50(nn):
     return nn.Sequential(*layers)
 
 
+def grad_scaler(torch, amp):
+    """The mixed-precision loss scaler (disabled unless amp)."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", enabled=amp)
+    return torch.cuda.amp.GradScaler(enabled=amp)  # PyTorch before 2.3
+
+
+def train_step(torch, fwd, opt, x, y, amp):
+    """One optimizer step on the fixed batch (x, y) through fwd, with a cross-entropy loss, under
+    autocast FP16 with a loss scaler when amp; the step returns the loss. Also the PyTorch peer's
+    step (scripts/dev/peers/peer_torch_train.py)."""
+    scaler = grad_scaler(torch, amp)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            loss = loss_fn(fwd(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    return step
+
+
 def torch_step(torch, mode, batch, rank, ddp):
     """One rank's training step: (step, sync, settings)."""
     dev = torch.device("cuda", rank)
@@ -135,22 +148,9 @@ def torch_step(torch, mode, batch, rank, ddp):
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
     fwd = torch.compile(model) if fast else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
-        scaler = torch.amp.GradScaler("cuda", enabled=amp)
-    else:  # PyTorch before 2.3
-        scaler = torch.cuda.amp.GradScaler(enabled=amp)
     x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device=dev)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            loss = loss_fn(fwd(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-
+    step = train_step(torch, fwd, opt, x, y, amp)
     settings = {"precision": precision_of(mode, cc, cc >= 70), "layout": "nhwc" if fast else "nchw",
                 "compiled": fast, "amp": amp, "cudnn_benchmark": fast,
                 "tf32_conv": bool(torch.backends.cudnn.allow_tf32), "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
@@ -285,7 +285,6 @@ def bench_tensorflow(a):
 
 
 def main():
-    global OUT_PATH
     import argparse
     ap = argparse.ArgumentParser()
     ap.add_argument("framework", choices=["torch", "tensorflow"])
@@ -296,22 +295,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args()
-    OUT_PATH = args.out
     a = {"mode": args.mode, "gpus": max(1, args.gpus), "batch": max(1, args.batch), "seconds": args.seconds,
          "warmup": max(0, args.warmup)}
+    start(args.out, bench_version=1)
     OUT.update({"framework": args.framework, "mode": a["mode"], "gpus": a["gpus"], "batch": a["batch"],
                 "seconds": a["seconds"], "warmup_steps": a["warmup"]})
     save()
-    try:
-        (bench_torch if args.framework == "torch" else bench_tensorflow)(a)
-    except BaseException as e:  # out of memory, a compile error, a failed rank: a finding
-        OUT["error"] = err_text(e)
-        OUT["traceback"] = traceback.format_exc()[-4000:]
-        save()
-        return 1
-    OUT["done"] = True
-    save()
-    return 0
+    return run_and_save(lambda: (bench_torch if args.framework == "torch" else bench_tensorflow)(a))
 
 
 if __name__ == "__main__":

@@ -10,31 +10,18 @@
 # It writes one JSON object to OUT.json (what it found so far, also when an operation fails) and
 # prints nothing nodebench reads; the framework's own log lines (TensorFlow's "Ignoring visible
 # gpu device") go to stderr, which nodebench keeps. Standard library only, Python 3.8 and newer.
-import json
 import math
 import os
 import sys
 import time
-import traceback
 
-OUT = {"probe_version": 1}
-OUT_PATH = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # framework_common.py, beside this file
+from framework_common import OUT, err_text, run_and_save, save, start  # noqa: E402
+
 LIB_PREFIXES = ("libcudnn", "libcublas", "libnccl", "libcudart", "libcufft", "libcusparse", "libcusolver",
                 "libcurand", "libnvrtc", "libnvJitLink", "libtorch_cuda", "libc10_cuda", "libtensorflow",
                 "_pywrap_tensorflow", "libtensorflow_framework", "libxla", "xla_extension", "libjax",
                 "libcupti", "libnvshmem", "libcusparseLt")
-
-
-def save():
-    tmp = OUT_PATH + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(OUT, f, default=str)
-    os.replace(tmp, OUT_PATH)
-
-
-def err_text(e):
-    s = "%s: %s" % (type(e).__name__, e)
-    return s[:2000]
 
 
 def loaded_libraries():
@@ -441,17 +428,18 @@ def probe_jax(live, allreduce):
 
 
 def main():
-    global OUT_PATH
     if len(sys.argv) < 3:
         sys.stderr.write("usage: probe MODE OUT.json [--live] [--allreduce]\n")
         return 2
-    mode, OUT_PATH = sys.argv[1], sys.argv[2]
+    mode = sys.argv[1]
     live = "--live" in sys.argv[3:]
     allreduce = "--allreduce" in sys.argv[3:]
+    start(sys.argv[2], probe_version=1)
     OUT["mode"] = mode
     OUT["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     save()
-    try:
+
+    def work():
         if mode == "env":
             probe_env()
         elif mode == "torch":
@@ -463,15 +451,10 @@ def main():
         else:
             sys.stderr.write("unknown mode %r\n" % mode)
             return 2
-    except BaseException as e:  # an import that fails, a framework that raises: a finding
-        OUT["error"] = err_text(e)
-        OUT["traceback"] = traceback.format_exc()[-4000:]
-        OUT["loaded_libraries"] = loaded_libraries()
-        save()
-        return 1
-    OUT["done"] = True
-    save()
-    return 0
+        return 0
+
+    # an import that fails, a framework that raises: a finding, with the libraries loaded by then
+    return run_and_save(work, on_error=lambda: OUT.update(loaded_libraries=loaded_libraries()))
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ using namespace doctor_detail;
 
 extern const char* const kFrameworkProbeScript;  // generated from harness/check/framework_probe.py
 extern const char* const kFrameworkBenchScript;  // generated from harness/check/framework_bench.py
+extern const char* const kFrameworkCommonScript;  // generated from harness/check/framework_common.py
 
 const char* framework_probe_script() { return kFrameworkProbeScript; }
 const char* framework_bench_script() { return kFrameworkBenchScript; }
+const char* framework_common_script() { return kFrameworkCommonScript; }
 
 const std::vector<std::string>& probed_frameworks() {
   static const std::vector<std::string> v{"torch", "tensorflow", "jax"};

@@ -28,9 +28,12 @@ const std::vector<std::string>& probed_frameworks();  // torch, tensorflow, jax
 std::string framework_title(const std::string& module);  // "PyTorch", "TensorFlow", "JAX"
 
 // The probe script (harness/check/framework_probe.py) and the bench script
-// (harness/check/framework_bench.py, `--bench`), embedded at build time.
+// (harness/check/framework_bench.py, `--bench`), embedded at build time, and what they share
+// (harness/check/framework_common.py), written beside them under that name, as they import it.
 const char* framework_probe_script();
 const char* framework_bench_script();
+const char* framework_common_script();
+inline constexpr const char* kFrameworkCommonFile = "framework_common.py";
 
 // A library's fatbin architectures as the report keeps them: {"path", "sass": [...], "ptx": [...],
 // "containers", "entries"} or {"path", "error"}.

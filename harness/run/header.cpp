@@ -1,8 +1,10 @@
 #include "run/header.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include "build_info.hpp"
+#include "node/arch_rule.hpp"
 #include "run/result.hpp"
 
 namespace nb {
@@ -27,6 +29,24 @@ json options_json(const RunOptions& o, double max_time) {
           {"monitor_interval_s", o.monitor_interval_s ? json(*o.monitor_interval_s) : json(nullptr)}};
 }
 
+json with_build_support(json env, const std::string& archs) {
+  auto mark = [&archs](json& e) {
+    if (!e.is_object() || !e.contains("gpus") || !e["gpus"].is_array()) return;
+    for (json& g : e["gpus"]) {
+      if (!g.is_object() || !g.contains("compute_capability") || !g["compute_capability"].is_string()) continue;
+      int major = 0, minor = 0;
+      if (std::sscanf(g["compute_capability"].get<std::string>().c_str(), "%d.%d", &major, &minor) != 2) continue;
+      const int value = major * 10 + minor;
+      g["build_support"] = build_support_json(build_support(archs, value));
+    }
+  };
+  mark(env);
+  if (env.contains("nodes") && env["nodes"].is_array())
+    for (json& n : env["nodes"])
+      if (n.is_object() && n.contains("environment")) mark(n["environment"]);
+  return env;
+}
+
 json run_header(const std::vector<std::string>& argv, const Session& session, const RunOptions& o, double max_time,
                 const std::string& run_id) {
   return {{"run_id", run_id},
@@ -38,7 +58,7 @@ json run_header(const std::vector<std::string>& argv, const Session& session, co
             {"cuda_architectures", NODEBENCH_CUDA_ARCHITECTURES}}},
           {"options", options_json(o, max_time)},
           {"settings", session.settings().to_json()},
-          {"environment", session.env().json}};
+          {"environment", with_build_support(session.env().json, NODEBENCH_CUDA_ARCHITECTURES)}};
 }
 
 }  // namespace nb

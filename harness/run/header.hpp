@@ -12,6 +12,9 @@
 namespace nb {
 
 nlohmann::json options_json(const RunOptions& o, double max_time);
+// env with each of its GPUs (and each host's, under MPI) given the verdict of the build
+// architectures rule (node/arch_rule.hpp) for a build of `archs`: environment.gpus[].build_support.
+nlohmann::json with_build_support(nlohmann::json env, const std::string& archs);
 nlohmann::json run_header(const std::vector<std::string>& argv, const Session& session, const RunOptions& o,
                           double max_time, const std::string& run_id);
 

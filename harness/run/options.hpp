@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/benchmark.hpp"
@@ -14,6 +15,9 @@ struct RunOptions {
   Suite suite = Suite::quick;
   std::vector<std::string> families;  // empty: all
   std::string filter;                 // ECMAScript regex on the case id; empty: all
+  // When not empty, instead of families and filter: the union of these selections, each a family
+  // and a filter over its case ids (advise --measure: the cases the advise contributions read).
+  std::vector<std::pair<std::string, std::string>> selections;
   std::string gpus = "all";
   std::string out_dir = "results/runs";
   std::string out_file;               // explicit file name; overrides the generated one

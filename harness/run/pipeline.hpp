@@ -1,4 +1,4 @@
-// The one way a command runs benchmarks (`run`, `validate`): the plan from the options (the
+// The one way a command runs benchmarks (`run`, `validate`, `advise --measure`): the plan from the options (the
 // cases selected inside make_plan), the command's output formats from the registry
 // (run/formats.hpp), run_plan, and the formats told as the run goes and when it ends. The command
 // keeps what is its own: where the result file goes, the MPI and signal handling of `run`,

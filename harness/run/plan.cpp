@@ -122,9 +122,22 @@ void apply_budget(Plan& plan, const Session& session, double budget_s) {
 
 }  // namespace
 
+std::vector<Case> select_cases(const RunOptions& o) {
+  if (o.selections.empty()) return select_cases(o.suite, o.families, o.filter);
+  std::set<std::string> chosen;
+  for (const auto& [family, filter] : o.selections)
+    for (const Case& c : select_cases(o.suite, {family}, filter)) chosen.insert(c.id());
+  std::vector<std::string> families;
+  for (const auto& s : o.selections) families.push_back(s.first);
+  std::vector<Case> out;
+  for (Case& c : select_cases(o.suite, families, ""))
+    if (chosen.count(c.id())) out.push_back(std::move(c));
+  return out;
+}
+
 Plan make_plan(const RunOptions& o, const Session& session, std::vector<int> gpus) {
   Plan plan;
-  plan.cases = select_cases(o.suite, o.families, o.filter);
+  plan.cases = select_cases(o);
   plan.gpus = std::move(gpus);
   plan.base.target_cv = o.target_cv;
   plan.base.min_samples = o.min_samples;

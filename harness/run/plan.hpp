@@ -98,6 +98,9 @@ RunOutcome run_plan(const Plan& plan, Session& session, RunDocument& doc, const 
 // Cases of the registered families for a suite, restricted to families and a filter (each case's
 // shares_host set from its family). Throws nb::Error naming an unknown family or a bad regex.
 std::vector<Case> select_cases(Suite suite, const std::vector<std::string>& families, const std::string& filter);
+// The cases the options select: their selections' union (each case once, in the registry's
+// order) when they have any, else their families and filter. Throws nb::Error as above.
+std::vector<Case> select_cases(const RunOptions& o);
 
 // Runs every registered analysis that applies to the records; puts each into the document's
 // analysis and returns the lines to print.

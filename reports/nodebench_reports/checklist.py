@@ -10,7 +10,6 @@ item by its ``order``. Nothing here names a family.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,53 +58,10 @@ def worst(statuses) -> str:
 # compute capability / build architectures
 
 
-@dataclass
-class Arch:
-    number: int        # 90 for sm_90, 100 for sm_100
-    suffix: str        # "", "a" (arch-specific), "f" (family)
-    sass: bool
-    ptx: bool
-
-
-def parse_architectures(text: str | None) -> tuple[list[Arch], list[str]]:
-    """Parse CMake's CUDA_ARCHITECTURES ("75-real;80-real;90"); returns (archs, special words)."""
-    archs, special = [], []
-    for token in re.split(r"[;,\s]+", text or ""):
-        token = token.strip().lower()
-        if not token:
-            continue
-        if token in ("native", "all", "all-major"):
-            special.append(token)
-            continue
-        m = re.fullmatch(r"(sm_|compute_)?(\d+)([af]?)(?:-(real|virtual))?", token)
-        if not m or (m.group(1) and m.group(4)):
-            special.append(token)
-            continue
-        # nvcc's sm_X is SASS alone, compute_X PTX alone; CMake's X both, X-real SASS, X-virtual PTX
-        # (the binary's doctor reads them alike: tests/data/arch_rule.json holds both to one table)
-        prefix, kind = m.group(1), m.group(4)
-        sass = prefix == "sm_" or (prefix is None and kind != "virtual")
-        ptx = prefix == "compute_" or (prefix is None and kind != "real")
-        archs.append(Arch(int(m.group(2)), m.group(3), sass=sass, ptx=ptx))
-    return archs, special
-
-
-def arch_support(cc: str, archs: list[Arch]) -> tuple[str, str]:
-    """How a GPU of compute capability ``cc`` ("9.0") runs this build: (status, explanation)."""
-    major, minor = (int(x) for x in cc.split("."))
-    value = major * 10 + minor
-    for a in archs:
-        if a.sass and a.number == value:
-            return PASS, f"native code (sm_{a.number}{a.suffix})"
-    for a in archs:
-        # A cubin for X.y runs on X.z with z >= y (not for arch-specific "a" targets).
-        if a.sass and a.suffix != "a" and a.number // 10 == major and a.number < value:
-            return PASS, f"binary-compatible code (sm_{a.number}{a.suffix} runs on {cc})"
-    ptx = [a for a in archs if a.ptx and a.suffix != "a" and a.number <= value]
-    if ptx:
-        best = max(a.number for a in ptx)
-        return WARN, f"only PTX (compute_{best}), JIT-compiled at start-up: slower start, may miss {cc} features"
-    return FAIL, "no code for this GPU in the build"
+# The binary judges whether its CUDA build runs on each GPU (harness/node/arch_rule.hpp, the one
+# rule) and records the verdict in the file; the checklist shows it and does not judge again.
+BUILD_SUPPORT_FIELD = "environment.gpus[].build_support"
+_SUPPORT_STATUS = {"sass": PASS, "ptx": WARN, "none": FAIL, "unknown": WARN}
 
 
 def check_compute_capability(data: ReportData) -> Item:
@@ -118,21 +74,18 @@ def check_compute_capability(data: ReportData) -> Item:
         if err:
             return Item("compute_capability", title, FAIL, f"no GPU usable: {err}")
         return Item("compute_capability", title, NOT_MEASURED, "the run saw no GPU")
-    if archs_text is None:
+    verdicts = [g.get("build_support") for g in gpus]
+    if not all(isinstance(v, dict) and v.get("status") in _SUPPORT_STATUS for v in verdicts):
         ev = [f"GPU {g['index']}: {g['name']}, compute capability {g['compute_capability']}" for g in gpus]
+        built = f"build targets {archs_text!r}" if archs_text is not None else "build targets not recorded"
         return Item("compute_capability", title, NOT_MEASURED,
-                    f"{len(gpus)} GPU(s) seen; the file does not say which architectures were compiled "
-                    f"(nodebench.cuda_architectures)", ev)
-    archs, special = parse_architectures(archs_text)
+                    f"{len(gpus)} GPU(s) seen, {built}; whether the build runs on them is not recorded in the file "
+                    f"({BUILD_SUPPORT_FIELD}; older nodebench versions do not write it)", ev)
     statuses, ev = [], []
-    for g in gpus:
-        cc = g["compute_capability"]
-        if special and not archs:
-            st, why = WARN, f"built for {'/'.join(special)}: cannot tell from the file"
-        else:
-            st, why = arch_support(cc, archs)
+    for g, v in zip(gpus, verdicts):
+        st = _SUPPORT_STATUS[v["status"]]
         statuses.append(st)
-        ev.append(f"GPU {g['index']}: {g['name']}, compute capability {cc}: {st} - {why}")
+        ev.append(f"GPU {g['index']}: {g['name']}, compute capability {g['compute_capability']}: {st} - {v.get('reason', '')}")
     status = worst(statuses)
     counts = Counter(statuses)
     summary = (f"{len(gpus)} GPU(s) seen, build targets {archs_text!r}: "

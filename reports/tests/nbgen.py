@@ -57,7 +57,7 @@ class Builder:
                  seed=0, noise_cv=0.02, n_samples=20, run_offset=1.0, slowdown=None, speed=1.0,
                  cuda_architectures="80-real;90-real;90", pcie_width=16, pcie_gen=5, throttle=False,
                  power_capped=False, nvml=True, compute_capability="9.0", run_id=None, analysis=True,
-                 run_noise_cv=0.0, run_noise=None):
+                 run_noise_cv=0.0, run_noise=None, build_support=("sass", "sm_90", "native code (sm_90)")):
         self.rng = np.random.default_rng(seed)
         self.hostname, self.gpu_name, self.n_gpus = hostname, gpu_name, n_gpus
         self.start = dt.datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ")
@@ -66,6 +66,9 @@ class Builder:
         self.slowdown = slowdown or {}
         self.speed = speed
         self.cuda_architectures = cuda_architectures
+        # the verdict nodebench records per GPU for its build (environment.gpus[].build_support; the
+        # default is what it writes for the default architectures on cc 9.0); None leaves it out
+        self.build_support = build_support
         self.pcie_width, self.pcie_gen = pcie_width, pcie_gen
         self.throttle, self.power_capped, self.nvml, self.cc = throttle, power_capped, nvml, compute_capability
         self.analysis_wanted = analysis
@@ -304,6 +307,9 @@ class Builder:
                 "throttle_reasons": ["gpu_idle"] if self.nvml else [], "profile": "h200-sxm",
                 "peaks": {key: {"value": v, "source": "profile:h200-sxm"} for key, v in PEAKS.values()},
             })
+            if self.build_support is not None:
+                status, arch, reason = self.build_support
+                gpus[-1]["build_support"] = {"status": status, "arch": arch, "reason": reason}
         return {
             "host": {"hostname": self.hostname, "os": "Ubuntu 24.04.1 LTS", "kernel": "6.8.0-45-generic",
                      "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_count": 112,

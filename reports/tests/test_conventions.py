@@ -99,8 +99,9 @@ def test_mpi_history_uses_record_hosts(cli, tmp_path):
     assert list(flagged) == ["b"]          # rank 3 is host b's second GPU
 
 
-def test_one_rank_allreduce_is_left_out_of_scaling():
-    doc = nbgen.make_result(families=("nccl",), n_gpus=4)
+def one_rank_copies(doc, finish):
+    """Each two-GPU collective of doc copied as one rank's record (id 1gpu, GPU 0, ngpus 1),
+    finish(copy) changing the rest."""
     extra = []
     for r in doc["records"]:
         if r["params"]["ngpus"] == 2:
@@ -108,9 +109,15 @@ def test_one_rank_allreduce_is_left_out_of_scaling():
             one["id"] = one["id"].replace("2gpu", "1gpu")
             one["params"]["ngpus"] = 1
             one["gpus"] = [0]
-            one["metrics"]["busbw_gbps"] = 0.0   # by definition for one rank
+            finish(one)
             extra.append(one)
-    doc["records"] += extra
+    return extra
+
+
+def test_one_rank_allreduce_is_left_out_of_scaling():
+    doc = nbgen.make_result(families=("nccl",), n_gpus=4)
+    # busbw_gbps 0 by definition for one rank
+    doc["records"] += one_rank_copies(doc, lambda one: one["metrics"].update(busbw_gbps=0.0))
     curves = nccl.allreduce_curves(data_of(doc))
     assert sorted(curves) == [2, 4]
     item = {i.key: i for i in build_checklist(data_of(doc))}["distribution"]
@@ -123,17 +130,13 @@ def test_one_rank_record_as_nodebench_writes_it_is_no_link(validate, cli, tmp_pa
     """A one-rank collective (flag single_rank, no bandwidth metric: docs/SCHEMA.md) is valid, renders,
     compares, and is neither a curve point nor a scaling row; even with a stray bandwidth, the flag wins."""
     doc = nbgen.make_result(families=("nccl",), n_gpus=4)
-    extra = []
-    for r in doc["records"]:
-        if r["params"]["ngpus"] == 2:
-            one = copy.deepcopy(r)
-            one["id"] = one["id"].replace("2gpu", "1gpu")
-            one["gpus"] = [0]
-            one["params"]["ngpus"] = 1
-            one["metrics"] = {"time_us": 0.3, "data_bytes": one["metrics"].get("data_bytes", 1.0), "gpu_count": 1}
-            one["flags"] = ["single_rank"]
-            one["primary_metric"], one["primary_better"] = "time_us", "lower"
-            extra.append(one)
+
+    def as_nodebench_writes_it(one):
+        one["metrics"] = {"time_us": 0.3, "data_bytes": one["metrics"].get("data_bytes", 1.0), "gpu_count": 1}
+        one["flags"] = ["single_rank"]
+        one["primary_metric"], one["primary_better"] = "time_us", "lower"
+
+    extra = one_rank_copies(doc, as_nodebench_writes_it)
     stray = copy.deepcopy(extra[0])
     stray["id"] += "_stray"
     stray["params"]["ngpus"] = 2  # a record that says two GPUs but carries the flag

@@ -10,7 +10,7 @@ import pytest
 
 import nbgen
 from conftest import PLOT_KEYS, REPO
-from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN, arch_support, parse_architectures
+from nodebench_reports.checklist import FAIL, NOT_MEASURED, PASS, WARN
 from nodebench_reports.assemble import build_checklist
 from nodebench_reports.load import Run, check_document, merge_runs
 
@@ -115,41 +115,35 @@ def test_text_is_escaped(cli, tmp_path):
 # checklist items
 
 
-@pytest.mark.parametrize("archs, cc, status", [
-    ("80-real;90-real;90", "9.0", PASS),
-    ("80-real;90-real;90", "8.6", PASS),        # sm_80 cubin runs on 8.6
-    ("80-real;90-real;90", "10.0", WARN),       # only through PTX compute_90
-    ("80-real", "9.0", FAIL),
-    ("75-real;80", "9.0", WARN),                # PTX 80 <= 90
-    ("90a-real", "9.0", PASS),
-    ("90a-real", "10.0", FAIL),
-    ("100-real;120-real", "9.0", FAIL),
-    ("75-virtual", "8.0", WARN),
-    ("sm_90", "9.0", PASS),
-])
-def test_architecture_support(archs, cc, status):
-    parsed, special = parse_architectures(archs)
-    assert not special
-    assert arch_support(cc, parsed)[0] == status
-
-
-def test_architecture_rule_is_the_binarys():
-    """The table the binary's doctor is tested against (tests/data/arch_rule.json, tests/test_doctor.cpp):
-    the checklist's rule gives every verdict of it."""
-    import json
-    table = json.loads((REPO / "tests" / "data" / "arch_rule.json").read_text())["cases"]
-    assert len(table) >= 10
-    status = {"native": PASS, "jit": WARN, "none": FAIL}
-    for case in table:
-        parsed, special = parse_architectures(case["archs"])
-        assert not special, case
-        assert arch_support(case["cc"], parsed)[0] == status[case["code"]], case
-
-
-def test_unsupported_gpu_fails_item():
-    doc = nbgen.make_result(families=(), cuda_architectures="80-real", n_gpus=2)
+@pytest.mark.parametrize("status, shown", [("sass", PASS), ("ptx", WARN), ("none", FAIL), ("unknown", WARN)])
+def test_the_recorded_build_verdict_is_shown(status, shown):
+    """The checklist shows the verdict the binary recorded per GPU (its rule: harness/node/arch_rule.hpp,
+    tested against tests/data/arch_rule.json) and does not judge the architectures again: the same
+    architectures with another recorded verdict show that one."""
+    reason = f"the binary's words for {status}"
+    doc = nbgen.make_result(families=(), cuda_architectures="80-real", n_gpus=2, build_support=(status, None, reason))
     item = checklist_of(doc)["compute_capability"]
-    assert item.status == FAIL and "no code for this GPU" in " ".join(item.evidence)
+    assert item.status == shown
+    assert all(f"{shown} - {reason}" in e for e in item.evidence if e.startswith("GPU ")), item.evidence
+    assert "'80-real'" in item.summary
+
+
+def test_one_gpu_without_code_fails_the_item():
+    doc = nbgen.make_result(families=(), n_gpus=2)
+    doc["environment"]["gpus"][1]["build_support"] = {"status": "none", "arch": None,
+                                                      "reason": "no code for this GPU in the build"}
+    item = checklist_of(doc)["compute_capability"]
+    assert item.status == FAIL and "1 pass, 1 fail" in item.summary.lower()
+
+
+def test_a_file_without_the_verdict_is_not_judged_again():
+    """A file from before the field: not measured, naming the field, whatever its architectures say."""
+    for archs in ("80-real", "80-real;90-real;90"):
+        doc = nbgen.make_result(families=(), cuda_architectures=archs, n_gpus=2, build_support=None)
+        item = checklist_of(doc)["compute_capability"]
+        assert item.status == NOT_MEASURED
+        assert "environment.gpus[].build_support" in item.summary and "not recorded" in item.summary
+        assert len(item.evidence) == 2
 
 
 def test_no_gpu_with_cuda_error_fails():

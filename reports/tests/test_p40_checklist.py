@@ -44,13 +44,21 @@ def test_fixture_is_a_valid_p40_result(p40_doc, validate):
     assert {g["name"] for g in gpus} == {"Tesla P40"}
 
 
-def test_build_runs_natively_on_cc_61(p40_doc):
+def test_build_verdict_is_the_recorded_one(p40_doc):
+    """The file predates environment.gpus[].build_support: the item says so rather than judging
+    61-real again; with the verdicts the binary records for it (sm_61 SASS on cc 6.1; nothing a P40
+    runs in a build for the CUDA 13 architectures: tests/data/arch_rule.json), it shows them."""
     item = checklist(p40_doc)["compute_capability"]
-    assert item.status == PASS
-    assert all("native code (sm_61)" in e for e in item.evidence)
-    # A build for the CUDA 13 architectures has nothing a P40 runs.
+    assert item.status == NOT_MEASURED and "build_support" in item.summary
     doc = copy.deepcopy(p40_doc)
+    for g in doc["environment"]["gpus"]:
+        g["build_support"] = {"status": "sass", "arch": "sm_61", "reason": "native code (sm_61)"}
+    item = checklist(doc)["compute_capability"]
+    assert item.status == PASS
+    assert sum("native code (sm_61)" in e for e in item.evidence) == 4
     doc["nodebench"]["cuda_architectures"] = "75-real;80-real;90-real;90"
+    for g in doc["environment"]["gpus"]:
+        g["build_support"] = {"status": "none", "arch": None, "reason": "no code for this GPU in the build"}
     assert checklist(doc)["compute_capability"].status == FAIL
 
 

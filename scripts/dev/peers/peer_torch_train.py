@@ -48,6 +48,11 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+# The training step nodebench's own framework bench times (harness/check/framework_bench.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "harness" / "check"))
+from framework_bench import train_step  # noqa: E402
 
 MODES = ("fp16/nhwc", "tf32/nchw", "fp32/nchw", "tf32/nhwc", "fp32/nhwc")
 TORCH_MODES = ("eager", "compile", "reduce-overhead")
@@ -137,23 +142,11 @@ def build(torch, torchvision, mode, torch_mode, batch):
     model = torchvision.models.resnet50().cuda().to(memory_format=fmt)
     lr = sgd_lr_for_batch(batch)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-5)
-    scaler = (torch.amp.GradScaler("cuda", enabled=amp) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
-              else torch.cuda.amp.GradScaler(enabled=amp))
     fwd = model if torch_mode == "eager" else torch.compile(
         model, **({"mode": "reduce-overhead"} if torch_mode == "reduce-overhead" else {}))
-    loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device="cuda")
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            loss = loss_fn(fwd(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        return loss
-
+    step = train_step(torch, fwd, opt, x, y, amp)
     return step, lr, (model, opt, x, y, fwd)
 
 
