@@ -4,12 +4,12 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "train_bn_kernels.cuh"
-#include "train_vec.cuh"
+#include "train_bn_device.cuh"
 
 namespace nb::kernels {
 namespace {
 
+using namespace bn_detail;
 using vec::load;
 using vec::store;
 constexpr unsigned kFinThreads = 128;  // the finalize: one warp per channel
@@ -21,22 +21,6 @@ template <class F>
 __device__ __forceinline__ void chan(F& na, F& ma, F& qa, F nb, F mb, F qb) {
   chan_combine(na, ma, qa, nb, mb, qb);
 }
-
-// The workspace (bn_workspace_bytes): the coefficient table at the first kBnWsAlign-byte
-// boundary, kBnCoefs arrays of `cs` floats (coefficient j of channel ch at coef[j cs + ch]), then 3
-// partial arrays of chunks x c floats.
-struct Ws {
-  float *coef, *p0, *p1, *p2;
-  uint32_t cs;
-  Ws(void* ws, int chunks, int64_t c) {
-    const uintptr_t a = (reinterpret_cast<uintptr_t>(ws) + (kBnWsAlign - 1)) & ~uintptr_t(kBnWsAlign - 1);
-    coef = reinterpret_cast<float*>(a);
-    cs = uint32_t(bn_coef_stride(c));
-    p0 = coef + size_t(kBnCoefs) * cs;
-    p1 = p0 + size_t(chunks) * size_t(c);
-    p2 = p1 + size_t(chunks) * size_t(c);
-  }
-};
 
 // ---- forward statistics: per block and channel (count, mean, M2) -------------------------------
 // Each thread sums x - k and (x - k)^2 with k its first value (a shift that keeps the sums small
@@ -169,106 +153,7 @@ __global__ void fwd_finalize_k(Ws ws, int chunks, int c, FwdFinal a) {
   for (int j = 0; j < 3; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];  // mean, scale, shift after the scale
 }
 
-// The batch norm's output before the add and the ReLU: one fused multiply-add, written out so
-// that the forward and a backward recomputing it (relu_from_x) round it the same way.
-__device__ __forceinline__ float bn_pre(float x, float mean, float scale, float shift) {
-  return __fmaf_rn(x - mean, scale, shift);
-}
-// Whether the ReLU passed this element: its output, rounded to the storage type as the forward
-// stored it, above zero.
-__device__ __forceinline__ bool relu_passed(float v, bool half) {
-  return (half ? vec::to_f(vec::from_f<uint16_t>(v)) : v) > 0.f;
-}
-
-// ---- the elementwise passes: one map over the layer's elements -------------------------------
-// Every vector of W elements is loaded and stored whole (16 bytes when the pointers allow), in
-// either layout and whatever c and hw: the channel of each lane comes from lane_channels (two
-// FastDivs, no 64-bit division). Each lane's coefficients (Op::kCoefs arrays of the table): a
-// vector inside one channel (NCHW, all but those crossing a plane's end) loads its channel's once;
-// an NHWC vector of W consecutive channels (c a multiple of W: every vector) loads W channels'
-// of an array as one 16- or 32-byte access (through the read-only cache, as the table is small
-// and read by every vector); any other vector one lane at a time.
-template <int L>
-__device__ __forceinline__ void ldg_lanes(const float* p, float (&f)[L]) {
-  if constexpr (L % 4 == 0) {
-#pragma unroll
-    for (int q = 0; q < L / 4; ++q) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + q);
-      f[4 * q] = v.x, f[4 * q + 1] = v.y, f[4 * q + 2] = v.z, f[4 * q + 3] = v.w;
-    }
-  } else if constexpr (L == 2) {
-    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
-    f[0] = v.x, f[1] = v.y;
-  } else {
-#pragma unroll
-    for (int k = 0; k < L; ++k) f[k] = __ldg(p + k);
-  }
-}
-
-template <int L, class Op, int NIN, int NOUT>
-__device__ __forceinline__ void run_lanes(const Op& op, uint64_t i0, const ChanDims& d, const float* table, uint32_t cs,
-                                          const float (&in)[NIN][L], float (&out)[NOUT][L]) {
-  constexpr int K = Op::kCoefs;
-  float cf[K][L];
-  uint32_t ch[L];
-  if (lane_channels<L>(i0, d, ch)) {
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-      const float v = __ldg(table + size_t(j) * cs + ch[0]);
-#pragma unroll
-      for (int k = 0; k < L; ++k) cf[j][k] = v;
-    }
-  } else if (L > 1 && d.nhwc && d.c.d % L == 0) {  // ch[0] a multiple of L, ch[k] = ch[0] + k
-#pragma unroll
-    for (int j = 0; j < K; ++j) ldg_lanes<L>(table + size_t(j) * cs + ch[0], cf[j]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < K; ++j)
-#pragma unroll
-      for (int k = 0; k < L; ++k) cf[j][k] = __ldg(table + size_t(j) * cs + ch[k]);
-  }
-#pragma unroll
-  for (int k = 0; k < L; ++k) op.template elem<L>(cf, in, out, k);
-}
-
-template <class S, int W, int NIN, int NOUT, class Op>
-__global__ void chan_map_k(vec::Ptrs<S, NIN, NOUT> p, uint64_t n, ChanDims d, const float* table, uint32_t cs, Op op) {
-  const VecSplit sp = vec_split(n, W);
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  const uint64_t t0 = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
-  for (uint64_t v = t0; v < sp.vectors; v += stride) {
-    float in[NIN][W], out[NOUT][W];
-#pragma unroll
-    for (int k = 0; k < NIN; ++k) load<W>(p.in[k], v * W, in[k]);
-    run_lanes<W>(op, v * W, d, table, cs, in, out);
-#pragma unroll
-    for (int k = 0; k < NOUT; ++k) store<W>(p.out[k], v * W, out[k]);
-  }
-  for (uint64_t i = sp.tail_begin + t0; i < n; i += stride) {
-    float in[NIN][1], out[NOUT][1];
-#pragma unroll
-    for (int k = 0; k < NIN; ++k) load<1>(p.in[k], i, in[k]);
-    run_lanes<1>(op, i, d, table, cs, in, out);
-#pragma unroll
-    for (int k = 0; k < NOUT; ++k) store<1>(p.out[k], i, out[k]);
-  }
-}
-
-// y = act((x - mean) scale + beta [+ r]).
-template <bool RELU, int NIN>
-struct FwdOp {
-  static constexpr int kCoefs = 3;  // mean, scale, shift
-  template <int L>
-  __device__ void elem(const float (&cf)[kCoefs][L], const float (&in)[NIN][L], float (&out)[1][L], int k) const {
-    float v = bn_pre(in[0][k], cf[0][k], cf[1][k], cf[2][k]);
-    if (NIN == 2) v += in[NIN - 1][k];
-    out[0][k] = RELU ? fmaxf(v, 0.f) : v;
-  }
-};
-
 // ---- backward: per block and channel sum(g), sum(g xhat) ---------------------------------------
-// The ReLU's mask: none (M 0), from the kept output y (M 1), recomputed from x (M 2).
-constexpr int kNoMask = 0, kMaskFromY = 1, kMaskFromX = 2;
 
 // Per channel of a thread's lanes: the saved mean and inverse standard deviation and, for a mask
 // recomputed from x, the forward's scale and shift.
@@ -423,58 +308,6 @@ __global__ void bwd_finalize_k(Ws ws, int chunks, int c, BwdFinal a) {
   for (int j = 0; j < kBnCoefs; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];
 }
 
-// dx = A g + B (x - mean) + C, g = dy masked (M), or the masked gradient the sums pass wrote to dz
-// (M kNoMask). in: x, dy or dz [, y when M is kMaskFromY].
-template <int M>
-struct BwdOp {
-  static constexpr int kIn = M == kMaskFromY ? 3 : 2;
-  static constexpr int kCoefs = M == kMaskFromX ? 7 : 4;  // dx's 4 [, the forward's mean, scale, shift]
-  static constexpr int kFwd = kCoefs - 3;                  // where the forward's are (kMaskFromX)
-  bool half;  // the storage type, for the mask recomputed from x
-  template <int L>
-  __device__ void elem(const float (&cf)[kCoefs][L], const float (&in)[kIn][L], float (&out)[1][L], int k) const {
-    const bool pass = M == kMaskFromY ? in[kIn - 1][k] > 0.f
-                      : M == kMaskFromX
-                          ? relu_passed(bn_pre(in[0][k], cf[kFwd][k], cf[kFwd + 1][k], cf[kFwd + 2][k]), half)
-                          : true;
-    const float g = pass ? in[1][k] : 0.f;
-    out[0][k] = cf[0][k] * g + cf[1][k] * (in[0][k] - cf[2][k]) + cf[3][k];
-  }
-};
-
-// The map over the layer's elements, 16 bytes a step when every pointer is aligned to it.
-template <class Op, int NIN, int NOUT>
-void launch_apply(cudaStream_t s, const BnShape& sh, const Ws& ws, const void* const (&in)[NIN], void* const (&out)[NOUT],
-                  const Op& op) {
-  const size_t elem = sh.half ? 2 : 4;
-  const int width = vec_width(int(elem));
-  bool ok = true;
-  for (const void* p : in) ok = ok && vec::aligned_to(p, size_t(width) * elem);
-  for (const void* p : out) ok = ok && vec::aligned_to(p, size_t(width) * elem);
-  const uint64_t n = uint64_t(sh.n) * uint64_t(sh.c) * uint64_t(sh.hw);
-  const ChanDims d = chan_dims(sh.nhwc, sh.c, sh.hw);
-  vec::with_type_and_width(sh.half, ok ? width : 1, [&](auto tag, auto w) {
-    using S = decltype(tag);
-    constexpr int W = decltype(w)::value;
-    vec::Ptrs<S, NIN, NOUT> p{};
-    for (int k = 0; k < NIN; ++k) p.in[k] = static_cast<const S*>(in[k]);
-    for (int k = 0; k < NOUT; ++k) p.out[k] = static_cast<S*>(out[k]);
-    chan_map_k<S, W, NIN, NOUT, Op><<<vec::grid_for(n / W + 1), kVecThreads, 0, s>>>(p, n, d, ws.coef, ws.cs, op);
-  });
-}
-
-void forward_apply(cudaStream_t s, const BnShape& sh, const BnForward& a, const Ws& ws) {
-  if (a.residual) launch_apply(s, sh, ws, {a.x, a.residual}, {a.y}, FwdOp<true, 2>{});  // the join ends in a ReLU
-  else if (a.relu) launch_apply(s, sh, ws, {a.x}, {a.y}, FwdOp<true, 1>{});
-  else launch_apply(s, sh, ws, {a.x}, {a.y}, FwdOp<false, 1>{});
-}
-
-void backward_apply(cudaStream_t s, const BnShape& sh, const BnBackward& a, bool from_x, const Ws& ws) {
-  if (a.dz) launch_apply(s, sh, ws, {a.x, a.dz}, {a.dx}, BwdOp<kNoMask>{sh.half});
-  else if (a.y) launch_apply(s, sh, ws, {a.x, a.dy, a.y}, {a.dx}, BwdOp<kMaskFromY>{sh.half});
-  else if (from_x) launch_apply(s, sh, ws, {a.x, a.dy}, {a.dx}, BwdOp<kMaskFromX>{sh.half});
-  else launch_apply(s, sh, ws, {a.x, a.dy}, {a.dx}, BwdOp<kNoMask>{sh.half});
-}
 
 unsigned finalize_blocks(int64_t c) { return unsigned((c * 32 + kFinThreads - 1) / kFinThreads); }
 
