@@ -301,3 +301,44 @@ def test_a_family_change_compares_figures_of_cases_ok_in_both_and_their_step_tim
     assert lines[0] == "wall time of its steps: 7.0 s -> 6.0 s"
     assert lines[-1].startswith("3 cases: ratio median 1.000")
     assert "all 0.500-1.100" in lines[-1]
+
+
+def _best_on_active_sets(rows, targets, lower):
+    """The bounded least-squares optimum found the long way: every subset of the unknowns held at
+    its bound, the rest solved freely (numpy's lstsq), the feasible solution of least error."""
+    import itertools
+
+    import numpy as np
+    a, b, lo = np.asarray(rows, float), np.asarray(targets, float), np.asarray(lower, float)
+    best = None
+    for held in itertools.product((False, True), repeat=len(lo)):
+        x = lo.copy()
+        free = [i for i, h in enumerate(held) if not h]
+        if free:
+            sol = np.linalg.lstsq(a[:, free], b - a[:, [i for i in range(len(lo)) if held[i]]] @ lo[list(held)],
+                                  rcond=None)[0]
+            if np.any(sol < lo[free] - 1e-12):
+                continue
+            x[free] = sol
+        err = float(np.sum((a @ x - b) ** 2))
+        best = err if best is None else min(best, err)
+    return best
+
+
+def test_the_bounded_fits_reach_the_least_error_within_their_bounds():
+    import random
+    fc = _load("fit_costs")
+    rnd = random.Random(11)
+    for _ in range(300):
+        pts = [(rnd.uniform(0, 5) * rnd.choice((1, 0.01)), rnd.uniform(0, 5), rnd.uniform(-1, 2) * rnd.uniform(0, 20))
+               for _ in range(rnd.randint(4, 20))]
+        x = fc.fit_split(pts, 4)
+        assert x[0] >= 0 and x[1] >= fc.MIN_SCALE and x[2] >= fc.MIN_SCALE
+        err = sum((x[0] + x[1] * u + x[2] * v - d) ** 2 for u, v, d in pts)
+        best = _best_on_active_sets([(1, u, v) for u, v, _ in pts], [d for *_, d in pts], (0, fc.MIN_SCALE, fc.MIN_SCALE))
+        assert err <= best * (1 + 1e-9) + 1e-12
+        f, k = fc.fit([(u + v, d) for u, v, d in pts], 4)
+        assert f >= 0 and k >= fc.MIN_SCALE
+        err = sum((f + k * (u + v) - d) ** 2 for u, v, d in pts)
+        assert err <= _best_on_active_sets([(1, u + v) for u, v, _ in pts], [d for *_, d in pts],
+                                           (0, fc.MIN_SCALE)) * (1 + 1e-9) + 1e-12

@@ -28,6 +28,9 @@ import subprocess
 import sys
 from collections import defaultdict
 
+import numpy as np
+from scipy.optimize import lsq_linear
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resultfile  # noqa: E402
 
@@ -96,75 +99,38 @@ def sweep_stop(rows):
     return ran[-1][0]
 
 
+def bounded_lsq(rows, targets, lower):
+    """x >= lower (element-wise) minimising the squared error of rows x - targets: scipy's
+    bounded-variable least squares, exact for these few unknowns."""
+    r = lsq_linear(np.asarray(rows, dtype=float), np.asarray(targets, dtype=float),
+                   bounds=(np.asarray(lower, dtype=float), np.inf), method="bvls")
+    return [max(float(v), lo) for v, lo in zip(r.x, lower)]
+
+
 def fit(points, min_points):
-    """(fixed_s, scale) minimising the squared error of fixed + scale * model, fixed >= 0."""
+    """(fixed_s, scale) minimising the squared error of fixed + scale * model, fixed >= 0 and
+    scale >= MIN_SCALE. Too few points, or model seconds that are all alike (no line to fit): one
+    scale, the total time over the total model seconds."""
     n = len(points)
     sm = sum(m for m, _ in points)
     sd = sum(d for _, d in points)
     if n < min_points or sm <= 0:
         return 0.0, max(sd / sm, MIN_SCALE) if sm > 0 else 1.0
-    smm = sum(m * m for m, _ in points)
-    smd = sum(m * d for m, d in points)
-    den = n * smm - sm * sm
-    if den <= 0:
-        return 0.0, sd / sm
-    scale = (n * smd - sm * sd) / den
-    fixed = (sd - scale * sm) / n
-    if fixed < 0 or scale <= 0:
-        # The best line on the edge of fixed >= 0, scale >= MIN_SCALE: through the origin, or the
-        # (near) flat line at the mean -- whichever leaves the smaller squared error. (Through the
-        # origin alone, a kind whose model seconds hardly vary got a steep line far from its mean.)
-        flat = (max(0.0, (sd - MIN_SCALE * sm) / n), MIN_SCALE)
-        origin = (0.0, max(smd / smm, MIN_SCALE))
-        sse = lambda f, k: sum((f + k * m - d) ** 2 for m, d in points)  # noqa: E731
-        fixed, scale = min(origin, flat, key=lambda fk: sse(*fk))
-    return fixed, max(scale, MIN_SCALE)
-
-
-def _solve(a, b):
-    """x with a x = b (a small dense system), or None when it is singular."""
-    n = len(b)
-    m = [list(row) + [b[i]] for i, row in enumerate(a)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(v) for row in a for v in row)):
-            return None
-        m[c], m[p] = m[p], m[c]
-        for r in range(n):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
-    return [m[i][n] / m[i][i] for i in range(n)]
+    if max(m for m, _ in points) - min(m for m, _ in points) <= 1e-12 * max(m for m, _ in points):
+        return 0.0, max(sd / sm, MIN_SCALE)
+    fixed, scale = bounded_lsq([(1.0, m) for m, _ in points], [d for _, d in points], (0.0, MIN_SCALE))
+    return fixed, scale
 
 
 def fit_split(points, min_points):
     """(fixed_s, scale, sample_scale) minimising the squared error of fixed + scale x setup model +
     sample_scale x sampling model over points (setup_model, sample_model, duration), with fixed >= 0
-    and both scales >= MIN_SCALE: the best of the least-squares solutions with each subset of the
-    three held at its bound (the constrained optimum is one of them). Too few points: fit() on the
-    totals, one scale for both parts."""
+    and both scales >= MIN_SCALE. Too few points: fit() on the totals, one scale for both parts."""
     if len(points) < min_points:
         f, k = fit([(u + v, d) for u, v, d in points], min_points)
         return f, k, k
-    lower = (0.0, MIN_SCALE, MIN_SCALE)
-    rows = [((1.0, u, v), d) for u, v, d in points]
-    best = None
-    for mask in range(8):
-        free = [i for i in range(3) if mask >> i & 1]
-        x = list(lower)
-        if free:
-            r = [(tuple(f[i] for i in free), d - sum(f[i] * lower[i] for i in range(3) if i not in free)) for f, d in rows]
-            ata = [[sum(f[i] * f[j] for f, _ in r) for j in range(len(free))] for i in range(len(free))]
-            atb = [sum(f[i] * y for f, y in r) for i in range(len(free))]
-            sol = _solve(ata, atb)
-            if sol is None or any(v < lower[i] for i, v in zip(free, sol)):
-                continue
-            for i, v in zip(free, sol):
-                x[i] = v
-        sse = sum((x[0] + x[1] * f[1] + x[2] * f[2] - d) ** 2 for f, d in rows)
-        if best is None or sse < best[0] - 1e-15:
-            best = (sse, tuple(x))
-    return best[1]
+    x = bounded_lsq([(1.0, u, v) for u, v, _ in points], [d for _, _, d in points], (0.0, MIN_SCALE, MIN_SCALE))
+    return tuple(x)
 
 
 def main(argv=None):
