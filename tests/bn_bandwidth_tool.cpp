@@ -2,7 +2,7 @@
 // reaches (kernels/train/train_bn_kernels.cuh) on every batch-norm layer shape of ResNet-50, against
 // the GPU's copy bandwidth. For each layout and batch, each distinct (channels, positions, residual
 // add) of the step's 53 batch norms runs its forward and backward once, then each of its four
-// passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize) is timed
+// passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize, in one launch each) is timed
 // alone --reps times, the L2 flushed before each (a cudaMemsetAsync over twice the L2 between the
 // events), so that the pass reads from device memory as the step's large layers do. Bytes are
 // what the pass must move (kernels/train/bn_traffic.hpp); GB/s are 1e9 bytes per second of the

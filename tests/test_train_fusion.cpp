@@ -4,6 +4,7 @@
 // grid's coverage, the multi-tensor update's chunk table) and the memory-bound kinds' byte floor,
 // each against expectations worked out here from the definitions.
 #ifdef NB_HAVE_CUDNN
+#include <array>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -200,8 +201,24 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   const BnGeometry stem = bn_geometry(true, 256, 64, 112 * 112, 2, 132);
   EXPECT_EQ(stem.rows, 256 * 112 * 112);
   EXPECT_EQ(stem.chunks, 528);
-  // Little work: each thread at least 8 rows, so few chunks (98 rows / (8 x 8) -> 2).
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 2);
+  // Little work: each thread at least bn_stats_unroll(8) = 4 rows, so few chunks (98 rows / (8 x 4) -> 4).
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 4);
+  // FP32 NCHW 512 x 7x7 at batch 64: scalar loads (49 odd), 16 a thread, so the 3136 items of a
+  // channel are one block's (256 x 16 = 4096 >= 3136): one chunk, no partials to combine.
+  const BnGeometry small = bn_geometry(false, 64, 512, 49, 4, 132);
+  EXPECT_EQ(small.width, 1);
+  EXPECT_EQ(small.chunks, 1);
+  // 256 x 14x14: 4-wide (196 = 4 x 49), 4 a thread: 3136 items / 1024 -> 4 chunks, within ceil(528 / 256) = 3.
+  EXPECT_EQ(bn_geometry(false, 64, 256, 196, 4, 132).chunks, 3);
+  EXPECT_EQ(bn_stats_unroll(1), 16);
+  EXPECT_EQ(bn_stats_unroll(2), 8);
+  EXPECT_EQ(bn_stats_unroll(4), 4);
+  EXPECT_EQ(bn_stats_unroll(8), 4);
+  // More block columns than tickets: one chunk (every block its column's last), NCHW and NHWC.
+  EXPECT_EQ(bn_geometry(false, 64, kBnMaxColumns + 1, 4096, 4, 100000).chunks, 1);
+  EXPECT_GT(bn_geometry(false, 64, kBnMaxColumns, 4096, 4, 100000).chunks, 1);
+  EXPECT_EQ(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns + 4, 1, 4, 1 << 20).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns, 1, 4, 1 << 20).chunks, 1);
   // NCHW, FP32 stem at batch 256: 64 channels x ceil(528 / 64) = 9 chunks.
   const BnGeometry n = bn_geometry(false, 256, 64, 112 * 112, 4, 132);
   EXPECT_EQ(n.blocks_x, 64);
@@ -342,6 +359,7 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
   // Forward: 5 chunks of 3 threads, each thread a strided share, summaries as the kernels hold them.
   float cn = 0, cm = 0, cq = 0;
   double dn = 0, dm = 0, dq = 0;
+  std::vector<std::array<double, 3>> parts;  // each chunk's (count, mean, M2)
   for (int chunk = 0; chunk < 5; ++chunk) {
     float bn = 0, bm = 0, bq = 0;
     for (int t = 0; t < 3; ++t) {
@@ -357,7 +375,15 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
     }
     chan_combine(dn, dm, dq, double(bn), double(bm), double(bq));
     chan_combine(cn, cm, cq, bn, bm, bq);
+    parts.push_back({bn, bm, bq});
   }
+  // The kernels' finalize: the chunks as shifted sums in FP64 around the first chunk's mean, each
+  // of 2 threads adding every other chunk, then their sums added.
+  double sv[2][3] = {};
+  for (size_t g = 0; g < parts.size(); ++g) bn_shifted_add(sv[g % 2], parts[0][1], parts[g][0], parts[g][1], parts[g][2]);
+  const double tot[3] = {sv[0][0] + sv[1][0], sv[0][1] + sv[1][1], sv[0][2] + sv[1][2]};
+  double smean = 0, sm2 = 0;
+  bn_shifted_result(tot, parts[0][1], smean, sm2);
   double mean = 0, m2 = 0;
   for (double v : h.x) mean += v;
   mean /= n;
@@ -365,6 +391,11 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
   EXPECT_EQ(dn, n);
   EXPECT_NEAR(dm, mean, 6.2e-5);  // one FP32 unit at 1000: the blocks combine in FP32
   EXPECT_NEAR(dq / n, m2 / n, 1e-4 * m2 / n);  // where sum(x^2) - sum(x)^2 / n in FP32 would lose it all
+  EXPECT_EQ(tot[0], n);
+  EXPECT_NEAR(smean, mean, 6.2e-5);
+  EXPECT_NEAR(sm2 / n, m2 / n, 1e-4 * m2 / n);
+  EXPECT_NEAR(smean, dm, 1e-9 * std::abs(dm));  // the same result as Chan's combination in FP64
+  EXPECT_NEAR(sm2, dq, 1e-9 * dq);
   float run_mean = 0, run_var = 1, save_mean = 0, save_inv = 0, fc[3];
   bn_forward_finalize(dn, dm, dq, float(h.gamma), float(h.beta), h.eps, 0.1, run_mean, run_var, save_mean, save_inv, fc);
   EXPECT_NEAR(save_inv, 1 / std::sqrt(m2 / n + h.eps), 1e-4 / std::sqrt(m2 / n));
