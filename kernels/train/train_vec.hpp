@@ -152,6 +152,20 @@ constexpr int kBnMaxColumns = 1 << 16;
 // Blocks per multiprocessor the reductions aim at (256 threads each: half an SM's threads on the
 // GPUs from sm_61 on, so registers never limit the grid to fewer resident blocks).
 constexpr int kBnBlocksPerSm = 4;
+// Bytes of a row the threads_x threads of an NHWC block cover at most: one 128-byte line (four
+// 32-byte sectors), so each warp still reads whole lines. Narrower than 32 vectors, the grid has
+// more block columns and fewer chunks in each, and the last block of a column combines
+// chunks x threads_x x width partials with 256 / threads_x threads per channel vector: with 32
+// vectors of 4 floats it was one block adding 528 chunks of 128 channels, 66 partials a thread
+// per channel, longer than the pass it finishes on small layers.
+constexpr int kBnRowBytes = 128;
+
+// What the reductions' grid aims at; the defaults are the step's, other values are for the
+// bandwidth tool's sweeps (nodebench_bn_bandwidth --blocks-per-sm, --row-bytes).
+struct BnGridTuning {
+  int blocks_per_sm = kBnBlocksPerSm;
+  int row_bytes = kBnRowBytes;
+};
 
 // Vectors of `width` elements each thread of the statistics pass loads before it adds them (its
 // loads in flight): 16 elements, at least 4 vectors. The grid gives each thread at least this many,
@@ -161,20 +175,24 @@ NB_VEC_HD constexpr int bn_stats_unroll(int width) { return width >= 4 ? 4 : 16 
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// `sms`: the GPU's multiprocessors (the grid aims at kBnBlocksPerSm blocks per SM), each thread at
+// `sms`: the GPU's multiprocessors (the grid aims at tune.blocks_per_sm blocks per SM), each thread at
 // least bn_stats_unroll(width) vectors; never more than kBnMaxChunks chunks, one chunk when the
-// columns (also those of the one-element-a-step grid, bn_narrow) outnumber the tickets.
-inline BnGeometry bn_geometry(bool nhwc, int64_t n, int64_t c, int64_t hw, int elem_bytes, int sms) {
+// columns (also those of the one-element-a-step grid, bn_narrow) outnumber the tickets. NHWC rows
+// of threads_x vectors span at most tune.row_bytes.
+inline BnGeometry bn_geometry(bool nhwc, int64_t n, int64_t c, int64_t hw, int elem_bytes, int sms,
+                              BnGridTuning tune = {}) {
   BnGeometry g;
   g.nhwc = nhwc;
   g.width = channel_vec_width(nhwc, c, hw, elem_bytes);
-  const int64_t target = kBnBlocksPerSm * int64_t(sms < 1 ? 1 : sms), per_thread = bn_stats_unroll(g.width);
+  const int64_t target = int64_t(tune.blocks_per_sm < 1 ? 1 : tune.blocks_per_sm) * int64_t(sms < 1 ? 1 : sms),
+                per_thread = bn_stats_unroll(g.width);
   auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
   int64_t columns = c;
   if (nhwc) {
     const int64_t cvs = c / g.width;
     int tx = 1;
-    while (tx < cvs && tx < 32) tx *= 2;
+    const int64_t vec_bytes = int64_t(g.width) * elem_bytes;
+    while (tx < cvs && tx < 32 && (tx * 2) * vec_bytes <= tune.row_bytes) tx *= 2;
     g.threads_x = tx;
     g.threads_y = int(kVecThreads) / tx;
     g.blocks_x = int(ceil_div(cvs, tx));

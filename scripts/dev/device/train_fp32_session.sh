@@ -32,7 +32,9 @@
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
 # tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
-# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3).
+# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3),
+# BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
+# list, e.g. "4:512 8:128": bn_bandwidth_<blocks>_<bytes>.json and a table of the step's ratios).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json
 # (train_fp32_ratio_input.json for the points with :input),
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
@@ -94,6 +96,24 @@ PY
   timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
     --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
   cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+  # The reductions' grid swept (BN_SWEEP="blocks_per_sm:row_bytes ..."), each against the same copy.
+  for v in ${BN_SWEEP:-}; do
+    bps=${v%%:*}; rb=${v#*:}
+    timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
+      --blocks-per-sm "$bps" --row-bytes "$rb" --out "$OUT/bn_bandwidth_${bps}_${rb}.json" \
+      > "$RAW/bn_bandwidth_${bps}_${rb}.txt" 2>&1 || rc=1
+  done
+  if [ -n "${BN_SWEEP:-}" ]; then
+    python3 - "$OUT"/bn_bandwidth*.json <<'PY' 2>&1 | tee -a "$OUT/session.log"
+import json, sys
+print("batch-norm grid sweep: step-weighted ratio to the copy per pass (blocks/SM, NHWC row bytes)")
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    for st in d["step"]:
+        print(f"{d.get('blocks_per_sm', '?'):>3}/SM {d.get('row_bytes', '?'):>4} B  {st['layout']}/b{st['batch']:<4}",
+              "  ".join(f"{k} {st[k]['ratio']:.3f}" for k in ("fwd_stats", "fwd_apply", "bwd_reduce", "bwd_apply", "all")))
+PY
+  fi
 fi
 
 # 4. the points, PyTorch's rounds around nodebench's step
