@@ -185,42 +185,52 @@ TEST(TrainBnGrid, NhwcCoversEveryRowAndChannelOnce) {
   EXPECT_EQ(a.threads_x, 8);
   EXPECT_EQ(a.blocks_x, 1);
   expect_nhwc_coverage(a, 64);
-  // 256 vectors of 16 bytes: rows of 128 bytes, 8 x 32 threads, 32 blocks across.
-  const BnGeometry b = bn_geometry(true, 3, 2048, 9, 2, 4);
-  EXPECT_EQ(b.threads_x, 8);
-  EXPECT_EQ(b.blocks_x, 32);
+  const BnGeometry b = bn_geometry(true, 3, 2048, 9, 2, 4);  // 256 vectors: 32 x 8 threads, 8 blocks across
+  EXPECT_EQ(b.threads_x, 32);
+  EXPECT_EQ(b.blocks_x, 8);
   expect_nhwc_coverage(b, 2048);
-  const BnGeometry odd = bn_geometry(true, 2, 96, 5, 4, 4);  // 24 vectors of 4 floats: 8-wide blocks, 3 across
-  EXPECT_EQ(odd.threads_x, 8);
-  EXPECT_EQ(odd.blocks_x, 3);
+  const BnGeometry odd = bn_geometry(true, 2, 96, 5, 4, 4);  // 24 vectors of 4: 32-wide blocks, some idle
   expect_nhwc_coverage(odd, 96);
-  const BnGeometry ragged = bn_geometry(true, 2, 100, 5, 4, 4);  // 25 vectors: the fourth block has one
+  expect_nhwc_coverage(bn_narrow(b, 2048), 2048);  // one element a step: the same rows, 2048 channels
+  EXPECT_EQ(bn_narrow(b, 2048).blocks_x, 2048 / 32);
+  // Rows of 128 bytes: 25 vectors of 4 floats in 8-wide blocks, the fourth block has one.
+  const BnGeometry ragged = bn_geometry(true, 2, 100, 5, 4, 4, BnGridTuning{4, 128});
+  EXPECT_EQ(ragged.threads_x, 8);
   EXPECT_EQ(ragged.blocks_x, 4);
   expect_nhwc_coverage(ragged, 100);
-  expect_nhwc_coverage(bn_narrow(b, 2048), 2048);  // one element a step: the same rows, 2048 channels
-  EXPECT_EQ(bn_narrow(b, 2048).blocks_x, 2048 / 8);
+  expect_nhwc_coverage(bn_narrow(ragged, 100), 100);
+  EXPECT_EQ(bn_narrow(ragged, 100).blocks_x, 13);  // ceil(100 / 8)
 }
 
-TEST(TrainBnGrid, NhwcRowsSpanOneLineOfBytes) {
-  // threads_x x width x element bytes: at most kBnRowBytes (128), and no wider than the channel
-  // vectors there are (rounded up to a power of two), at most a warp.
+TEST(TrainBnGrid, NhwcRowsSpanAtMostTheirBytes) {
+  // The step's rows: a warp of vectors whatever their width (kBnRowBytes is 32 x 16 bytes).
+  EXPECT_EQ(bn_geometry(true, 8, 2048, 49, 4, 132).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 63, 49, 4, 132).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 12, 49, 4, 132).threads_x, 4);
+  for (int elem : {2, 4})
+    for (int64_t c = 1; c <= 4200; ++c) {  // the step's grid: the smallest power of two >= min(vectors, 32)
+      const BnGeometry g = bn_geometry(true, 8, c, 49, elem, 132);
+      const int64_t want = std::min<int64_t>(c / g.width, 32);
+      ASSERT_TRUE(g.threads_x >= want && g.threads_x < 2 * want) << c << " channels: " << g.threads_x;
+      ASSERT_EQ(g.threads_x & (g.threads_x - 1), 0);
+    }
+  // Rows of at most 128 bytes: threads_x x width x element bytes <= 128, and no wider than the
+  // channel vectors there are (rounded up to a power of two), at most a warp.
   struct Case {
     int64_t c;
     int elem, width, tx;
   };
   for (const Case k : {Case{2048, 4, 4, 8}, Case{2048, 2, 8, 8}, Case{63, 4, 1, 32}, Case{1026, 4, 2, 16},
                        Case{1026, 2, 2, 32}, Case{12, 4, 4, 4}, Case{4, 4, 4, 1}}) {
-    const BnGeometry g = bn_geometry(true, 8, k.c, 49, k.elem, 132);
+    const BnGeometry g = bn_geometry(true, 8, k.c, 49, k.elem, 132, BnGridTuning{4, 128});
     EXPECT_EQ(g.width, k.width) << k.c;
     EXPECT_EQ(g.threads_x, k.tx) << k.c << " channels of " << k.elem << " bytes";
     EXPECT_EQ(g.threads_y, 256 / k.tx);
     expect_nhwc_coverage(g, k.c);
   }
-  // The tuning the bandwidth tool sweeps: rows of 512 bytes give 32 threads of 16-byte vectors;
-  // twice the blocks per SM, twice the chunks (one block column, enough rows).
-  EXPECT_EQ(bn_geometry(true, 64, 2048, 49, 4, 132, BnGridTuning{4, 512}).threads_x, 32);
-  EXPECT_EQ(bn_geometry(true, 256, 64, 12544, 4, 132, BnGridTuning{8, 128}).chunks,
-            2 * bn_geometry(true, 256, 64, 12544, 4, 132).chunks);
+  // Twice the blocks per SM, twice the chunks (2 block columns: 264 -> 528, enough rows).
+  EXPECT_EQ(bn_geometry(true, 256, 256, 3136, 4, 132, BnGridTuning{8, kBnRowBytes}).chunks,
+            2 * bn_geometry(true, 256, 256, 3136, 4, 132).chunks);
 }
 
 TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
@@ -229,10 +239,10 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   const BnGeometry stem = bn_geometry(true, 256, 64, 112 * 112, 2, 132);
   EXPECT_EQ(stem.rows, 256 * 112 * 112);
   EXPECT_EQ(stem.chunks, 528);
-  // Little work: each thread at least bn_stats_unroll(8) = 4 rows, so few chunks: 98 rows / (32 x 4)
-  // -> 1 with 8-wide rows, 98 / (8 x 4) -> 4 with 32-wide ones.
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 1);
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132, BnGridTuning{4, 512}).chunks, 4);
+  // Little work: each thread at least bn_stats_unroll(8) = 4 rows, so few chunks: 98 rows / (8 x 4)
+  // -> 4 with 32-wide rows, 98 / (32 x 4) -> 1 with 8-wide ones (rows of 128 bytes).
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 4);
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132, BnGridTuning{4, 128}).chunks, 1);
   // FP32 NCHW 512 x 7x7 at batch 64: scalar loads (49 odd), 16 a thread, so the 3136 items of a
   // channel are one block's (256 x 16 = 4096 >= 3136): one chunk, no partials to combine.
   const BnGeometry small = bn_geometry(false, 64, 512, 49, 4, 132);
@@ -247,10 +257,12 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   // More block columns than tickets: one chunk (every block its column's last), NCHW and NHWC.
   EXPECT_EQ(bn_geometry(false, 64, kBnMaxColumns + 1, 4096, 4, 100000).chunks, 1);
   EXPECT_GT(bn_geometry(false, 64, kBnMaxColumns, 4096, 4, 100000).chunks, 1);
-  // NHWC FP32, 4-wide: 8 threads across, so c / 8 columns (those of the one-element grid); 256
-  // rows, so 2 chunks where the tickets suffice.
-  EXPECT_EQ(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns + 4, 1, 4, 1 << 20).chunks, 1);
-  EXPECT_GT(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns, 1, 4, 1 << 20).chunks, 1);
+  // NHWC FP32, 4-wide: 32 threads across, so c / 32 columns (those of the one-element grid).
+  EXPECT_EQ(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns + 4, 1, 4, 1 << 20).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns, 1, 4, 1 << 20).chunks, 1);
+  // Rows of 128 bytes: 8 threads across, c / 8 columns; 256 rows, 2 chunks where the tickets suffice.
+  EXPECT_EQ(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns + 4, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);
   // NCHW, FP32 stem at batch 256: 64 channels x ceil(528 / 64) = 9 chunks.
   const BnGeometry n = bn_geometry(false, 256, 64, 112 * 112, 4, 132);
   EXPECT_EQ(n.blocks_x, 64);

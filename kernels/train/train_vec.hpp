@@ -152,13 +152,15 @@ constexpr int kBnMaxColumns = 1 << 16;
 // Blocks per multiprocessor the reductions aim at (256 threads each: half an SM's threads on the
 // GPUs from sm_61 on, so registers never limit the grid to fewer resident blocks).
 constexpr int kBnBlocksPerSm = 4;
-// Bytes of a row the threads_x threads of an NHWC block cover at most: one 128-byte line (four
-// 32-byte sectors), so each warp still reads whole lines. Narrower than 32 vectors, the grid has
-// more block columns and fewer chunks in each, and the last block of a column combines
-// chunks x threads_x x width partials with 256 / threads_x threads per channel vector: with 32
-// vectors of 4 floats it was one block adding 528 chunks of 128 channels, 66 partials a thread
-// per channel, longer than the pass it finishes on small layers.
-constexpr int kBnRowBytes = 128;
+// Bytes of channel vectors the threads_x threads of an NHWC block row cover at most. 512 (32
+// threads of 16-byte vectors, a warp) is the grid measured in the step
+// (results/h100/2026-12-07-train-fp32-3/). Narrower rows (128 bytes: one line, four 32-byte
+// sectors, still whole lines per warp) give more block columns and fewer chunks in each, so the
+// last block of a column combines fewer partials: with 32 vectors of 4 floats that block adds
+// 528 chunks of 128 channels alone, which the bandwidth table's NHWC statistics pass suggests is
+// longer than the pass on small layers. Not measured yet: nodebench_bn_bandwidth --row-bytes 128
+// (BN_SWEEP="4:128" in scripts/dev/device/train_fp32_session.sh) is the comparison.
+constexpr int kBnRowBytes = 512;
 
 // What the reductions' grid aims at; the defaults are the step's, other values are for the
 // bandwidth tool's sweeps (nodebench_bn_bandwidth --blocks-per-sm, --row-bytes).
