@@ -2,7 +2,7 @@
 // reaches (kernels/train/train_bn_kernels.cuh) on every batch-norm layer shape of ResNet-50, against
 // the GPU's copy bandwidth. For each layout and batch, each distinct (channels, positions, residual
 // add) of the step's 53 batch norms runs its forward and backward once, then each of its four
-// passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize) is timed
+// passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize, in one launch each) is timed
 // alone --reps times, the L2 flushed before each (a cudaMemsetAsync over twice the L2 between the
 // events), so that the pass reads from device memory as the step's large layers do. Bytes are
 // what the pass must move (kernels/train/bn_traffic.hpp); GB/s are 1e9 bytes per second of the
@@ -11,7 +11,9 @@
 // The reference: --copy-gbps (the memory family's copy figure on the same GPU, bytes read plus
 // written, as the memory family counts; scripts/dev/device/train_fp32_session.sh passes it), else
 // this tool's own cudaMemcpyAsync device to device of 1 GiB, counted the same way.
-//   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G] [--out FILE]
+//   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]
+//                          [--blocks-per-sm N] [--row-bytes B] [--out FILE]
+// (the last two sweep the reductions' grid, kernels/train/train_vec.hpp's BnGridTuning).
 // Prints a table per layout and batch; --out writes everything as JSON. Exit 2 on bad arguments,
 // 1 on a CUDA failure, 3 without a GPU.
 #include <algorithm>
@@ -48,12 +50,13 @@ struct Args {
   int reps = 10;
   double copy_gbps = 0;
   std::string out;
+  kernels::BnGridTuning tune;  // the reductions' grid: the step's unless swept
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "nodebench_bn_bandwidth: " << why
             << "\nusage: nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]"
-               " [--out FILE]\n";
+               " [--blocks-per-sm N] [--row-bytes B] [--out FILE]\n";
   std::exit(2);
 }
 
@@ -92,7 +95,11 @@ Args parse(int argc, char** argv) {
                    "  --batches B   comma list of batch sizes (default 64,256)\n"
                    "  --reps N      timed launches per pass and shape, the median kept (default 10)\n"
                    "  --copy-gbps G the reference copy bandwidth in GB/s (read + written); default: measured here\n"
-                   "  --out FILE    everything as JSON\n";
+                   "  --blocks-per-sm N  the reductions' grid aims at N blocks per SM (default: the step's, "
+                << kernels::kBnBlocksPerSm << ")\n"
+                << "  --row-bytes B  NHWC: bytes of channel vectors a block row covers at most (default: the step's, "
+                << kernels::kBnRowBytes << ")\n"
+                << "  --out FILE    everything as JSON\n";
       std::exit(0);
     }
     if (i + 1 >= argc) usage(o + " needs a value");
@@ -110,6 +117,10 @@ Args parse(int argc, char** argv) {
       a.reps = int(number("--reps", v, 1, 1000));
     } else if (o == "--copy-gbps") {
       a.copy_gbps = number("--copy-gbps", v, 1e-3, 1e6);
+    } else if (o == "--blocks-per-sm") {
+      a.tune.blocks_per_sm = int(number("--blocks-per-sm", v, 1, 64));
+    } else if (o == "--row-bytes") {
+      a.tune.row_bytes = int(number("--row-bytes", v, 1, 4096));
     } else if (o == "--out") {
       a.out = v;
     } else {
@@ -195,10 +206,11 @@ double memcpy_gbps(cudaStream_t s) {
 
 // One shape at one batch: the four passes' seconds.
 std::array<double, kernels::kBnPasses> run_shape(cudaStream_t s, const Shape& sh, int batch, bool nhwc, int sms,
-                                                 void* flush, size_t flush_bytes, int reps) {
+                                                 kernels::BnGridTuning tune, void* flush, size_t flush_bytes,
+                                                 int reps) {
   const size_t e = size_t(batch) * size_t(sh.c) * size_t(sh.hw), c = size_t(sh.c);
   kernels::BnShape shape{batch, sh.c, sh.hw, nhwc, false};
-  const kernels::BnGeometry geo = kernels::bn_geometry(nhwc, batch, sh.c, sh.hw, 4, sms);
+  const kernels::BnGeometry geo = kernels::bn_geometry(nhwc, batch, sh.c, sh.hw, 4, sms, tune);
   DeviceBuffer x(e * 4), r(e * 4), y(e * 4), dy(e * 4), dx(e * 4), dz(e * 4), ch(c * 4 * 10),
       ws(kernels::bn_workspace_bytes(geo, sh.c));
   float* p = static_cast<float*>(ch.get());
@@ -272,6 +284,8 @@ int main(int argc, char** argv) {
                 {"device", prop.name},
                 {"precision", "fp32"},
                 {"reps", a.reps},
+                {"blocks_per_sm", a.tune.blocks_per_sm},
+                {"row_bytes", a.tune.row_bytes},
                 {"l2_flush_bytes", flush_bytes},
                 {"memcpy_d2d_gbps", own_copy},
                 {"reference_gbps", ref},
@@ -288,7 +302,7 @@ int main(int argc, char** argv) {
         std::string worst_at[kernels::kBnPasses];
         std::fill(std::begin(worst), std::end(worst), 1e30);
         for (const Shape& sh : shapes) {
-          const auto t = run_shape(s, sh, batch, nhwc, prop.multiProcessorCount, flush.get(), flush_bytes, a.reps);
+          const auto t = run_shape(s, sh, batch, nhwc, prop.multiProcessorCount, a.tune, flush.get(), flush_bytes, a.reps);
           const int64_t e = int64_t(batch) * sh.c * sh.hw;
           json row = {{"layout", layout}, {"batch", batch}, {"c", sh.c}, {"hw", sh.hw}, {"add", sh.add},
                       {"relu", sh.relu}, {"layers", sh.layers}, {"elems", e}};

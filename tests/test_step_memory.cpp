@@ -138,6 +138,31 @@ TEST(StepMemory, TheUnfusedPathKeepsWhatCudnnsMaxPoolReads) {
   for (const auto& b : net().blocks) EXPECT_LT(fused.layers[size_t(b.conv3)].add_scratch, 0);
 }
 
+// An NHWC step fed NCHW images: their NHWC copy is the stem's input, written first and read until
+// the stem's backward (the step's last operation before the update), so it shares memory with
+// nothing and the region grows by its bytes.
+TEST(StepMemory, ConvertedImagesLiveThroughTheWholeStep) {
+  for (int elem : {2, 4}) {
+    StepPlanInput in = input(8, elem, true);
+    const StepPlan plain = plan_step(net(), in);
+    in.convert_images = true;
+    const StepPlan conv = plan_step(net(), in);
+    EXPECT_LT(plain.layers[0].x, 0);  // the images themselves, outside the region
+    ASSERT_GE(conv.layers[0].x, 0);
+    const PlanBuffer& b = buf(conv, conv.layers[0].x);
+    EXPECT_EQ(b.bytes, size_t(8) * 3 * 224 * 224 * size_t(elem));
+    EXPECT_EQ(first_op(conv, conv.layers[0].x), "forward convert images");
+    EXPECT_EQ(conv.ops.front(), "forward convert images");
+    EXPECT_EQ(last_op(conv, conv.layers[0].x), "backward conv conv1");
+    EXPECT_EQ(conv.ops.size(), plain.ops.size() + 1);
+    EXPECT_EQ(plan_conflict(conv), "");
+    EXPECT_EQ(conv.live_peak, plain.live_peak + padded(b.bytes));
+    EXPECT_EQ(conv.buffers.size(), plain.buffers.size() + 1);
+  }
+  // memory_plan: the same copy in the region.
+  EXPECT_EQ(memory_plan(net(), 8, 4, true, true).region - memory_plan(net(), 8, 4, true).region, 8 * 3 * 224 * 224 * 4);
+}
+
 }  // namespace
 }  // namespace nb
 #endif

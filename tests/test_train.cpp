@@ -9,10 +9,12 @@
 
 #include "shared/common/oom_series.hpp"
 #include "shared/resnet50/resnet50_net.hpp"
+#include "shared/resnet50/train_fusion.hpp"
 #include "train/train_analysis.hpp"
 #include "kernels/train/train_kernels.cuh"
 #include "bench/analysis.hpp"
 #include "bench/precision.hpp"
+#include "bench/settings.hpp"
 
 namespace nb {
 namespace {
@@ -253,6 +255,51 @@ TEST(TrainFp16Verdict, TrainingStepRowAndP40Note) {
   const json h200 = fp16_vs_fp32(fast, {{0, "NVIDIA H200", 9, 0}})[0];
   EXPECT_EQ(h200["verdict"], "pays");
   EXPECT_NE(h200["reason"].get<std::string>().find("train (ResNet-50 step"), std::string::npos);
+}
+
+// The layout the step runs in, for every GPU generation, precision, images' layout and setting.
+TEST(TrainConvLayout, TensorOpPrecisionsOnTensorCoresRunNhwc) {
+  const auto A = train::ConvLayoutSetting::automatic, I = train::ConvLayoutSetting::input;
+  struct Row {
+    int cc;
+    const char* prec;
+    bool input_nhwc;
+    train::ConvLayoutSetting set;
+    bool nhwc;
+  };
+  const Row rows[] = {
+      // A P40 (cc 6.1): no tensor cores, every precision in the images' layout.
+      {61, "fp32", false, A, false}, {61, "tf32", false, A, false}, {61, "fp16", false, A, false},
+      {61, "fp16", true, A, true}, {61, "fp32", true, I, true},
+      // Tensor cores: tf32 and fp16 NCHW run NHWC under auto; exact FP32 stays NCHW.
+      {70, "fp16", false, A, true}, {70, "fp32", false, A, false}, {80, "tf32", false, A, true},
+      {90, "tf32", false, A, true}, {90, "fp16", false, A, true}, {90, "fp32", false, A, false},
+      {100, "tf32", false, A, true},
+      // input: the images' layout whatever the GPU.
+      {90, "tf32", false, I, false}, {90, "fp16", false, I, false}, {90, "tf32", true, I, true},
+      // NHWC images: NHWC, every precision.
+      {90, "fp32", true, A, true}, {90, "tf32", true, A, true}, {75, "fp16", true, A, true},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(train::step_runs_nhwc(r.cc, r.prec, r.input_nhwc, r.set), r.nhwc)
+        << "cc " << r.cc << " " << r.prec << " input " << (r.input_nhwc ? "nhwc" : "nchw") << " "
+        << train::conv_layout_setting_name(r.set);
+}
+
+TEST(TrainConvLayout, SettingParsesAutoAndInputAndRejectsTheRest) {
+  EXPECT_EQ(train::conv_layout_setting(Settings::from_map({})), train::ConvLayoutSetting::automatic);
+  EXPECT_EQ(train::conv_layout_setting(Settings::from_map({{"NODEBENCH_TRAIN_CONV_LAYOUT", "auto"}})),
+            train::ConvLayoutSetting::automatic);
+  EXPECT_EQ(train::conv_layout_setting(Settings::from_map({{"NODEBENCH_TRAIN_CONV_LAYOUT", "input"}})), train::ConvLayoutSetting::input);
+  EXPECT_STREQ(train::conv_layout_setting_name(train::ConvLayoutSetting::input), "input");
+  EXPECT_STREQ(train::conv_layout_setting_name(train::ConvLayoutSetting::automatic), "auto");
+  EXPECT_EQ(Settings::from_map({}).to_json()["train_conv_layout"], "auto");  // recorded in the result's settings
+  try {
+    (void)Settings::from_map({{"NODEBENCH_TRAIN_CONV_LAYOUT", "nhwc"}});
+    ADD_FAILURE() << "accepted nhwc";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(std::string(e.what()).find("NODEBENCH_TRAIN_CONV_LAYOUT") != std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -247,8 +247,10 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
     int64_t n, c, h;
   };
   // ResNet-50's planes, then odd ones: C not a multiple of 4 with odd HW, N = 1 (C 6 on 5x5; C 3
-  // on 1x1 at batch 2: vectors crossing channel planes, NHWC vectors wrapping around the channels).
-  const Shape shapes[] = {{4, 64, 7}, {4, 64, 56}, {3, 37, 9}, {2, 36, 10}, {1, 6, 5}, {2, 3, 1}};
+  // on 1x1 at batch 2: vectors crossing channel planes, NHWC vectors wrapping around the channels);
+  // C 8 on 15x15 at batch 32: NCHW one element a load (225 odd) over more items than one block's
+  // loads in flight, so several chunks per channel and the last block's combine on that path too.
+  const Shape shapes[] = {{4, 64, 7}, {4, 64, 56}, {3, 37, 9}, {2, 36, 10}, {1, 6, 5}, {2, 3, 1}, {32, 8, 15}};
   int ran = 0, not_run = 0, cudnn_fused = 0;
   for (const Shape& sh : shapes)
     for (bool half : {false, true})

@@ -4,6 +4,7 @@
 // grid's coverage, the multi-tensor update's chunk table) and the memory-bound kinds' byte floor,
 // each against expectations worked out here from the definitions.
 #ifdef NB_HAVE_CUDNN
+#include <array>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -192,6 +193,44 @@ TEST(TrainBnGrid, NhwcCoversEveryRowAndChannelOnce) {
   expect_nhwc_coverage(odd, 96);
   expect_nhwc_coverage(bn_narrow(b, 2048), 2048);  // one element a step: the same rows, 2048 channels
   EXPECT_EQ(bn_narrow(b, 2048).blocks_x, 2048 / 32);
+  // Rows of 128 bytes: 25 vectors of 4 floats in 8-wide blocks, the fourth block has one.
+  const BnGeometry ragged = bn_geometry(true, 2, 100, 5, 4, 4, BnGridTuning{4, 128});
+  EXPECT_EQ(ragged.threads_x, 8);
+  EXPECT_EQ(ragged.blocks_x, 4);
+  expect_nhwc_coverage(ragged, 100);
+  expect_nhwc_coverage(bn_narrow(ragged, 100), 100);
+  EXPECT_EQ(bn_narrow(ragged, 100).blocks_x, 13);  // ceil(100 / 8)
+}
+
+TEST(TrainBnGrid, NhwcRowsSpanAtMostTheirBytes) {
+  // The step's rows: a warp of vectors whatever their width (kBnRowBytes is 32 x 16 bytes).
+  EXPECT_EQ(bn_geometry(true, 8, 2048, 49, 4, 132).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 63, 49, 4, 132).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 12, 49, 4, 132).threads_x, 4);
+  for (int elem : {2, 4})
+    for (int64_t c = 1; c <= 4200; ++c) {  // the step's grid: the smallest power of two >= min(vectors, 32)
+      const BnGeometry g = bn_geometry(true, 8, c, 49, elem, 132);
+      const int64_t want = std::min<int64_t>(c / g.width, 32);
+      ASSERT_TRUE(g.threads_x >= want && g.threads_x < 2 * want) << c << " channels: " << g.threads_x;
+      ASSERT_EQ(g.threads_x & (g.threads_x - 1), 0);
+    }
+  // Rows of at most 128 bytes: threads_x x width x element bytes <= 128, and no wider than the
+  // channel vectors there are (rounded up to a power of two), at most a warp.
+  struct Case {
+    int64_t c;
+    int elem, width, tx;
+  };
+  for (const Case k : {Case{2048, 4, 4, 8}, Case{2048, 2, 8, 8}, Case{63, 4, 1, 32}, Case{1026, 4, 2, 16},
+                       Case{1026, 2, 2, 32}, Case{12, 4, 4, 4}, Case{4, 4, 4, 1}}) {
+    const BnGeometry g = bn_geometry(true, 8, k.c, 49, k.elem, 132, BnGridTuning{4, 128});
+    EXPECT_EQ(g.width, k.width) << k.c;
+    EXPECT_EQ(g.threads_x, k.tx) << k.c << " channels of " << k.elem << " bytes";
+    EXPECT_EQ(g.threads_y, 256 / k.tx);
+    expect_nhwc_coverage(g, k.c);
+  }
+  // Twice the blocks per SM, twice the chunks (2 block columns: 264 -> 528, enough rows).
+  EXPECT_EQ(bn_geometry(true, 256, 256, 3136, 4, 132, BnGridTuning{8, kBnRowBytes}).chunks,
+            2 * bn_geometry(true, 256, 256, 3136, 4, 132).chunks);
 }
 
 TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
@@ -200,8 +239,30 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   const BnGeometry stem = bn_geometry(true, 256, 64, 112 * 112, 2, 132);
   EXPECT_EQ(stem.rows, 256 * 112 * 112);
   EXPECT_EQ(stem.chunks, 528);
-  // Little work: each thread at least 8 rows, so few chunks (98 rows / (8 x 8) -> 2).
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 2);
+  // Little work: each thread at least bn_stats_unroll(8) = 4 rows, so few chunks: 98 rows / (8 x 4)
+  // -> 4 with 32-wide rows, 98 / (32 x 4) -> 1 with 8-wide ones (rows of 128 bytes).
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 4);
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132, BnGridTuning{4, 128}).chunks, 1);
+  // FP32 NCHW 512 x 7x7 at batch 64: scalar loads (49 odd), 16 a thread, so the 3136 items of a
+  // channel are one block's (256 x 16 = 4096 >= 3136): one chunk, no partials to combine.
+  const BnGeometry small = bn_geometry(false, 64, 512, 49, 4, 132);
+  EXPECT_EQ(small.width, 1);
+  EXPECT_EQ(small.chunks, 1);
+  // 256 x 14x14: 4-wide (196 = 4 x 49), 4 a thread: 3136 items / 1024 -> 4 chunks, within ceil(528 / 256) = 3.
+  EXPECT_EQ(bn_geometry(false, 64, 256, 196, 4, 132).chunks, 3);
+  EXPECT_EQ(bn_stats_unroll(1), 16);
+  EXPECT_EQ(bn_stats_unroll(2), 8);
+  EXPECT_EQ(bn_stats_unroll(4), 4);
+  EXPECT_EQ(bn_stats_unroll(8), 4);
+  // More block columns than tickets: one chunk (every block its column's last), NCHW and NHWC.
+  EXPECT_EQ(bn_geometry(false, 64, kBnMaxColumns + 1, 4096, 4, 100000).chunks, 1);
+  EXPECT_GT(bn_geometry(false, 64, kBnMaxColumns, 4096, 4, 100000).chunks, 1);
+  // NHWC FP32, 4-wide: 32 threads across, so c / 32 columns (those of the one-element grid).
+  EXPECT_EQ(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns + 4, 1, 4, 1 << 20).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns, 1, 4, 1 << 20).chunks, 1);
+  // Rows of 128 bytes: 8 threads across, c / 8 columns; 256 rows, 2 chunks where the tickets suffice.
+  EXPECT_EQ(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns + 4, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);
   // NCHW, FP32 stem at batch 256: 64 channels x ceil(528 / 64) = 9 chunks.
   const BnGeometry n = bn_geometry(false, 256, 64, 112 * 112, 4, 132);
   EXPECT_EQ(n.blocks_x, 64);
@@ -342,6 +403,7 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
   // Forward: 5 chunks of 3 threads, each thread a strided share, summaries as the kernels hold them.
   float cn = 0, cm = 0, cq = 0;
   double dn = 0, dm = 0, dq = 0;
+  std::vector<std::array<double, 3>> parts;  // each chunk's (count, mean, M2)
   for (int chunk = 0; chunk < 5; ++chunk) {
     float bn = 0, bm = 0, bq = 0;
     for (int t = 0; t < 3; ++t) {
@@ -357,7 +419,15 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
     }
     chan_combine(dn, dm, dq, double(bn), double(bm), double(bq));
     chan_combine(cn, cm, cq, bn, bm, bq);
+    parts.push_back({bn, bm, bq});
   }
+  // The kernels' finalize: the chunks as shifted sums in FP64 around the first chunk's mean, each
+  // of 2 threads adding every other chunk, then their sums added.
+  double sv[2][3] = {};
+  for (size_t g = 0; g < parts.size(); ++g) bn_shifted_add(sv[g % 2], parts[0][1], parts[g][0], parts[g][1], parts[g][2]);
+  const double tot[3] = {sv[0][0] + sv[1][0], sv[0][1] + sv[1][1], sv[0][2] + sv[1][2]};
+  double smean = 0, sm2 = 0;
+  bn_shifted_result(tot, parts[0][1], smean, sm2);
   double mean = 0, m2 = 0;
   for (double v : h.x) mean += v;
   mean /= n;
@@ -365,6 +435,11 @@ TEST(TrainBnMath, StatisticsApplyAndGradientMatchFloat64) {
   EXPECT_EQ(dn, n);
   EXPECT_NEAR(dm, mean, 6.2e-5);  // one FP32 unit at 1000: the blocks combine in FP32
   EXPECT_NEAR(dq / n, m2 / n, 1e-4 * m2 / n);  // where sum(x^2) - sum(x)^2 / n in FP32 would lose it all
+  EXPECT_EQ(tot[0], n);
+  EXPECT_NEAR(smean, mean, 6.2e-5);
+  EXPECT_NEAR(sm2 / n, m2 / n, 1e-4 * m2 / n);
+  EXPECT_NEAR(smean, dm, 1e-9 * std::abs(dm));  // the same result as Chan's combination in FP64
+  EXPECT_NEAR(sm2, dq, 1e-9 * dq);
   float run_mean = 0, run_var = 1, save_mean = 0, save_inv = 0, fc[3];
   bn_forward_finalize(dn, dm, dq, float(h.gamma), float(h.beta), h.eps, 0.1, run_mean, run_var, save_mean, save_inv, fc);
   EXPECT_NEAR(save_inv, 1 / std::sqrt(m2 / n + h.eps), 1e-4 / std::sqrt(m2 / n));

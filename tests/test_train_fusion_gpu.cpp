@@ -24,6 +24,8 @@
 // above both; tests/test_train_bn_layer_gpu.cpp finds such a fault layer by layer whatever the
 // network's conditioning. The loss is judged the same way; the stem's batch-norm statistics
 // (the same convolution output on both paths, only the order of the sums differs) within 1e-4.
+// NchwStepWithNhwcConvolutionsMatchesTheNchwStep judges an NCHW step whose convolutions run in NHWC
+// (NODEBENCH_TRAIN_CONV_LAYOUT=auto on tensor cores) against the same step in NCHW the same way.
 // Each comparison prints, per tensor, the fused step's difference, both sensitivities, the bound
 // and their ratio; TwoUnfusedStepsAgree prints the unfused step's own spread (the same step twice).
 #include <gtest/gtest.h>
@@ -32,7 +34,9 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "shared/resnet50/resnet50_net.hpp"
 #include "shared/resnet50/train_step.hpp"
 #include "gpu_test_util.hpp"
 
@@ -180,6 +184,110 @@ TEST(TrainFusionGpu, FusedStepMatchesTheUnfusedStep) {
     // FP16 NHWC is the one where `on` takes cuDNN's fused calls: the step's kernels there too.
     compare(prop, "fp16", true, batch, train::Fusion::kernels);
   }
+}
+
+// ---- the convolution layout: an NCHW step run in NHWC against the same step run in NCHW --------
+// Local index of a convolution weight in NHWC order (k, r, s, c) -> its index in NCHW order (k, c, r, s).
+size_t krsc_to_kcrs(size_t l, const resnet50::ConvSpec& c) {
+  const size_t C = size_t(c.c), R = size_t(c.r);
+  const size_t ci = l % C;
+  l /= C;
+  const size_t sx = l % R;
+  l /= R;
+  const size_t r = l % R, k = l / R;
+  return ((k * C + ci) * R + r) * R + sx;
+}
+
+const resnet50::ConvSpec* conv_of(const std::string& param_name) {
+  for (const auto& c : resnet50::net().convs)
+    if (c.name + ".weight" == param_name) return &c;
+  return nullptr;
+}
+
+// For each index of an NHWC step's compute segment (map_weights' i below n_a), the index of the
+// same weight in an NCHW step's (the two segments have the same offsets; only the convolutions'
+// weights are ordered differently).
+std::vector<size_t> nchw_index(const train::TrainStep& st) {
+  std::vector<size_t> perm(st.grad_buffers().n_a);
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+  for (const auto& p : st.params())
+    if (const resnet50::ConvSpec* c = p.fp32_segment ? nullptr : conv_of(p.name))
+      for (size_t l = 0; l < p.count; ++l) perm[p.offset + l] = p.offset + krsc_to_kcrs(l, *c);
+  return perm;
+}
+
+// A gradient of the NHWC step in NCHW order.
+std::vector<float> in_nchw_order(const std::string& name, const std::vector<float>& g) {
+  const resnet50::ConvSpec* c = conv_of(name);
+  if (!c) return g;
+  std::vector<float> out(g.size());
+  for (size_t l = 0; l < g.size(); ++l) out[krsc_to_kcrs(l, *c)] = g[l];
+  return out;
+}
+
+// The same NCHW images and weights (the reference's, each convolution's reordered for NHWC): the
+// step with its convolutions in NHWC (the images converted at its start) against the one in
+// NCHW, judged as the fused step against the unfused one: the two differ by the convolutions'
+// and batch norms' summation order (and TF32's rounding of other sums), rounding-sized changes.
+void compare_layouts(const cudaDeviceProp& prop, const char* prec, int64_t batch) {
+  SCOPED_TRACE(std::string(prec) + "/nchw b" + std::to_string(batch) + ": convolutions nhwc against nchw");
+  Stream s;
+  train::StepConfig cfg;
+  cfg.prec = &cudnn::prec_by_name(prec);
+  cfg.batch = batch;
+  cfg.loss_scale = train::default_loss_scale(*cfg.prec);
+  cfg.fusion = train::Fusion::on;
+  train::set_layouts(cfg, false, false);
+  const bool half = cfg.prec->data == CUDNN_DATA_HALF;
+  test::Lent lent;
+  train::TrainStep ref(cfg, lent.libs(0), 0, prop.name, s.get()), pi(cfg, lent.libs(0), 0, prop.name, s.get()),
+      pw(cfg, lent.libs(0), 0, prop.name, s.get());
+  train::set_layouts(cfg, false, true);
+  train::TrainStep nh(cfg, lent.libs(0), 0, prop.name, s.get());
+  ASSERT_TRUE(nh.config().nhwc && nh.config().images_nchw);
+  for (train::TrainStep* st : {&ref, &nh, &pi, &pw}) st->setup();
+  std::vector<float> w;
+  ref.map_weights([&](float v, size_t) {
+    w.push_back(v);
+    return v;
+  });
+  const std::vector<size_t> perm = nchw_index(nh);
+  size_t moved = 0;
+  nh.map_weights([&](float, size_t i) {
+    const size_t j = i < perm.size() ? perm[i] : i;
+    moved += j != i;
+    return w.at(j);
+  });
+  EXPECT_GT(moved, size_t(1000000)) << "the convolutions' weights were reordered";
+  pi.map_images([&](double v, size_t i) { return one_unit(v, half, up(i)); });
+  pw.map_weights([](float v, size_t i) { return v * (1.f + (up(i) ? kWeightMove : -kWeightMove)); });
+  EXPECT_EQ(nh.fusion_details()["fused_layers"], 49);
+  for (train::TrainStep* st : {&ref, &nh, &pi, &pw}) {
+    st->forward(s.get());
+    st->backward(s.get());
+  }
+  const double floor = half ? std::ldexp(1.0, -10) : std::ldexp(1.0, -20);
+  const double lr = ref.read_loss();
+  ASSERT_TRUE(std::isfinite(lr) && std::isfinite(nh.read_loss()));
+  auto rel = [&](double v) { return std::fabs(v - lr) / std::fabs(lr); };
+  std::printf("  loss nchw %.7f nhwc %.7f\n", lr, double(nh.read_loss()));
+  double worst = judge("loss", rel(nh.read_loss()), rel(pi.read_loss()), rel(pw.read_loss()), floor);
+  for (const std::string name : kTensors) {
+    const auto gr = ref.gradients(param(ref, name));
+    worst = std::max(worst, judge(name, rel_norm_diff(in_nchw_order(name, nh.gradients(param(nh, name))), gr),
+                                  rel_norm_diff(pi.gradients(param(pi, name)), gr),
+                                  rel_norm_diff(pw.gradients(param(pw, name)), gr), floor));
+  }
+  std::printf("  worst ratio to the bound %.2f\n", worst);
+}
+
+TEST(TrainFusionGpu, NchwStepWithNhwcConvolutionsMatchesTheNchwStep) {
+  cudaDeviceProp prop{};
+  if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
+  const int cc = prop.major * 10 + prop.minor;
+  // What NODEBENCH_TRAIN_CONV_LAYOUT=auto runs in NHWC (tf32, fp16), and exact FP32 forced to it.
+  for (const char* prec : {"fp32", "tf32", "fp16"})
+    if (std::string(prec) != "tf32" || cc >= 80) compare_layouts(prop, prec, 4);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ void expect_memory_as_planned(const train::TrainStep& st, const train::StepConfi
   const auto md = st.memory_details();
   std::printf("  memory: %s\n", md.dump().c_str());
   EXPECT_EQ(md["total"].get<size_t>(), st.peak_bytes());
-  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(cfg.prec->elem), cfg.fusion != train::Fusion::off);
+  const auto plan = resnet50::memory_plan(resnet50::net(), cfg.batch, int(cfg.prec->elem), cfg.fusion != train::Fusion::off,
+                                          cfg.images_nchw);
   const double params = md["by_kind"]["parameters"].get<double>();
   EXPECT_GE(params, double(plan.parameters));
   EXPECT_LE(params, double(plan.parameters) + 7 * 256);

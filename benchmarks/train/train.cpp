@@ -172,7 +172,7 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
   ctx.metric(train::kUpdateFloor, double(floor.update));
   record_profile(ctx, st, kinds, med);
   // What the batch norms on the step's own kernels must move, and, when every batch norm runs
-  // them, the bandwidth that makes of the profile's batch-norm time (finalize launches included).
+  // them, the bandwidth that makes of the profile's batch-norm time (each reduction's finalize included).
   json traffic = st.bn_traffic();
   const double bn_ms = kinds[size_t(Kind::bn)];
   if (traffic["layers"] == traffic["batch_norm_layers"] && bn_ms > 0)
@@ -190,6 +190,7 @@ double measure_step(CaseContext& ctx, train::TrainStep& st, const train::StepCon
 void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::StepConfig& cfg) {
   const Prec& P = *cfg.prec;
   ctx.details()["fusion"] = st.fusion_details();
+  ctx.details()["conv_layout"] = train::conv_layout_name(cfg);
   ctx.details()["algorithms"] = st.algorithms();
   ctx.details()["loss_scale"] = cfg.loss_scale;
   ctx.details()["optimizer"] = {{"sgd_lr", cfg.lr}, {"momentum", cfg.momentum}, {"weight_decay", cfg.weight_decay}};
@@ -200,10 +201,11 @@ void describe_step(CaseContext& ctx, const train::TrainStep& st, const train::St
 
 // A batch past the sweep's plateau is not run; its record says what the step's memory plan
 // predicts for it (the memory curve the batch rule needs, without running the batch).
-void skip_past_plateau(CaseContext& ctx, const std::string& series, const Prec& P, int64_t batch, bool fused) {
+void skip_past_plateau(CaseContext& ctx, const std::string& series, const Prec& P, int64_t batch, bool fused,
+                       bool convert_images) {
   const auto why = ctx.gpu_resources().get<TrainPlateau>().stop_reason(ctx.settings(), series, batch);
   if (!why) return;
-  const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem), fused);
+  const auto plan = resnet50::memory_plan(resnet50::net(), batch, int(P.elem), fused, convert_images);
   ctx.details()["memory_plan_total_bytes"] = plan.total();
   if (ctx.gpu().memory_bytes) ctx.details()["memory_plan_fraction"] = double(plan.total()) / double(ctx.gpu().memory_bytes);
   ctx.skip(*why, ReasonKind::plateau);
@@ -216,14 +218,16 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   oom.skip_if_larger_than_failed(ctx, series, batch);
   auto record_oom = [&] { oom.failed(series, batch); };
   skip_if_undescribable(ctx, P, batch, record_oom);
-  skip_past_plateau(ctx, series, P, batch, train::fusion_setting(ctx.settings()) != train::Fusion::off);
   train::StepConfig cfg;
   cfg.prec = &P;
-  cfg.nhwc = nhwc;
+  // The layout the step runs in: the images' (`nhwc`), or NHWC for NCHW images on tensor cores
+  // (NODEBENCH_TRAIN_CONV_LAYOUT, train_fusion.hpp); details.conv_layout says which.
+  train::set_layouts(cfg, nhwc, train::step_runs_nhwc(g.cc(), P.name, nhwc, train::conv_layout_setting(ctx.settings())));
   cfg.batch = batch;
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   cfg.fusion = train::fusion_setting(ctx.settings());
+  skip_past_plateau(ctx, series, P, batch, cfg.fusion != train::Fusion::off, cfg.images_nchw);
   try {
     train::TrainStep st(cfg, cudnn::libraries(ctx, g.index), g.index, g.name, ctx.stream());
     st.setup();
@@ -262,8 +266,11 @@ CaseCost train_cost(const CostInput& in, const Prec& P, bool nhwc, int64_t batch
   // results/h200/2026-12-02-hostlink-pool/). cuDNN's whole search (a series' first batch) grows
   // with the batch far beyond what its runs of the pass's own time say (the slow algorithms it
   // tries): a kind of its own, fitted apart.
+  // The kind's layout is the one the step runs in (NODEBENCH_TRAIN_CONV_LAYOUT's default, auto: an
+  // NCHW step on tensor cores runs NHWC and costs as one); the sweep is the images' series.
+  const bool runs_nhwc = train::step_runs_nhwc(g.cc(), P.name, nhwc, train::ConvLayoutSetting::automatic);
   k.sweep = std::string("train/") + P.name + "/" + (nhwc ? "nhwc" : "nchw");
-  k.kind = k.sweep + (searched == Search::full ? "/full_search" : "");
+  k.kind = std::string("train/") + P.name + "/" + (runs_nhwc ? "nhwc" : "nchw") + (searched == Search::full ? "/full_search" : "");
   k.batch = batch;
   // A batch the memory plan puts over the device, or that cuDNN cannot describe, is skipped
   // before anything is allocated.

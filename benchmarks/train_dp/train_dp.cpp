@@ -16,6 +16,7 @@
 // ones within a bound and are bit-identical across GPUs; after the update, and again after the
 // timed steps, sampled parameters are identical on every GPU. One rank per GPU under MPI is not
 // yet supported (skipped, saying so).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -116,12 +117,19 @@ class DpRun {
   std::optional<train_dp::Engine> eng_;
   Measurement one_;
   double one_s_ = 0;
+  std::string conv_layout_;  // details.conv_layout: the layout the step runs in
 };
 
 void DpRun::start() {
   train::StepConfig cfg;
   cfg.prec = &P_;
-  cfg.nhwc = pt_.layout == "nhwc";
+  // The layout the step runs in, as the train family's (train_fusion.hpp): the lowest compute
+  // capability of the GPUs decides.
+  int cc = 1000;
+  for (const GpuInfo* g : ctx_.gpus()) cc = std::min(cc, g->cc());
+  train::set_layouts(cfg, pt_.layout == "nhwc",
+                     train::step_runs_nhwc(cc, P_.name, pt_.layout == "nhwc", train::conv_layout_setting(ctx_.settings())));
+  conv_layout_ = train::conv_layout_name(cfg);
   cfg.batch = pt_.batch;
   cfg.loss_scale = train::default_loss_scale(P_);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
@@ -154,6 +162,7 @@ CasePart DpRun::new_part(const topo::SweepStep& step, std::vector<size_t>& membe
   part.out.config = ctx_.config();
   part.out.details = nccl_facts();
   part.out.details["mode"] = "single_process";
+  part.out.details["conv_layout"] = conv_layout_;
   part.out.details["gradient_dtype"] = {{"weights", P_.data == CUDNN_DATA_HALF ? "half" : "float"},
                                         {"batch_norm_and_bias", "float"}};
   part.out.details["reduction"] = "ncclAvg, in place, one ncclAllReduce per segment per bucket";

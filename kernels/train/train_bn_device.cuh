@@ -1,14 +1,13 @@
-// The batch norm kernels' shared parts (internal to kernels/train): the workspace's layout, the
-// forward's pre-activation and the ReLU's mask as both the reductions (train_bn_kernels.cu) and the
-// elementwise passes (train_bn_apply.cu) compute them.
+// Internal to the batch-norm kernels (train_bn_kernels.cu: the elementwise passes and the launch
+// functions; train_bn_reduce.cu: the reductions with their finalize): the workspace's layout, the
+// arithmetic both round the same way, and the reductions' launchers.
 #pragma once
 #include <cuda_fp16.h>
 
 #include "train_bn_kernels.cuh"
 #include "train_vec.cuh"
 
-namespace nb::kernels::bn_detail {
-
+namespace nb::kernels::bn {
 
 // The workspace (bn_workspace_bytes): the coefficient table at the first kBnWsAlign-byte
 // boundary, kBnCoefs arrays of `cs` floats (coefficient j of channel ch at coef[j cs + ch]), then 3
@@ -37,12 +36,28 @@ __device__ __forceinline__ bool relu_passed(float v, bool half) {
   return (half ? vec::to_f(vec::from_f<uint16_t>(v)) : v) > 0.f;
 }
 
-// The ReLU's mask: none (M 0), from the kept output y (M 1), recomputed from x (M 2).
+// The ReLU's mask backward: none (M 0), from the kept output y (M 1), recomputed from x (M 2).
 constexpr int kNoMask = 0, kMaskFromY = 1, kMaskFromX = 2;
 
-// The elementwise passes (train_bn_apply.cu): y = act(bn(x) [+ r]), and dx from the coefficients
-// the backward's finalize wrote.
-void forward_apply(cudaStream_t s, const BnShape& sh, const BnForward& a, const Ws& ws);
-void backward_apply(cudaStream_t s, const BnShape& sh, const BnBackward& a, bool from_x, const Ws& ws);
+// What the forward's finalize writes besides the coefficient table.
+struct FwdFinal {
+  const float *gamma, *beta;
+  float *running_mean, *running_var, *save_mean, *save_inv;
+  double factor, eps;
+};
+// The statistics pass with its finalize, one launch (train_bn_reduce.cu).
+void launch_stats(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const void* x, const Ws& ws,
+                  const FwdFinal& fin);
 
-}  // namespace nb::kernels::bn_detail
+// The backward's first pass with its finalize, one launch: sum(g), sum(g xhat) per channel, dz = g
+// when dz is set (g = dy masked by M), then dgamma, dbeta and the coefficients of dx.
+struct BwdSums {
+  const void *x, *y, *dy;
+  void* dz;
+  int mask;                                          // kNoMask, kMaskFromY or kMaskFromX
+  const float *gamma, *beta, *save_mean, *save_inv;  // beta: kMaskFromX only
+  float *dgamma, *dbeta;
+};
+void launch_sums(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const BwdSums& a, const Ws& ws);
+
+}  // namespace nb::kernels::bn

@@ -3,18 +3,21 @@
 // BN+ReLU and BN+add+ReLU only for FP16 NHWC in its persistent mode: FP32/TF32, NCHW and GPUs
 // where that call returns CUDNN_STATUS_NOT_SUPPORTED run these). Plain C++ header (no CUDA syntax).
 //
-// Forward, three launches per layer: per-channel statistics of x in one pass (each thread sums
-// x - k and (x - k)^2 in FP32 with k its first value, the threads' and blocks' partial count,
-// mean and sum of squared deviations combined with Chan et al.'s parallel formula, so a mean far
-// from zero loses nothing to cancellation), a finalize (the chunks combined in FP64: cuDNN's
-// saved mean and inverse standard deviation, the running averages, each channel's scale and
-// shift), then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the residual
-// add and the ReLU read x once and write y once.
-// Backward, three launches: per-channel sums of g and g * xhat in one pass (g = dy masked by the
+// Forward, two launches per layer: per-channel statistics of x in one pass (each thread sums
+// x - k and (x - k)^2 in FP32 with k its first value, the threads' partial count, mean and sum of
+// squared deviations combined with Chan et al.'s parallel formula, so a mean far from zero loses
+// nothing to cancellation), finalized in the same launch: the last block of each column (an
+// atomic ticket) combines the column's chunks in FP64 (shifted sums around the first chunk's mean)
+// into cuDNN's saved mean and inverse standard deviation, the running averages and each channel's
+// scale and shift; then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the
+// residual add and the ReLU read x once and write y once.
+// Backward, two launches: per-channel sums of g and g * xhat in one pass (g = dy masked by the
 // ReLU: by its output y > 0 after a residual add, by that output recomputed from x otherwise, so
 // a batch norm + ReLU reads no y; xhat the normalised x), writing g to dz, the residual branch's
-// gradient, in the same pass; a finalize (dgamma, dbeta, the coefficients of dx); and one pass
-// dx = A g + B x + C, reading g back from dz where it was written (x and dz: no dy, no y).
+// gradient, in the same pass, finalized in the same launch (dgamma, dbeta, the coefficients of
+// dx); and one pass dx = A g + B x + C, reading g back from dz where it was written (x and dz: no
+// dy, no y). The reductions' tickets are per device: two reductions must not run at once on one
+// device (the step issues them on one stream).
 // Every elementwise pass moves 16 bytes a thread and step when the pointers are aligned to it (in
 // both layouts and for any c and hw: a vector may cross a channel plane; a scalar tail); the
 // reductions move W elements of one channel (NCHW: W divides hw) or W channels (NHWC: W divides
@@ -32,7 +35,7 @@
 namespace nb::kernels {
 
 // Which passes a launch runs (a benchmark times them apart; the step runs both): the reduction
-// with its finalize, the elementwise pass (which reads the finalize's coefficients from the
+// with its finalize (one launch), the elementwise pass (which reads the finalize's coefficients from the
 // workspace, and backward the dz the reduction wrote: run it after a reduction on the same ones).
 constexpr unsigned kBnReducePass = 1, kBnApplyPass = 2, kBnAllPasses = 3;
 

@@ -303,7 +303,29 @@ __global__ void labels_k(int32_t* labels, int n, int classes, uint64_t seed) {
   if (i < n) labels[i] = int32_t(mix(seed * 0x9E3779B97F4A7C15ull + uint64_t(i)) % uint64_t(classes));
 }
 
+template <class S>
+__global__ void nchw_to_nhwc_k(const S* __restrict__ x, S* __restrict__ y, uint64_t total, FastDiv c, FastDiv hw) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t o = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; o < total; o += stride) {
+    const uint64_t pos = fast_div(o, c), ch = o - pos * c.d;  // o = pos c + ch, pos = img hw + p
+    const uint64_t img = fast_div(pos, hw), p = pos - img * hw.d;
+    y[o] = x[(img * c.d + ch) * hw.d + p];
+  }
+}
+
 }  // namespace
+
+void launch_nchw_to_nhwc(cudaStream_t s, const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool half) {
+  const uint64_t total = uint64_t(n) * uint64_t(c) * uint64_t(hw);
+  if (!total) return;
+  const FastDiv fc = make_fast_div(uint64_t(c)), fhw = make_fast_div(uint64_t(hw));
+  if (half)
+    nchw_to_nhwc_k<uint16_t><<<vec::grid_for(total), kThreads, 0, s>>>(static_cast<const uint16_t*>(x),
+                                                                      static_cast<uint16_t*>(y), total, fc, fhw);
+  else
+    nchw_to_nhwc_k<float><<<vec::grid_for(total), kThreads, 0, s>>>(static_cast<const float*>(x), static_cast<float*>(y),
+                                                                   total, fc, fhw);
+}
 
 void launch_relu(cudaStream_t s, const void* x, void* y, size_t n, bool half) {
   run_map<1, 1>(s, half, {x}, {y}, n, ReluOp{});

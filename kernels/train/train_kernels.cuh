@@ -52,6 +52,10 @@ void launch_add_relu(cudaStream_t s, const void* a, const void* b, void* y, size
 void launch_avgpool(cudaStream_t s, const void* x, void* y, int n, int c, int hw, bool nhwc, bool half);
 // dx = dy[n][c] / hw at every position.
 void launch_avgpool_backward(cudaStream_t s, const void* dy, void* dx, int n, int c, int hw, bool nhwc, bool half);
+// y (NHWC) = x (NCHW), n images of c channels and hw positions: the images of a step that runs in
+// NHWC fed as NCHW. One output element a thread and step (writes in order, the c reads of a
+// position from c planes); x and y may not alias.
+void launch_nchw_to_nhwc(cudaStream_t s, const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool half);
 // Max pool forward (window k, stride s, padding p; the step's 3x3 stride 2 pad 1), with the
 // position of each output's maximum in its window (r k + q, the first maximum in row order) in
 // argmax (one byte an output, the output's layout); backward from it without atomics: each

@@ -129,9 +129,10 @@ NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, uint64_t ch, uint64_t c, 
   return (img * c + ch) * hw + v * uint64_t(width);
 }
 
-// The grid of batch norm's reductions (statistics forward, the two sums backward). Each block
-// writes one partial result per channel it covers and chunk (blockIdx.y); a second kernel
-// combines the `chunks` partials of a channel.
+// The grid of batch norm's reductions (statistics forward, the two sums backward), one launch
+// each. Each block writes one partial result per channel it covers and chunk (blockIdx.y); the
+// last of a column's `chunks` blocks to finish (an atomic ticket per column, kBnMaxColumns of
+// them) combines the column's partials and writes the per-channel results, so no second kernel.
 //   nhwc: the tensor is rows = n * hw rows of c channels; threads_x threads cover threads_x
 //         consecutive channel vectors of `width` channels, threads_y rows at a time; blocks_x
 //         blocks across the channel vectors;
@@ -145,35 +146,71 @@ struct BnGeometry {
   int64_t items = 0;  // nchw: items per channel, n * hw / width
 };
 constexpr int kBnMaxChunks = 1024;
+// Block columns with a ticket each: a wider grid (c above it in NCHW) runs one chunk, where each
+// block is its column's last and needs none.
+constexpr int kBnMaxColumns = 1 << 16;
+// Blocks per multiprocessor the reductions aim at (256 threads each: half an SM's threads on the
+// GPUs from sm_61 on, so registers never limit the grid to fewer resident blocks).
+constexpr int kBnBlocksPerSm = 4;
+// Bytes of channel vectors the threads_x threads of an NHWC block row cover at most. 512 (32
+// threads of 16-byte vectors, a warp) is the grid measured in the step
+// (results/h100/2026-12-07-train-fp32-3/). Narrower rows (128 bytes: one line, four 32-byte
+// sectors, still whole lines per warp) give more block columns and fewer chunks in each, so the
+// last block of a column combines fewer partials: with 32 vectors of 4 floats that block adds
+// 528 chunks of 128 channels alone, which the bandwidth table's NHWC statistics pass suggests is
+// longer than the pass on small layers. Not measured yet: nodebench_bn_bandwidth --row-bytes 128
+// (BN_SWEEP="4:128" in scripts/dev/device/train_fp32_session.sh) is the comparison.
+constexpr int kBnRowBytes = 512;
+
+// What the reductions' grid aims at; the defaults are the step's, other values are for the
+// bandwidth tool's sweeps (nodebench_bn_bandwidth --blocks-per-sm, --row-bytes).
+struct BnGridTuning {
+  int blocks_per_sm = kBnBlocksPerSm;
+  int row_bytes = kBnRowBytes;
+};
+
+// Vectors of `width` elements each thread of the statistics pass loads before it adds them (its
+// loads in flight): 16 elements, at least 4 vectors. The grid gives each thread at least this many,
+// so a small layer (7x7 planes: scalar loads in NCHW) issues all its loads at once instead of
+// spreading a few over many blocks that then wait on each other's partials.
+NB_VEC_HD constexpr int bn_stats_unroll(int width) { return width >= 4 ? 4 : 16 / (width < 1 ? 1 : width); }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// `sms`: the GPU's multiprocessors (the grid aims at 4 blocks per SM), each thread at least a few
-// loads; never more than kBnMaxChunks chunks.
-inline BnGeometry bn_geometry(bool nhwc, int64_t n, int64_t c, int64_t hw, int elem_bytes, int sms) {
+// `sms`: the GPU's multiprocessors (the grid aims at tune.blocks_per_sm blocks per SM), each thread at
+// least bn_stats_unroll(width) vectors; never more than kBnMaxChunks chunks, one chunk when the
+// columns (also those of the one-element-a-step grid, bn_narrow) outnumber the tickets. NHWC rows
+// of threads_x vectors span at most tune.row_bytes.
+inline BnGeometry bn_geometry(bool nhwc, int64_t n, int64_t c, int64_t hw, int elem_bytes, int sms,
+                              BnGridTuning tune = {}) {
   BnGeometry g;
   g.nhwc = nhwc;
   g.width = channel_vec_width(nhwc, c, hw, elem_bytes);
-  const int64_t target = 4 * int64_t(sms < 1 ? 1 : sms);
+  const int64_t target = int64_t(tune.blocks_per_sm < 1 ? 1 : tune.blocks_per_sm) * int64_t(sms < 1 ? 1 : sms),
+                per_thread = bn_stats_unroll(g.width);
   auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+  int64_t columns = c;
   if (nhwc) {
     const int64_t cvs = c / g.width;
     int tx = 1;
-    while (tx < cvs && tx < 32) tx *= 2;
+    const int64_t vec_bytes = int64_t(g.width) * elem_bytes;
+    while (tx < cvs && tx < 32 && (tx * 2) * vec_bytes <= tune.row_bytes) tx *= 2;
     g.threads_x = tx;
     g.threads_y = int(kVecThreads) / tx;
     g.blocks_x = int(ceil_div(cvs, tx));
     g.rows = n * hw;
-    const int64_t by_work = ceil_div(g.rows, int64_t(g.threads_y) * 8);
+    columns = ceil_div(c, tx);
+    const int64_t by_work = ceil_div(g.rows, int64_t(g.threads_y) * per_thread);
     g.chunks = int(clamp(ceil_div(target, g.blocks_x), 1, clamp(by_work, 1, kBnMaxChunks)));
   } else {
     g.threads_x = int(kVecThreads);
     g.threads_y = 1;
     g.blocks_x = int(c);
     g.items = n * (hw / g.width);
-    const int64_t by_work = ceil_div(g.items, int64_t(kVecThreads) * 4);
+    const int64_t by_work = ceil_div(g.items, int64_t(kVecThreads) * per_thread);
     g.chunks = int(clamp(ceil_div(target, c), 1, clamp(by_work, 1, kBnMaxChunks)));
   }
+  if (columns > kBnMaxColumns) g.chunks = 1;
   return g;
 }
 
@@ -225,6 +262,23 @@ NB_VEC_HD inline void chan_combine(F& na, F& ma, F& qa, F nb, F mb, F qb) {
   ma += d * f;
   qa += qb + d * d * na * f;
   na = n;
+}
+
+// The chunks' (count, mean, M2) partials of one channel combined in FP64 as shifted sums around k
+// (the first chunk's mean, so that the sums are of the order of the spread, not of the mean):
+// v = {N = sum n, s1 = sum n (m - k), s2 = sum (M2 + n (m - k)^2)}; then mean = k + s1 / N and
+// M2 = s2 - s1^2 / N, exact in exact arithmetic. Additions only (no division per chunk), so the
+// threads of a block each add a share of the chunks and a tree adds their v.
+NB_VEC_HD inline void bn_shifted_add(double (&v)[3], double k, double n, double mean, double m2) {
+  const double d = mean - k;
+  v[0] += n;
+  v[1] += n * d;
+  v[2] += m2 + n * d * d;
+}
+NB_VEC_HD inline void bn_shifted_result(const double (&v)[3], double k, double& mean, double& m2) {
+  mean = v[0] > 0 ? k + v[1] / v[0] : 0;
+  const double q = v[0] > 0 ? v[2] - v[1] * v[1] / v[0] : 0;
+  m2 = q > 0 ? q : 0;
 }
 
 // The scale gamma inv_std of a channel as the forward applies it: from the saved (FP32) inverse

@@ -59,8 +59,9 @@ def test_rows_and_tables(tmp_path, capsys):
             "nodebench_step_ms_runs": [50.0, 51.0], "pytorch_fastest_mode": "compile", "ratio_to_fastest": 0.9,
             "memory_ratio_to_smallest": 0.8,
             "pytorch_modes": {"eager": {"step_time_ms": 60.0}, "compile": {"step_time_ms": 45.0}}}
-    rows = m.step_rows({"pairs": [pair]}, {("fp32", "nchw", 64): [_record("ok", 10.0, 30.0, ALGOS)]})
+    rows = m.step_rows({"pairs": [pair]}, {("fp32", "nchw", 64, "nchw"): [_record("ok", 10.0, 30.0, ALGOS)]})
     assert rows[0]["case"] == "fp32/nchw/b64"
+    assert rows[0]["conv_layout"] == "nchw"  # a pair and records from before details.conv_layout: the case's layout
     assert rows[0]["pytorch_ms"] == {"eager": 60.0, "compile": 45.0}
     assert rows[0]["profile"]["time_bn_ms"] == 10.0
     bn = {"reference_gbps": 3000.0, "reference": "copy",
@@ -79,3 +80,38 @@ def test_rows_and_tables(tmp_path, capsys):
                    "--bn", str(tmp_path / "bn.json"), "--out", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["steps"][0]["ratio_to_fastest"] == 0.9
     assert m.main(["--compare", str(tmp_path / "missing.json")]) == 2
+
+
+def test_conv_layout_per_row_and_group(tmp_path, capsys):
+    """Two groups of the same case (conv layout auto: nhwc; forced to the images' nchw): one row
+    each, with its own records' profile, and the conv column printed."""
+    m = _load()
+
+    def rec(conv, bn):
+        r = _record("ok", bn, 30.0, ALGOS)
+        r["params"]["precision"], r["params"]["batch"] = "tf32", 256
+        r["details"]["conv_layout"] = conv
+        return r
+
+    def pair(conv, ms):
+        return {"precision": "tf32", "layout": "nchw", "batch": 256, "nodebench_step_ms": ms,
+                "nodebench_conv_layout": conv, "pytorch_fastest_mode": "compile", "ratio_to_fastest": 80.0 / ms,
+                "pytorch_modes": {"compile": {"step_time_ms": 80.0}}}
+
+    by_case = m.records_by_case([])
+    assert by_case == {}
+    (tmp_path / "nb.json").write_text(json.dumps({"records": [rec("nhwc", 20.0), rec("nchw", 35.0)]}))
+    by_case = m.records_by_case([str(tmp_path / "nb.json")])
+    assert set(by_case) == {("tf32", "nchw", 256, "nhwc"), ("tf32", "nchw", 256, "nchw")}
+    rows = m.step_rows([{"pairs": [pair("nhwc", 78.0)]}, {"pairs": [pair("nchw", 99.0)]}], by_case)
+    assert [r["conv_layout"] for r in rows] == ["nhwc", "nchw"]
+    assert [r["profile"]["time_bn_ms"] for r in rows] == [20.0, 35.0]
+    m.print_tables(rows, None)
+    out = capsys.readouterr().out
+    assert "tf32/nchw/b256   nhwc" in out and "tf32/nchw/b256   nchw" in out
+    (tmp_path / "a.json").write_text(json.dumps({"pairs": [pair("nhwc", 78.0)]}))
+    (tmp_path / "b.json").write_text(json.dumps({"pairs": [pair("nchw", 99.0)]}))
+    assert m.main(["--compare", str(tmp_path / "a.json"), "--compare", str(tmp_path / "b.json"),
+                   "--nodebench", str(tmp_path / "nb.json"), "--out", str(tmp_path / "s.json")]) == 0
+    steps = json.loads((tmp_path / "s.json").read_text())["steps"]
+    assert [(s["conv_layout"], s["nodebench_ms"]) for s in steps] == [("nhwc", 78.0), ("nchw", 99.0)]

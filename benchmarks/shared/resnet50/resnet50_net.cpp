@@ -102,10 +102,10 @@ int64_t max_activation_elems_per_image(const Net& n) {
   return m;
 }
 
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool) {
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool, bool convert_images) {
   MemoryPlan p;
   StepPlanInput in;
-  in.batch = batch, in.elem = elem, in.own_max_pool = own_max_pool;
+  in.batch = batch, in.elem = elem, in.own_max_pool = own_max_pool, in.convert_images = convert_images;
   // With its own max pool the step recomputes the stem's ReLU mask from its input (train_fusion.hpp).
   in.layers.resize(n.convs.size());
   in.layers[0].mask_from_x = own_max_pool;

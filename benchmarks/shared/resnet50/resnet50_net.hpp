@@ -69,7 +69,8 @@ struct MemoryPlan {
 };
 // own_max_pool: the step's own max pool keeps one byte an output (the fused paths), and the stem's
 // batch norm + ReLU output is then not kept for backward.
-MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool = false);
+// convert_images: the step runs NHWC on NCHW images, with their NHWC copy in its region.
+MemoryPlan memory_plan(const Net& n, int64_t batch, int elem, bool own_max_pool = false, bool convert_images = false);
 
 // The bytes the memory-bound layer kinds of one step must move at least, for `batch` images with
 // `elem`-byte storage: every tensor an operation reads read once and every tensor it writes

@@ -86,6 +86,10 @@ void forward(Builder& B) {
   B.p.pool_out = B.buf("max pool output", BufKind::activation, B.act(pooled_elems));
   if (B.in_.own_max_pool)
     B.p.pool_argmax = B.buf("max pool argmax", BufKind::activation, size_t(pooled_elems) * size_t(B.in_.batch));
+  if (B.in_.convert_images) {
+    Ls[0].x = B.buf("the images in NHWC (converted from NCHW)", BufKind::activation, B.act(n.convs[0].in_elems()));
+    B.op("forward convert images", {Ls[0].x});
+  }
   conv_fwd(B, 0);
   bn_fwd(B, 0);
   B.op("forward max pool", {Ls[0].out, B.p.pool_out, B.p.pool_argmax});

@@ -12,7 +12,7 @@
 // which is what a framework's caching allocator reaches by freeing tensors as it goes.
 //
 // The operations, in the order TrainStep::forward and backward issue them (train_step.cpp):
-//   forward:  conv, bn of the stem; max pool; per block conv1, bn1, conv2, bn2, conv3,
+//   forward:  [the images converted to NHWC;] conv, bn of the stem; max pool; per block conv1, bn1, conv2, bn2, conv3,
 //             [projection conv, bn], bn3 (+ add + ReLU); average pool; FC; loss
 //   backward: FC; average pool; per block in reverse bn3, conv3, bn2, conv2, bn1,
 //             [projection bn, conv], conv1; max pool; bn, conv of the stem.
@@ -50,6 +50,10 @@ struct StepPlanInput {
   int elem = 4;                   // bytes of the storage type
   bool own_max_pool = true;       // the step's max pool (an argmax kept) or cuDNN's (reads its input and output backward)
   std::vector<LayerNeeds> layers;  // per convolution (Net::convs order); empty: none needs anything
+  // The images are fed NCHW and the step runs NHWC: the stem's input is their NHWC copy, an
+  // activation written at the step's start ("forward convert images") and read until the stem's
+  // backward. false: the stem reads the images themselves (outside the region).
+  bool convert_images = false;
   bool share = true;              // false: every buffer its own memory (for comparison)
   size_t align = 256;
 };
@@ -63,7 +67,7 @@ struct PlanBuffer {
 };
 
 // The buffers of one convolution layer (indices into StepPlan::buffers; -1: none).
-//   x the convolution's input (-1 for the stem: the images), y its output, out where the batch
+//   x the convolution's input (-1 for the stem: the images; their NHWC copy with convert_images), y its output, out where the batch
 //   norm with its activation writes (z after a ReLU; the block output; the projection's scratch);
 //   g_out the gradient at out (the batch norm backward's dy), g_y at y (its dx, the convolution
 //   backward's dy), g_in at x (the convolution backward's dx; for conv1 the block input's

@@ -14,7 +14,24 @@ const SettingRegistrar kFusion({"NODEBENCH_TRAIN_FUSION", SettingKind::choice, "
                                 "=0|1|kernels the train step's batch norm with its ReLU/add: 0 unfused, 1 fused (default), "
                                 "kernels: fused by the step's own kernels everywhere",
                                 "train", false, false, nullptr, "", {"0", "1", "kernels"}});
+const SettingRegistrar kConvLayout({"NODEBENCH_TRAIN_CONV_LAYOUT", SettingKind::choice, "train_conv_layout", "auto", 0,
+                                    false,
+                                    "=auto|input the layout the train step's convolutions run in: auto (default) runs an "
+                                    "NCHW step in NHWC on tensor cores (cc >= 7.0, tf32/fp16), converting the images each "
+                                    "step; input: the images' layout",
+                                    "train", false, false, nullptr, "--conv-layout", {"auto", "input"}});
 }  // namespace
+
+ConvLayoutSetting conv_layout_setting(const Settings& s) {
+  return s.choice("NODEBENCH_TRAIN_CONV_LAYOUT") == "input" ? ConvLayoutSetting::input : ConvLayoutSetting::automatic;
+}
+const char* conv_layout_setting_name(ConvLayoutSetting c) { return c == ConvLayoutSetting::input ? "input" : "auto"; }
+
+bool step_runs_nhwc(int cc, const std::string& precision, bool input_nhwc, ConvLayoutSetting c) {
+  if (input_nhwc || c == ConvLayoutSetting::input) return input_nhwc;
+  const bool tensor_op = precision == "tf32" || precision == "fp16";
+  return cc >= 70 && tensor_op;
+}
 
 Fusion fusion_setting(const Settings& s) {
   const std::string v = s.choice("NODEBENCH_TRAIN_FUSION");

@@ -57,6 +57,19 @@ BnChoice choose_bn_path(Fusion f, bool half, bool nhwc, int64_t channels, BnAct 
 // setup's check does not stop the step for it, the reason says it) for a layer on the cudnn path.
 BnChoice fallback_after_not_supported(const std::string& call, const std::string& status = "CUDNN_STATUS_NOT_SUPPORTED");
 
+// The layout the step's activations and convolutions run in (details.conv_layout), whatever the
+// layout the images are fed in (the record's `layout`). NODEBENCH_TRAIN_CONV_LAYOUT: `auto` (the
+// default) runs an NCHW step in NHWC on a GPU with tensor cores (compute capability 7.0 or newer)
+// in a tensor-op precision (tf32, fp16), as PyTorch's Inductor does with an NCHW model (its layout
+// optimisation): cuDNN's tensor-op convolutions are faster in NHWC, and the step converts the
+// NCHW images to NHWC at its start (its time in the step). Exact FP32 and any GPU without tensor
+// cores (a P40, cc 6.1) stay in the images' layout. `input`: always the images' layout.
+enum class ConvLayoutSetting : int { automatic = 0, input = 1 };
+ConvLayoutSetting conv_layout_setting(const Settings& s);  // NODEBENCH_TRAIN_CONV_LAYOUT
+const char* conv_layout_setting_name(ConvLayoutSetting c);  // "auto", "input"
+// Whether the step runs NHWC: cc as major * 10 + minor, `precision` fp32, tf32 or fp16.
+bool step_runs_nhwc(int cc, const std::string& precision, bool input_nhwc, ConvLayoutSetting c);
+
 // details.fusion of a record: the setting, per activation kind the number of layers on each path,
 // fused_layers (those whose ReLU / add ran inside the batch norm's passes) and the distinct reasons.
 struct BnLayerPath {

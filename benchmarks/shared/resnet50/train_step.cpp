@@ -60,6 +60,7 @@ TrainStep::TrainStep(const StepConfig& cfg, const cudnn::Libraries& libs, int de
   elem_ = cfg_.prec->elem;
   impl_->h = libs_.cudnn();
   impl_->cb = libs_.handles->cublas();
+  if (cfg_.images_nchw && !cfg_.nhwc) throw Error("the training step converts NCHW images only for an NHWC step");
   impl_->bn_mode = bn_mode_for(cfg_.nhwc);  // train_bn_layer.hpp: why each mode
   impl_->relu = create_bn_relu();
   NB_CUDA(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, device));
@@ -106,6 +107,13 @@ void TrainStep::forward(cudaStream_t s) {
   const int N = int(cfg_.batch);
   NB_CUDA(cudaMemsetAsync(I.loss, 0, 4, s));
   Layer& stem = I.layers[0];
+  // The NCHW images into the stem's NHWC input (StepConfig::images_nchw): part of the stem's
+  // convolution in the profile (the cost of running the convolutions in NHWC).
+  if (cfg_.images_nchw) {
+    const auto& c0 = net_.convs[0];
+    kernels::launch_nchw_to_nhwc(s, I.image, stem.x, N, c0.c, int64_t(c0.hw) * c0.hw, half_);
+    NB_CUDA_LAUNCH();
+  }
   conv_fwd(stem, s);
   bn_fwd(stem, nullptr, s);
   if (I.pool_arg) {

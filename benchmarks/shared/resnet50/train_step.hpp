@@ -44,7 +44,11 @@ constexpr size_t kCublasWorkspace = size_t(32) << 20;
 
 struct StepConfig {
   const cudnn::Prec* prec = nullptr;
-  bool nhwc = false;
+  bool nhwc = false;  // the layout the step's activations and convolutions run in (details.conv_layout)
+  // The images are fed NCHW while the step runs NHWC (nhwc true; step_runs_nhwc in train_fusion.hpp):
+  // each step converts them into an NHWC buffer of its memory plan first (its time in the step,
+  // in the profile's `conv` kind with the stem). The images' buffer stays NCHW, as a user feeds it.
+  bool images_nchw = false;
   int64_t batch = 1;
   float lr = 0.02f, momentum = 0.9f, weight_decay = 5e-5f;
   float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
@@ -54,6 +58,14 @@ struct StepConfig {
   // one its own, for the GPU test that the planned step computes what the unplanned one does.
   bool share_memory = true;
 };
+// cfg.nhwc and cfg.images_nchw for images in `input_nhwc` layout and a step that runs in NHWC or not.
+inline void set_layouts(StepConfig& cfg, bool input_nhwc, bool runs_nhwc) {
+  cfg.nhwc = runs_nhwc;
+  cfg.images_nchw = runs_nhwc && !input_nhwc;
+}
+// details.conv_layout: "nhwc" or "nchw".
+inline const char* conv_layout_name(const StepConfig& cfg) { return cfg.nhwc ? "nhwc" : "nchw"; }
+
 // Called by backward once the weight gradients of params()[first, end) are written (enqueued on
 // the stream): after the FC, after each bottleneck block, after the stem. Ranges come in
 // decreasing order and together cover every parameter once.

@@ -43,6 +43,7 @@ json TrainStep::verify_samples(size_t samples, size_t& failures, std::string& fi
     const GemmTolerance tol = gemm_tolerance("conv_" + pn);
     const auto W = read_doubles(L.w, 0, size_t(c.weights()), half_);
     std::map<size_t, std::vector<double>> imgs;
+    const bool images_nhwc = cfg_.nhwc && !cfg_.images_nchw;
     double max_ratio = 0;
     size_t fails = 0;
     const auto pos = sample_positions(int64_t(L.d->y_elems()), 1, samples, 0x7A1Aull);
@@ -61,7 +62,8 @@ json TrainStep::verify_samples(size_t samples, size_t& failures, std::string& fi
           for (int u = 0; u < c.r; ++u) {
             const long h = long(p) * c.stride - c.pad + r, w = long(q) * c.stride - c.pad + u;
             if (h < 0 || w < 0 || h >= c.hw || w >= c.hw) continue;
-            const size_t xi = cfg_.nhwc ? (size_t(h) * c.hw + size_t(w)) * c.c + ci : (size_t(ci) * c.hw + size_t(h)) * c.hw + size_t(w);
+            // The images as fed (NCHW when the step converts them: the check covers the conversion).
+            const size_t xi = images_nhwc ? (size_t(h) * c.hw + size_t(w)) * c.c + ci : (size_t(ci) * c.hw + size_t(h)) * c.hw + size_t(w);
             const size_t wi = cfg_.nhwc ? ((k * c.r + r) * c.r + u) * c.c + ci : ((k * c.c + ci) * c.r + r) * c.r + u;
             a.push_back(X[xi]);
             b.push_back(W[wi]);

@@ -129,6 +129,7 @@ void TrainStep::plan_memory() {
   in.elem = int(elem_);
   in.own_max_pool = cfg_.fusion != Fusion::off;  // the fused paths pool with the step's own kernels
   in.share = cfg_.share_memory;
+  in.convert_images = cfg_.images_nchw;
   for (const auto& L : I.layers)
     in.layers.push_back({0, 0, L.bn_need.fwd_ws, L.bn_need.bwd_ws, L.bn_need.reserve, L.bn_choice.path == BnPath::unfused,
                          L.relu_from_x});
@@ -169,7 +170,7 @@ void TrainStep::bind(const resnet50::StepPlan& plan, void* base) {
   for (size_t i = 0; i < I.layers.size(); ++i) {
     Layer& L = I.layers[i];
     const resnet50::LayerBufs& p = plan.layers[i];
-    L.x = i == 0 ? I.image : at(p.x);
+    L.x = i == 0 && !cfg_.images_nchw ? I.image : at(p.x);  // the stem: the images or their NHWC copy
     L.y = at(p.y), L.out = at(p.out), L.bn_reserve = at(p.reserve), L.add_scratch = at(p.add_scratch);
     L.g_out = at(p.g_out), L.g_y = at(p.g_y), L.g_in = at(p.g_in), L.g_res = at(p.g_res);
     L.ws_conv_fwd = at(p.ws_conv_fwd), L.ws_bn_fwd = at(p.ws_bn_fwd), L.ws_bn_bwd = at(p.ws_bn_bwd);

@@ -25,11 +25,19 @@
 # optimisation; the peer file records inductor_layout_optimization): to see torch.compile with NCHW
 # convolutions, TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 OUT=gpu-out-nchw-convs POINTS=tf32/nchw:256
 # TORCH_MODES=compile TESTS= bash scripts/dev/device/train_fp32_session.sh
+# A point is precision/layout:batch[:conv]: conv `auto` (the default, NODEBENCH_TRAIN_CONV_LAYOUT=auto:
+# an NCHW tf32/fp16 point on tensor cores runs its convolutions in NHWC) or `input` (the images'
+# layout), e.g. POINTS="tf32/nchw:256 fp32/nchw:256 tf32/nchw:256:input"; the summary's `conv`
+# column says the layout each ran in, the input points compared apart (train_fp32_ratio_input.json).
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
 # tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
-# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3).
-# Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json,
+# ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3),
+# BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
+# list, e.g. "4:128 8:512 2:512": bn_bandwidth_<blocks>_<bytes>.json and a table of the step's ratios;
+# the step's grid is 4:512, kernels/train/train_vec.hpp).
+# Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json
+# (train_fp32_ratio_input.json for the points with :input),
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 2
@@ -89,6 +97,24 @@ PY
   timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
     --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
   cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+  # The reductions' grid swept (BN_SWEEP="blocks_per_sm:row_bytes ..."), each against the same copy.
+  for v in ${BN_SWEEP:-}; do
+    bps=${v%%:*}; rb=${v#*:}
+    timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
+      --blocks-per-sm "$bps" --row-bytes "$rb" --out "$OUT/bn_bandwidth_${bps}_${rb}.json" \
+      > "$RAW/bn_bandwidth_${bps}_${rb}.txt" 2>&1 || rc=1
+  done
+  if [ -n "${BN_SWEEP:-}" ]; then
+    python3 - "$OUT"/bn_bandwidth*.json <<'PY' 2>&1 | tee -a "$OUT/session.log"
+import json, sys
+print("batch-norm grid sweep: step-weighted ratio to the copy per pass (blocks/SM, NHWC row bytes)")
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    for st in d["step"]:
+        print(f"{d.get('blocks_per_sm', '?'):>3}/SM {d.get('row_bytes', '?'):>4} B  {st['layout']}/b{st['batch']:<4}",
+              "  ".join(f"{k} {st[k]['ratio']:.3f}" for k in ("fwd_stats", "fwd_apply", "bwd_reduce", "bwd_apply", "all")))
+PY
+  fi
 fi
 
 # 4. the points, PyTorch's rounds around nodebench's step
@@ -101,11 +127,15 @@ seed=results/h200/2026-12-01-train-sweep/algo_cache_h200.json
 if [ "${SEED_CACHE:-1}" = 1 ] && [ ! -f "$cache" ] && [ -f "$seed" ]; then cp "$seed" "$cache"; fi
 NEED_POINT=${NEED_POINT:-100}
 for spec in $POINTS; do
-  prec=${spec%%/*}; layout=${spec#*/}; layout=${layout%%:*}; batch=${spec##*:}
-  tag="${prec}_${layout}_b$batch"
+  # prec/layout:batch[:conv]: conv auto (default: NODEBENCH_TRAIN_CONV_LAYOUT=auto, an NCHW point on
+  # tensor cores in tf32 runs its convolutions in NHWC) or input (forced to the images' layout).
+  prec=${spec%%/*}; layout=${spec#*/}; layout=${layout%%:*}; rest=${spec#*:}; batch=${rest%%:*}
+  conv=auto; [ "$rest" != "$batch" ] && conv=${rest#*:}
+  case "$conv" in auto|input) ;; *) note "== $spec: conv layout '$conv' is not auto or input"; rc=2; continue ;; esac
+  tag="${prec}_${layout}_b$batch"; [ "$conv" = input ] && tag+="_input"
   if [ "$(left)" -lt "$NEED_POINT" ]; then note "== $spec: not run, $(left) s left (needs $NEED_POINT)"; continue; fi
-  note "== $spec: PyTorch $TORCH_MODES around nodebench ($(left) s left)"
-  nb="build/nodebench run --suite full --gpus 0 --family train --filter '^train/resnet50/$prec/$layout/b$batch\$' --max-time $ROUND_S"
+  note "== $spec: PyTorch $TORCH_MODES around nodebench, conv layout $conv ($(left) s left)"
+  nb="NODEBENCH_TRAIN_CONV_LAYOUT=$conv build/nodebench run --suite full --gpus 0 --family train --filter '^train/resnet50/$prec/$layout/b$batch\$' --max-time $ROUND_S"
   nb+=" --quiet --algo-cache $cache --out-file $RAW/nb_${tag}_{torch_mode}.json > $RAW/nb_${tag}_{torch_mode}.log 2>&1; true"
   CUDA_VISIBLE_DEVICES=0 timeout "$(( $(left) - 20 ))" python3 scripts/dev/peers/peer_torch_train.py --mode "$prec/$layout" \
     --batches "$batch" --torch-modes "$TORCH_MODES" --seconds "$ROUND_S" --rounds 2 --warmup 5 --between "$nb" \
@@ -115,13 +145,22 @@ done
 
 # 5. the tables
 note "== summary ($(left) s left)"
+# One comparison per conv-layout group (the points forced to input apart: the same case ids).
 cmp=()
-if compgen -G "$RAW/nb_*.json" > /dev/null && compgen -G "$RAW/torch_*.json" > /dev/null; then
-  python3 scripts/dev/peers/compare_train_peer.py "$RAW"/nb_*.json --peer "$RAW"/torch_*.json --out "$OUT/train_fp32_ratio.json" \
-    > "$RAW/compare.txt" 2>&1
-  cat "$RAW/compare.txt" >> "$OUT/session.log"
-  [ -f "$OUT/train_fp32_ratio.json" ] && cmp=(--compare "$OUT/train_fp32_ratio.json")
-fi
+for group in auto input; do
+  if [ $group = auto ]; then
+    nbg=$(ls "$RAW"/nb_*.json 2> /dev/null | grep -v '_input_'); tg=$(ls "$RAW"/torch_*.json 2> /dev/null | grep -v '_input\.json$')
+    ratio=$OUT/train_fp32_ratio.json
+  else
+    nbg=$(ls "$RAW"/nb_*_input_*.json 2> /dev/null); tg=$(ls "$RAW"/torch_*_input.json 2> /dev/null)
+    ratio=$OUT/train_fp32_ratio_input.json
+  fi
+  [ -n "$nbg" ] && [ -n "$tg" ] || continue
+  # shellcheck disable=SC2086  # the file lists: names without spaces, made above
+  python3 scripts/dev/peers/compare_train_peer.py $nbg --peer $tg --out "$ratio" > "$RAW/compare_$group.txt" 2>&1
+  cat "$RAW/compare_$group.txt" >> "$OUT/session.log"
+  [ -f "$ratio" ] && cmp+=(--compare "$ratio")
+done
 nbfiles=()
 compgen -G "$RAW/nb_*.json" > /dev/null && nbfiles=(--nodebench "$RAW"/nb_*.json)
 bnfile=()

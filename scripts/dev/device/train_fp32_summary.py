@@ -6,9 +6,12 @@ bandwidth, and the convolution algorithms it chose.
 Reads compare_train_peer.py's --out file (pairs: nodebench against each PyTorch mode per
 precision, layout and batch), nodebench's result files of the same runs (per record: status, the
 per-kind profile time_bn_ms / time_conv_ms and whether it added up to the step, the batch
-norm's bandwidth at time_bn_ms (details.bn_traffic), the chosen algorithms) and nodebench_bn_bandwidth's --out file. Prints three tables; --out writes them as JSON.
+norm's bandwidth at time_bn_ms (details.bn_traffic), the chosen algorithms, the layout its
+convolutions ran in: details.conv_layout, the `conv` column) and nodebench_bn_bandwidth's --out
+file. Prints three tables; --out writes them as JSON. --compare may be given once per group of
+points the session ran apart (the points with their conv layout forced to the images' layout).
 
-usage: train_fp32_summary.py [--compare RATIO.json] [--nodebench NB.json ...] [--bn BN.json] [--out FILE]
+usage: train_fp32_summary.py [--compare RATIO.json ...] [--nodebench NB.json ...] [--bn BN.json] [--out FILE]
 Exit status 0; 2 when an input cannot be read.
 """
 import argparse
@@ -28,8 +31,13 @@ def algo_name(names, algo):
     return names[algo] if isinstance(algo, int) and 0 <= algo < len(names) else f"algo {algo}"
 
 
+def conv_layout(rec):
+    """The layout the step's convolutions ran in (details.conv_layout; before it: the case's layout)."""
+    return (rec.get("details") or {}).get("conv_layout") or rec.get("params", {}).get("layout")
+
+
 def records_by_case(paths):
-    """{(precision, layout, batch): [train record, ...]} of nodebench's result files."""
+    """{(precision, layout, batch, conv_layout): [train record, ...]} of nodebench's result files."""
     out = collections.defaultdict(list)
     for p in paths:
         with open(p) as f:
@@ -37,7 +45,7 @@ def records_by_case(paths):
         for r in doc.get("records", []):
             prm = r.get("params", {})
             if r.get("family") == "train" and "batch" in prm:
-                out[(prm.get("precision"), prm.get("layout"), int(prm["batch"]))].append(r)
+                out[(prm.get("precision"), prm.get("layout"), int(prm["batch"]), conv_layout(r))].append(r)
     return out
 
 
@@ -77,16 +85,24 @@ def algorithm_counts(records):
 
 
 def step_rows(compare, by_case):
+    """One row per pair of the compare file(s): a dict, or a list of them (one per conv layout the
+    session forced); the row's conv layout is the pair's, its profile that of the records run so."""
     rows = []
-    for p in compare.get("pairs", []):
-        key = (p["precision"], p["layout"], p["batch"])
-        modes = {m: f["step_time_ms"] for m, f in p.get("pytorch_modes", {}).items()}
-        rows.append({"case": f"{key[0]}/{key[1]}/b{key[2]}", "nodebench_ms": p["nodebench_step_ms"],
-                     "nodebench_runs_ms": p.get("nodebench_step_ms_runs"), "pytorch_ms": modes,
-                     "fastest_mode": p["pytorch_fastest_mode"], "ratio_to_fastest": p["ratio_to_fastest"],
-                     "memory_ratio_to_smallest": p.get("memory_ratio_to_smallest"),
-                     "profile": profile_of(by_case.get(key, [])), "algorithms": algorithm_counts(by_case.get(key, []))})
+    for c in compare if isinstance(compare, list) else [compare]:
+        for p in c.get("pairs", []):
+            rows.append(step_row(p, by_case))
     return rows
+
+
+def step_row(p, by_case):
+    conv = p.get("nodebench_conv_layout") or p["layout"]
+    key = (p["precision"], p["layout"], p["batch"], conv)
+    modes = {m: f["step_time_ms"] for m, f in p.get("pytorch_modes", {}).items()}
+    return {"case": f"{key[0]}/{key[1]}/b{key[2]}", "conv_layout": conv, "nodebench_ms": p["nodebench_step_ms"],
+            "nodebench_runs_ms": p.get("nodebench_step_ms_runs"), "pytorch_ms": modes,
+            "fastest_mode": p["pytorch_fastest_mode"], "ratio_to_fastest": p["ratio_to_fastest"],
+            "memory_ratio_to_smallest": p.get("memory_ratio_to_smallest"),
+            "profile": profile_of(by_case.get(key, [])), "algorithms": algorithm_counts(by_case.get(key, []))}
 
 
 def fmt(v, w, d=2):
@@ -95,11 +111,11 @@ def fmt(v, w, d=2):
 
 def print_tables(rows, bn):
     print("ResNet-50 step: nodebench against every PyTorch mode (ratio = fastest PyTorch / nodebench; >= 1: as fast or faster)")
-    print(f"{'case':16s} {'nb ms':>8s} {'eager':>8s} {'compile':>8s} {'r-o':>8s} {'fastest':>15s} {'ratio':>6s}"
+    print(f"{'case':16s} {'conv':>4s} {'nb ms':>8s} {'eager':>8s} {'compile':>8s} {'r-o':>8s} {'fastest':>15s} {'ratio':>6s}"
           f" {'mem/min':>7s} {'bn ms':>7s} {'bn GB/s':>7s} {'conv ms':>7s} {'ok':>5s}")
     for r in rows:
         m, pr = r["pytorch_ms"], r["profile"]
-        print(f"{r['case']:16s} {fmt(r['nodebench_ms'], 8)} {fmt(m.get('eager'), 8)} {fmt(m.get('compile'), 8)}"
+        print(f"{r['case']:16s} {r.get('conv_layout') or '-':>4s} {fmt(r['nodebench_ms'], 8)} {fmt(m.get('eager'), 8)} {fmt(m.get('compile'), 8)}"
               f" {fmt(m.get('reduce-overhead'), 8)} {r['fastest_mode']:>15s} {fmt(r['ratio_to_fastest'], 6, 3)}"
               f" {fmt(r['memory_ratio_to_smallest'], 7)} {fmt(pr['time_bn_ms'], 7)} {fmt(pr['bn_gbps'], 7, 0)}"
               f" {fmt(pr['time_conv_ms'], 7)}"
@@ -109,7 +125,7 @@ def print_tables(rows, bn):
     for r in rows:
         if r["algorithms"] and r["case"].startswith("fp32/nchw"):
             a = r["algorithms"]
-            print(f"{r['case']} algorithms: fwd {a['fwd']}; bwd_data {a['bwd_data']}; bwd_filter {a['bwd_filter']}")
+            print(f"{r['case']} ({r.get('conv_layout')} convolutions) algorithms: fwd {a['fwd']}; bwd_data {a['bwd_data']}; bwd_filter {a['bwd_filter']}")
     if bn:
         print(f"batch norm passes (FP32) against {bn.get('reference_gbps', 0):.0f} GB/s ({bn.get('reference', '?')}):"
               " step-weighted ratio / worst layer shape")
@@ -125,16 +141,18 @@ def print_tables(rows, bn):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--compare", help="compare_train_peer.py --out file (absent: the batch-norm table alone)")
+    ap.add_argument("--compare", action="append", default=[],
+                    help="compare_train_peer.py --out file, once per conv-layout group of the session"
+                         " (absent: the batch-norm table alone)")
     ap.add_argument("--nodebench", nargs="*", default=[])
     ap.add_argument("--bn")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     try:
-        compare = {}
-        if a.compare:
-            with open(a.compare) as f:
-                compare = json.load(f)
+        compare = []
+        for path in a.compare:
+            with open(path) as f:
+                compare.append(json.load(f))
         by_case = records_by_case(a.nodebench)
         bn = None
         if a.bn:

@@ -21,7 +21,8 @@ PyTorch's step waits for its host, the GPU work is the same, no part of the step
 Then, per (precision, batch), the best of each side over layouts and modes, and their ratio (the
 table printed last): for TF32 and FP32 nodebench's faster layout against PyTorch's fastest mode.
 
-Records without details.fusion were written before the step was fused: setting "0".
+Records without details.fusion were written before the step was fused: setting "0". Each pair
+names the layout nodebench's convolutions ran in (nodebench_conv_layout, details.conv_layout).
 usage: compare_train_peer.py NODEBENCH.json... --peer TORCH.json... [--out FILE]
 Exit status: 0 every pair within its bounds; 1 a pair outside them; 2 nothing to compare.
 """
@@ -41,6 +42,11 @@ def fusion_setting(rec):
     return str(f.get("setting", "0"))
 
 
+def conv_layout(rec):
+    """The layout the step's convolutions ran in (details.conv_layout; before it: the case's layout)."""
+    return (rec.get("details") or {}).get("conv_layout") or rec.get("params", {}).get("layout")
+
+
 def load_nodebench(paths):
     """{(precision, layout, batch): {setting: [record summary, ...]}}"""
     rows = {}
@@ -56,7 +62,8 @@ def load_nodebench(paths):
             key = (prm.get("precision"), prm.get("layout"), int(prm["batch"]))
             rows.setdefault(key, {}).setdefault(fusion_setting(r), []).append(
                 {"step_time_ms": m["step_time_ms"], "eager_step_ms": m.get("eager_step_ms"),
-                 "peak_memory_bytes": m.get("peak_memory_bytes"), "file": p, "id": r.get("id")})
+                 "peak_memory_bytes": m.get("peak_memory_bytes"), "file": p, "id": r.get("id"),
+                 "conv_layout": conv_layout(r)})
     return rows
 
 
@@ -141,6 +148,7 @@ def pair(key, nb_settings, modes):
     mem_ok = mem_ratio is not None and abs(mem_ratio - 1) <= MEMORY_BOUND
     return {"precision": key[0], "layout": key[1], "batch": key[2], "nodebench_setting": setting,
             "nodebench_step_ms": n["step_time_ms"], "nodebench_step_ms_runs": n["step_ms_runs"],
+            "nodebench_conv_layout": "+".join(sorted({x["conv_layout"] or "?" for x in nb_settings[setting]})),
             "nodebench_step_ms_by_setting": {s: nodebench_figure(r)["step_time_ms"] for s, r in nb_settings.items()},
             "nodebench_eager_step_ms": n["eager_step_ms"],
             "pytorch_modes": figs, "pytorch_fastest_mode": fastest,
