@@ -148,16 +148,17 @@ note "== summary ($(left) s left)"
 # One comparison per conv-layout group (the points forced to input apart: the same case ids).
 cmp=()
 for group in auto input; do
-  if [ $group = auto ]; then
-    nbg=$(ls "$RAW"/nb_*.json 2> /dev/null | grep -v '_input_'); tg=$(ls "$RAW"/torch_*.json 2> /dev/null | grep -v '_input\.json$')
-    ratio=$OUT/train_fp32_ratio.json
-  else
-    nbg=$(ls "$RAW"/nb_*_input_*.json 2> /dev/null); tg=$(ls "$RAW"/torch_*_input.json 2> /dev/null)
-    ratio=$OUT/train_fp32_ratio_input.json
-  fi
-  [ -n "$nbg" ] && [ -n "$tg" ] || continue
-  # shellcheck disable=SC2086  # the file lists: names without spaces, made above
-  python3 scripts/dev/peers/compare_train_peer.py $nbg --peer $tg --out "$ratio" > "$RAW/compare_$group.txt" 2>&1
+  nbg=(); tg=()
+  for f in "$RAW"/nb_*.json "$RAW"/torch_*.json; do
+    [ -e "$f" ] || continue
+    case $f in *_input_*|*_input.json) g=input ;; *) g=auto ;; esac
+    [ "$g" = "$group" ] || continue
+    case ${f##*/} in nb_*) nbg+=("$f") ;; *) tg+=("$f") ;; esac
+  done
+  ratio=$OUT/train_fp32_ratio.json
+  [ $group = input ] && ratio=$OUT/train_fp32_ratio_input.json
+  [ ${#nbg[@]} -gt 0 ] && [ ${#tg[@]} -gt 0 ] || continue
+  python3 scripts/dev/peers/compare_train_peer.py "${nbg[@]}" --peer "${tg[@]}" --out "$ratio" > "$RAW/compare_$group.txt" 2>&1
   cat "$RAW/compare_$group.txt" >> "$OUT/session.log"
   [ -f "$ratio" ] && cmp+=(--compare "$ratio")
 done
