@@ -84,6 +84,13 @@ double number(const std::string& opt, const std::string& v, double lo, double hi
   return d;
 }
 
+// A whole number in [lo, hi] (the options that count: no fraction truncated away).
+int integer(const std::string& opt, const std::string& v, int lo, int hi) {
+  const double d = number(opt, v, lo, hi);
+  if (d != double(int(d))) usage(opt + ": '" + v + "' is not a whole number");
+  return int(d);
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -111,16 +118,16 @@ Args parse(int argc, char** argv) {
         if (l != "nchw" && l != "nhwc") usage("--layouts: '" + l + "' is not nchw or nhwc");
     } else if (o == "--batches") {
       a.batches.clear();
-      for (const auto& b : split(v)) a.batches.push_back(int(number("--batches", b, 1, 4096)));
+      for (const auto& b : split(v)) a.batches.push_back(integer("--batches", b, 1, 4096));
       if (a.batches.empty()) usage("--batches: empty");
     } else if (o == "--reps") {
-      a.reps = int(number("--reps", v, 1, 1000));
+      a.reps = integer("--reps", v, 1, 1000);
     } else if (o == "--copy-gbps") {
       a.copy_gbps = number("--copy-gbps", v, 1e-3, 1e6);
     } else if (o == "--blocks-per-sm") {
-      a.tune.blocks_per_sm = int(number("--blocks-per-sm", v, 1, 64));
+      a.tune.blocks_per_sm = integer("--blocks-per-sm", v, 1, 64);
     } else if (o == "--row-bytes") {
-      a.tune.row_bytes = int(number("--row-bytes", v, 1, 4096));
+      a.tune.row_bytes = integer("--row-bytes", v, 1, 4096);
     } else if (o == "--out") {
       a.out = v;
     } else {

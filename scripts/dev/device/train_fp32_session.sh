@@ -99,6 +99,7 @@ PY
   cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
   # The reductions' grid swept (BN_SWEEP="blocks_per_sm:row_bytes ..."), each against the same copy.
   for v in ${BN_SWEEP:-}; do
+    case $v in [0-9]*:[0-9]*) ;; *) note "BN_SWEEP: '$v' is not blocks_per_sm:row_bytes"; rc=2; continue ;; esac
     bps=${v%%:*}; rb=${v#*:}
     timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
       --blocks-per-sm "$bps" --row-bytes "$rb" --out "$OUT/bn_bandwidth_${bps}_${rb}.json" \
