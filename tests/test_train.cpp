@@ -302,6 +302,32 @@ TEST(TrainConvLayout, SettingParsesAutoAndInputAndRejectsTheRest) {
   }
 }
 
+TEST(TrainBnGridSetting, DefaultsAreTheKernelsConstantsAndBadValuesNameTheVariable) {
+  const kernels::BnGridTuning d = train::bn_grid_setting(Settings::from_map({}));
+  EXPECT_EQ(d.blocks_per_sm, kernels::kBnBlocksPerSm);
+  EXPECT_EQ(d.row_bytes, kernels::kBnRowBytes);
+  const kernels::BnGridTuning t = train::bn_grid_setting(
+      Settings::from_map({{"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "8"}, {"NODEBENCH_TRAIN_BN_ROW_BYTES", "128"}}));
+  EXPECT_EQ(t.blocks_per_sm, 8);
+  EXPECT_EQ(t.row_bytes, 128);
+  const json rec = Settings::from_map({{"NODEBENCH_TRAIN_BN_ROW_BYTES", "256"}}).to_json();
+  EXPECT_EQ(rec["train_bn_row_bytes"], "256");
+  EXPECT_EQ(rec["train_bn_blocks_per_sm"], kernels::kBnBlocksPerSm);
+  // 100 bytes is no row; 0, 33 and a fraction are no block count.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"NODEBENCH_TRAIN_BN_ROW_BYTES", "100"},
+           {"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "0"},
+           {"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "33"},
+           {"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "2.5"}}) {
+    try {
+      (void)Settings::from_map({{name, value}});
+      ADD_FAILURE() << "accepted " << name << "=" << value;
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(std::string(e.what()).find(name) != std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nb
 #endif

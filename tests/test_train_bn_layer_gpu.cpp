@@ -115,10 +115,15 @@ struct Case {
   // The residual and dy one element off the 16-byte vector (the own kernels: the passes that read
   // them run one element a step, the others stay vectorised).
   bool misaligned = false;
+  kernels::BnGridTuning grid = {};  // the own reductions' grid (the step's default unless swept)
   std::string name() const {
     return std::string(half ? "fp16" : "fp32") + (nhwc ? " nhwc" : " nchw") + " n" + std::to_string(n) + " c" +
            std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(h) + " " + train::bn_act_name(act) + " " +
-           train::bn_path_name(path) + (from_x ? " mask-from-x" : "") + (misaligned ? " misaligned" : "");
+           train::bn_path_name(path) + (from_x ? " mask-from-x" : "") + (misaligned ? " misaligned" : "") +
+           (is_default_grid() ? "" : " grid " + std::to_string(grid.blocks_per_sm) + ":" + std::to_string(grid.row_bytes));
+  }
+  bool is_default_grid() const {
+    return grid.blocks_per_sm == kernels::BnGridTuning{}.blocks_per_sm && grid.row_bytes == kernels::BnGridTuning{}.row_bytes;
   }
 };
 
@@ -184,7 +189,7 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   r.act = k.act, r.path = k.path, r.half = k.half, r.h = h, r.mode = train::bn_mode_for(k.nhwc), r.relu = d.relu;
   r.y_desc = d.y, r.bn_desc = d.bn, r.elems = s.size();
   r.shape = {k.n, k.c, s.hw, k.nhwc, k.half};
-  r.geo = kernels::bn_geometry(k.nhwc, k.n, k.c, s.hw, k.half ? 2 : 4, sms);
+  r.geo = kernels::bn_geometry(k.nhwc, k.n, k.c, s.hw, k.half ? 2 : 4, sms, k.grid);
   r.x = b.x.ptr(), r.out = b.y.ptr(), r.scratch = b.scratch.ptr(), r.relu_from_x = k.from_x;
   r.gamma = b.gamma.f(), r.beta = b.beta.f(), r.dgamma = b.dgamma.f(), r.dbeta = b.dbeta.f();
   r.run_mean = b.run_mean.f(), r.run_var = b.run_var.f(), r.save_mean = b.save_mean.f(), r.save_inv = b.save_inv.f();
@@ -238,6 +243,9 @@ bool run_case(const Case& k, cudnnHandle_t h, int sms, std::string& line) {
   return true;
 }
 
+// The step's default grid first, then others the settings select.
+const kernels::BnGridTuning kGrids[] = {kernels::BnGridTuning{}, {4, 128}, {8, 128}, {4, 512}, {1, 256}};
+
 TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
   cudaDeviceProp prop{};
   if (!have_gpu(prop)) GTEST_SKIP() << "no GPU";
@@ -266,14 +274,20 @@ TEST(TrainBnLayerGpu, EveryKindAndPathMatchesTheFloat64Reference) {
               if (misaligned && path != BnPath::kernels) continue;
               // The N = 1 and 1x1 shapes are the own kernels' odd cases, not cuDNN's.
               if ((sh.n == 1 || sh.h == 1) && path != BnPath::kernels) continue;
-              const Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x, misaligned};
-              std::string line;
-              const bool done = run_case(k, h, prop.multiProcessorCount, line);
-              std::printf("  %-52s %s\n", k.name().c_str(), line.c_str());
-              ++(done ? ran : not_run);
-              // The step's own shapes (64 channels) run on every path it can take.
-              if (sh.c == 64) EXPECT_TRUE(done) << k.name() << ": " << line;
-              if (done && path == BnPath::cudnn) ++cudnn_fused;
+              // The own kernels also on the other grids the step can be set to
+              // (NODEBENCH_TRAIN_BN_BLOCKS_PER_SM / _ROW_BYTES): more block columns of narrower rows,
+              // more chunks; each its own workspace size.
+              for (const kernels::BnGridTuning& grid : kGrids) {
+                Case k{sh.n, sh.c, sh.h, nhwc, half, act, path, from_x, misaligned, grid};
+                if (&grid != &kGrids[0] && (k.is_default_grid() || path != BnPath::kernels || variant != 0)) continue;
+                std::string line;
+                const bool done = run_case(k, h, prop.multiProcessorCount, line);
+                std::printf("  %-64s %s\n", k.name().c_str(), line.c_str());
+                ++(done ? ran : not_run);
+                // The step's own shapes (64 channels) run on every path it can take.
+                if (sh.c == 64) EXPECT_TRUE(done) << k.name() << ": " << line;
+                if (done && path == BnPath::cudnn) ++cudnn_fused;
+              }
             }
           }
   std::printf("%d cases run, %d not run by cuDNN (%d on cuDNN's fused calls)\n", ran, not_run, cudnn_fused);

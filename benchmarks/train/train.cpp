@@ -227,6 +227,7 @@ void run_train_case(CaseContext& ctx, const Prec& P, bool nhwc, int64_t batch) {
   cfg.loss_scale = train::default_loss_scale(P);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   cfg.fusion = train::fusion_setting(ctx.settings());
+  cfg.bn_grid = train::bn_grid_setting(ctx.settings());
   skip_past_plateau(ctx, series, P, batch, cfg.fusion != train::Fusion::off, cfg.images_nchw);
   try {
     train::TrainStep st(cfg, cudnn::libraries(ctx, g.index), g.index, g.name, ctx.stream());

@@ -134,6 +134,7 @@ void DpRun::start() {
   cfg.loss_scale = train::default_loss_scale(P_);
   cfg.lr = kernels::sgd_lr_for_batch(cfg.batch);
   cfg.fusion = train::fusion_setting(ctx_.settings());  // the same step as the train family's
+  cfg.bn_grid = train::bn_grid_setting(ctx_.settings());
   std::vector<train_dp::EngineGpu> gpus;
   for (const GpuInfo* g : ctx_.gpus()) gpus.push_back({g->index, g->name, cudnn::libraries(ctx_, g->index)});
   try {

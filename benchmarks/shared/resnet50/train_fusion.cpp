@@ -20,10 +20,26 @@ const SettingRegistrar kConvLayout({"NODEBENCH_TRAIN_CONV_LAYOUT", SettingKind::
                                     "NCHW step in NHWC on tensor cores (cc >= 7.0, tf32/fp16), converting the images each "
                                     "step; input: the images' layout",
                                     "train", false, false, nullptr, "--conv-layout", {"auto", "input"}});
+const SettingRegistrar kBnBlocks({"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", SettingKind::integer, "train_bn_blocks_per_sm",
+                                   kernels::kBnBlocksPerSm, 32, false,
+                                   "=N blocks per multiprocessor the train step's own batch-norm reductions aim at "
+                                   "(default " + std::to_string(kernels::kBnBlocksPerSm) + ", at most 32)",
+                                   "train"});
+const SettingRegistrar kBnRowBytes({"NODEBENCH_TRAIN_BN_ROW_BYTES", SettingKind::choice, "train_bn_row_bytes",
+                                    std::to_string(kernels::kBnRowBytes), 0, false,
+                                    "=128|256|512 bytes of channel vectors a row of the train step's NHWC batch-norm "
+                                    "reductions covers (default " + std::to_string(kernels::kBnRowBytes) + ")",
+                                    "train", false, false, nullptr, "", {"128", "256", "512"}});
 }  // namespace
 
 ConvLayoutSetting conv_layout_setting(const Settings& s) {
   return s.choice("NODEBENCH_TRAIN_CONV_LAYOUT") == "input" ? ConvLayoutSetting::input : ConvLayoutSetting::automatic;
+}
+kernels::BnGridTuning bn_grid_setting(const Settings& s) {
+  kernels::BnGridTuning t;
+  t.blocks_per_sm = int(s.integer("NODEBENCH_TRAIN_BN_BLOCKS_PER_SM"));
+  t.row_bytes = std::stoi(s.choice("NODEBENCH_TRAIN_BN_ROW_BYTES"));
+  return t;
 }
 const char* conv_layout_setting_name(ConvLayoutSetting c) { return c == ConvLayoutSetting::input ? "input" : "auto"; }
 

@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/train/train_vec.hpp"
+
 namespace nb {
 class Settings;
 }
@@ -67,6 +69,12 @@ BnChoice fallback_after_not_supported(const std::string& call, const std::string
 enum class ConvLayoutSetting : int { automatic = 0, input = 1 };
 ConvLayoutSetting conv_layout_setting(const Settings& s);  // NODEBENCH_TRAIN_CONV_LAYOUT
 const char* conv_layout_setting_name(ConvLayoutSetting c);  // "auto", "input"
+// The grid of the step's own batch-norm reductions (kernels/train/train_vec.hpp's BnGridTuning):
+// NODEBENCH_TRAIN_BN_BLOCKS_PER_SM (whole number, 1..32) and NODEBENCH_TRAIN_BN_ROW_BYTES (128, 256
+// or 512: the bytes of channel vectors an NHWC block row covers), defaults kBnBlocksPerSm and
+// kBnRowBytes. For measuring other grids in the whole step; the results record both
+// (settings.train_bn_blocks_per_sm, settings.train_bn_row_bytes).
+kernels::BnGridTuning bn_grid_setting(const Settings& s);
 // Whether the step runs NHWC: cc as major * 10 + minor, `precision` fp32, tf32 or fp16.
 bool step_runs_nhwc(int cc, const std::string& precision, bool input_nhwc, ConvLayoutSetting c);
 

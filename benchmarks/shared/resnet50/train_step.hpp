@@ -54,6 +54,7 @@ struct StepConfig {
   float loss_scale = 1.f;  // the initial loss scale (default_loss_scale); fp16 adapts it, others keep it
   uint64_t data_seed = 0;  // added to the seeds of the images and labels (each GPU of train_dp its own batch)
   Fusion fusion = Fusion::on;  // NODEBENCH_TRAIN_FUSION (train_fusion.hpp)
+  kernels::BnGridTuning bn_grid;  // the own batch-norm reductions' grid (bn_grid_setting, train_fusion.hpp)
   // Whether buffers not needed at the same time share memory (step_memory.hpp); false gives every
   // one its own, for the GPU test that the planned step computes what the unplanned one does.
   bool share_memory = true;

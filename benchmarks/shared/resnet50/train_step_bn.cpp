@@ -42,7 +42,7 @@ void TrainStep::bn_prepare(Layer& L) {
   Impl& I = *impl_;
   const auto& c = *L.spec;
   L.shape = {cfg_.batch, c.k, int64_t(c.out_hw()) * c.out_hw(), cfg_.nhwc, half_};
-  L.geo = kernels::bn_geometry(cfg_.nhwc, cfg_.batch, c.k, L.shape.hw, int(elem_), I.sms);
+  L.geo = kernels::bn_geometry(cfg_.nhwc, cfg_.batch, c.k, L.shape.hw, int(elem_), I.sms, cfg_.bn_grid);
   // The stem's batch norm + ReLU output is read backward only as its mask when the step's own max
   // pool keeps its argmax (the fused settings): its kernels then recompute the mask from x.
   const bool output_kept = L.spec != &net_.convs[0] || cfg_.fusion == Fusion::off;
