@@ -32,17 +32,33 @@ __device__ bool last_of_column(int chunks) {
   return last;
 }
 
-// FP64 sums of K values per channel over the column's chunks: this thread adds chunks y, y + ny,
-// ... (add_chunk(g, v)), then a tree over y (threads idx and idx + off nx). The totals are in the thread
-// with y == 0; every thread of the block calls it.
-template <int K, class Add>
-__device__ void column_sums(int chunks, int y, int ny, int nx, int idx, bool valid, const Add& add_chunk,
+// FP64 sums of K values per channel over the column's chunks: this thread takes chunks y, y + ny,
+// ... in that order (fetch(g, f) loads chunk g's K partials, add(v, f) adds them), kColumnLoads
+// chunks' loads issued before their adds (a thread may have tens of chunks: one load in flight at a
+// time would make this finalize longer than the pass), then a tree over y (threads idx and
+// idx + off nx). The totals are in the thread with y == 0; every thread of the block calls it.
+constexpr int kColumnLoads = 4;
+template <int K, class Fetch, class Add>
+__device__ void column_sums(int chunks, int y, int ny, int nx, int idx, bool valid, const Fetch& fetch, const Add& add,
                             double (&v)[K]) {
   __shared__ double sd[K][kVecThreads];
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = 0;
-  if (valid)
-    for (int g = y; g < chunks; g += ny) add_chunk(g, v);
+  if (valid) {
+    int g = y;
+    for (; g + (kColumnLoads - 1) * ny < chunks; g += kColumnLoads * ny) {
+      float f[kColumnLoads][K];
+#pragma unroll
+      for (int r = 0; r < kColumnLoads; ++r) fetch(g + r * ny, f[r]);
+#pragma unroll
+      for (int r = 0; r < kColumnLoads; ++r) add(v, f[r]);
+    }
+    for (; g < chunks; g += ny) {
+      float f[K];
+      fetch(g, f);
+      add(v, f);
+    }
+  }
 #pragma unroll
   for (int k = 0; k < K; ++k) sd[k][idx] = v[k];
   __syncthreads();
@@ -64,11 +80,10 @@ __device__ void fwd_column(const Ws& ws, int chunks, int c, int64_t ch, bool val
                            const FwdFinal& a) {
   const double k = valid ? double(part(ws.p1, 0, c, ch)) : 0.0;
   double v[3];
-  column_sums<3>(chunks, y, ny, nx, idx, valid,
-                 [&](int g, double(&s)[3]) {
-                   bn_shifted_add(s, k, part(ws.p0, g, c, ch), part(ws.p1, g, c, ch), part(ws.p2, g, c, ch));
-                 },
-                 v);
+  column_sums<3>(
+      chunks, y, ny, nx, idx, valid,
+      [&](int g, float(&f)[3]) { f[0] = part(ws.p0, g, c, ch), f[1] = part(ws.p1, g, c, ch), f[2] = part(ws.p2, g, c, ch); },
+      [&](double(&s)[3], const float(&f)[3]) { bn_shifted_add(s, k, f[0], f[1], f[2]); }, v);
   if (y != 0 || !valid) return;
   double mean = 0, m2 = 0;
   bn_shifted_result(v, k, mean, m2);
@@ -238,8 +253,9 @@ template <class S>
 __device__ void bwd_column(const Ws& ws, int chunks, int c, int64_t ch, bool valid, int y, int ny, int nx, int idx,
                            const SumArgs<S>& a) {
   double v[2];
-  column_sums<2>(chunks, y, ny, nx, idx, valid,
-                 [&](int g, double(&s)[2]) { s[0] += part(ws.p0, g, c, ch), s[1] += part(ws.p1, g, c, ch); }, v);
+  column_sums<2>(
+      chunks, y, ny, nx, idx, valid, [&](int g, float(&f)[2]) { f[0] = part(ws.p0, g, c, ch), f[1] = part(ws.p1, g, c, ch); },
+      [&](double(&s)[2], const float(&f)[2]) { s[0] += f[0], s[1] += f[1]; }, v);
   if (y != 0 || !valid) return;
   float dx[4];
   bn_backward_coefficients(v[0], v[1], a.count, a.gamma_all[ch], a.save_mean[ch], a.save_inv[ch], a.dgamma[ch],
