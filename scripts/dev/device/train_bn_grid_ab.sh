@@ -10,7 +10,8 @@
 # they matter to NHWC only). MAX_TIME (2) is each run's --max-time; ALGO_CACHE (default
 # $OUT/grid_cache.json, started from the committed H200 cache) is shared by the runs.
 # Files in $OUT: grid_ab.txt (a line per run: point, grid, round, step ms, images/s, bn ms, then
-# each grid's median over the rounds), grid_<point>_<grid>_<round>.json and .log.
+# each grid's median over the rounds and, per point, the grid of the fastest median step:
+# "fastest step: POINT GRID"), grid_<point>_<grid>_<round>.json and .log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 2
 case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
@@ -58,5 +59,8 @@ for line in open(sys.argv[1]):
 print("median over rounds: point, grid, step ms, bn ms, runs")
 for (p, g), v in runs.items():
     print(f"  {p:16s} {g:7s} {statistics.median(x[0] for x in v):8.2f} {statistics.median(x[1] for x in v):8.2f} {len(v)}")
+for p in dict.fromkeys(p for p, _ in runs):
+    best = min((statistics.median(x[0] for x in v), g) for (q, g), v in runs.items() if q == p)
+    print(f"fastest step: {p} {best[1]}")
 PY
 exit $rc
