@@ -185,7 +185,7 @@ TEST(TrainBnGrid, NhwcCoversEveryRowAndChannelOnce) {
   EXPECT_EQ(a.threads_x, 8);
   EXPECT_EQ(a.blocks_x, 1);
   expect_nhwc_coverage(a, 64);
-  const BnGeometry b = bn_geometry(true, 3, 2048, 9, 2, 4);  // 256 vectors: 32 x 8 threads, 8 blocks across
+  const BnGeometry b = bn_geometry(true, 3, 2048, 9, 2, 4, BnGridTuning{4, 512});  // 256 vectors: 32 x 8 threads, 8 blocks across
   EXPECT_EQ(b.threads_x, 32);
   EXPECT_EQ(b.blocks_x, 8);
   expect_nhwc_coverage(b, 2048);
@@ -203,34 +203,37 @@ TEST(TrainBnGrid, NhwcCoversEveryRowAndChannelOnce) {
 }
 
 TEST(TrainBnGrid, NhwcRowsSpanAtMostTheirBytes) {
-  // The step's rows: a warp of vectors whatever their width (kBnRowBytes is 32 x 16 bytes).
-  EXPECT_EQ(bn_geometry(true, 8, 2048, 49, 4, 132).threads_x, 32);
-  EXPECT_EQ(bn_geometry(true, 8, 63, 49, 4, 132).threads_x, 32);
-  EXPECT_EQ(bn_geometry(true, 8, 12, 49, 4, 132).threads_x, 4);
+  // Rows of 512 bytes: a warp of vectors whatever their width (32 x 16 bytes).
+  const BnGridTuning wide{4, 512};
+  EXPECT_EQ(bn_geometry(true, 8, 2048, 49, 4, 132, wide).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 63, 49, 4, 132, wide).threads_x, 32);
+  EXPECT_EQ(bn_geometry(true, 8, 12, 49, 4, 132, wide).threads_x, 4);
   for (int elem : {2, 4})
-    for (int64_t c = 1; c <= 4200; ++c) {  // the step's grid: the smallest power of two >= min(vectors, 32)
-      const BnGeometry g = bn_geometry(true, 8, c, 49, elem, 132);
+    for (int64_t c = 1; c <= 4200; ++c) {  // the smallest power of two >= min(vectors, 32)
+      const BnGeometry g = bn_geometry(true, 8, c, 49, elem, 132, wide);
       const int64_t want = std::min<int64_t>(c / g.width, 32);
       ASSERT_TRUE(g.threads_x >= want && g.threads_x < 2 * want) << c << " channels: " << g.threads_x;
       ASSERT_EQ(g.threads_x & (g.threads_x - 1), 0);
     }
-  // Rows of at most 128 bytes: threads_x x width x element bytes <= 128, and no wider than the
-  // channel vectors there are (rounded up to a power of two), at most a warp.
+  // The step's rows (kBnRowBytes), at most 128 bytes: threads_x x width x element bytes <= 128, and
+  // no wider than the channel vectors there are (rounded up to a power of two), at most a warp.
+  EXPECT_EQ(kBnRowBytes, 128);
   struct Case {
     int64_t c;
     int elem, width, tx;
   };
   for (const Case k : {Case{2048, 4, 4, 8}, Case{2048, 2, 8, 8}, Case{63, 4, 1, 32}, Case{1026, 4, 2, 16},
                        Case{1026, 2, 2, 32}, Case{12, 4, 4, 4}, Case{4, 4, 4, 1}}) {
-    const BnGeometry g = bn_geometry(true, 8, k.c, 49, k.elem, 132, BnGridTuning{4, 128});
+    const BnGeometry g = bn_geometry(true, 8, k.c, 49, k.elem, 132);
     EXPECT_EQ(g.width, k.width) << k.c;
     EXPECT_EQ(g.threads_x, k.tx) << k.c << " channels of " << k.elem << " bytes";
     EXPECT_EQ(g.threads_y, 256 / k.tx);
     expect_nhwc_coverage(g, k.c);
   }
-  // Twice the blocks per SM, twice the chunks (2 block columns: 264 -> 528, enough rows).
+  // Twice the blocks per SM, twice the chunks (8 block columns: 66 -> 132, enough rows).
   EXPECT_EQ(bn_geometry(true, 256, 256, 3136, 4, 132, BnGridTuning{8, kBnRowBytes}).chunks,
             2 * bn_geometry(true, 256, 256, 3136, 4, 132).chunks);
+  EXPECT_EQ(bn_geometry(true, 256, 256, 3136, 4, 132).chunks, 66);  // 64 vectors of 4 floats, 8 a row: ceil(528 / 8)
 }
 
 TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
@@ -241,8 +244,8 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   EXPECT_EQ(stem.chunks, 528);
   // Little work: each thread at least bn_stats_unroll(8) = 4 rows, so few chunks: 98 rows / (8 x 4)
   // -> 4 with 32-wide rows, 98 / (32 x 4) -> 1 with 8-wide ones (rows of 128 bytes).
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 4);
-  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132, BnGridTuning{4, 128}).chunks, 1);
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132, BnGridTuning{4, 512}).chunks, 4);
+  EXPECT_EQ(bn_geometry(true, 2, 2048, 49, 2, 132).chunks, 1);
   // FP32 NCHW 512 x 7x7 at batch 64: scalar loads (49 odd), 16 a thread, so the 3136 items of a
   // channel are one block's (256 x 16 = 4096 >= 3136): one chunk, no partials to combine.
   const BnGeometry small = bn_geometry(false, 64, 512, 49, 4, 132);
@@ -258,8 +261,8 @@ TEST(TrainBnGrid, ChunksFillTheGpuWithinTheirLimit) {
   EXPECT_EQ(bn_geometry(false, 64, kBnMaxColumns + 1, 4096, 4, 100000).chunks, 1);
   EXPECT_GT(bn_geometry(false, 64, kBnMaxColumns, 4096, 4, 100000).chunks, 1);
   // NHWC FP32, 4-wide: 32 threads across, so c / 32 columns (those of the one-element grid).
-  EXPECT_EQ(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns + 4, 1, 4, 1 << 20).chunks, 1);
-  EXPECT_GT(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns, 1, 4, 1 << 20).chunks, 1);
+  EXPECT_EQ(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns + 4, 1, 4, 1 << 20, BnGridTuning{4, 512}).chunks, 1);
+  EXPECT_GT(bn_geometry(true, 64, int64_t(32) * kBnMaxColumns, 1, 4, 1 << 20, BnGridTuning{4, 512}).chunks, 1);
   // Rows of 128 bytes: 8 threads across, c / 8 columns; 256 rows, 2 chunks where the tickets suffice.
   EXPECT_EQ(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns + 4, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);
   EXPECT_GT(bn_geometry(true, 256, int64_t(8) * kBnMaxColumns, 1, 4, 1 << 20, BnGridTuning{4, 128}).chunks, 1);

@@ -152,15 +152,14 @@ constexpr int kBnMaxColumns = 1 << 16;
 // Blocks per multiprocessor the reductions aim at (256 threads each: half an SM's threads on the
 // GPUs from sm_61 on, so registers never limit the grid to fewer resident blocks).
 constexpr int kBnBlocksPerSm = 4;
-// Bytes of channel vectors the threads_x threads of an NHWC block row cover at most. 512 (32
-// threads of 16-byte vectors, a warp) is the grid measured in the step
-// (results/h100/2026-12-07-train-fp32-3/). Narrower rows (128 bytes: one line, four 32-byte
-// sectors, still whole lines per warp) give more block columns and fewer chunks in each, so the
-// last block of a column combines fewer partials: with 32 vectors of 4 floats that block adds
-// 528 chunks of 128 channels alone, which the bandwidth table's NHWC statistics pass suggests is
-// longer than the pass on small layers. Not measured yet: nodebench_bn_bandwidth --row-bytes 128
-// (BN_SWEEP="4:128" in scripts/dev/device/train_fp32_session.sh) is the comparison.
-constexpr int kBnRowBytes = 512;
+// Bytes of channel vectors the threads_x threads of an NHWC block row cover at most: 128 (one
+// line, four 32-byte sectors: 8 threads of 16-byte vectors). Wider rows (512: a warp of vectors)
+// give fewer block columns with more chunks each, so a column's last block combines more partials
+// (with 32 vectors of 4 floats, 528 chunks of 128 channels); measured on an H100 with
+// nodebench_bn_bandwidth (results/h100/2026-12-07-bn-grid/), the NHWC statistics pass is faster
+// with 128-byte rows at b64 and b256 and the NHWC passes together at b64, the same at b256 within
+// the runs' spread. Other widths: NODEBENCH_TRAIN_BN_ROW_BYTES, --row-bytes of the tool.
+constexpr int kBnRowBytes = 128;
 
 // What the reductions' grid aims at; the defaults are the step's, other values are for the
 // bandwidth tool's sweeps (nodebench_bn_bandwidth --blocks-per-sm, --row-bytes).

@@ -35,7 +35,7 @@
 # ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3),
 # BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
 # list, e.g. "4:128 8:512 2:512": bn_bandwidth_<blocks>_<bytes>.json and a table of the step's ratios;
-# the step's grid is 4:512, kernels/train/train_vec.hpp).
+# the step's grid is 4:128, kernels/train/train_vec.hpp).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json
 # (train_fp32_ratio_input.json for the points with :input),
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
