@@ -307,9 +307,12 @@ TEST(TrainBnGridSetting, DefaultsAreTheKernelsConstantsAndBadValuesNameTheVariab
   EXPECT_EQ(d.blocks_per_sm, kernels::kBnBlocksPerSm);
   EXPECT_EQ(d.row_bytes, kernels::kBnRowBytes);
   const kernels::BnGridTuning t = train::bn_grid_setting(
-      Settings::from_map({{"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "8"}, {"NODEBENCH_TRAIN_BN_ROW_BYTES", "128"}}));
+      Settings::from_map({{"NODEBENCH_TRAIN_BN_BLOCKS_PER_SM", "8"}, {"NODEBENCH_TRAIN_BN_ROW_BYTES", "256"}}));
+  // Values other than the defaults, so that a parser ignoring either setting fails.
+  ASSERT_NE(kernels::kBnBlocksPerSm, 8);
+  ASSERT_NE(kernels::kBnRowBytes, 256);
   EXPECT_EQ(t.blocks_per_sm, 8);
-  EXPECT_EQ(t.row_bytes, 128);
+  EXPECT_EQ(t.row_bytes, 256);
   const json rec = Settings::from_map({{"NODEBENCH_TRAIN_BN_ROW_BYTES", "256"}}).to_json();
   EXPECT_EQ(rec["train_bn_row_bytes"], "256");
   EXPECT_EQ(rec["train_bn_blocks_per_sm"], kernels::kBnBlocksPerSm);
