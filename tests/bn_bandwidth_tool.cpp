@@ -3,8 +3,13 @@
 // the GPU's copy bandwidth. For each layout and batch, each distinct (channels, positions, residual
 // add) of the step's 53 batch norms runs its forward and backward once, then each of its four
 // passes (fwd_stats, fwd_apply, bwd_reduce, bwd_apply: the reductions with their finalize, in one launch each) is timed
-// alone --reps times, the L2 flushed before each (a cudaMemsetAsync over twice the L2 between the
-// events), so that the pass reads from device memory as the step's large layers do. Bytes are
+// alone --reps times, the L2 flushed before each, outside the events, so that the pass reads from
+// device memory as the step's large layers do. --flush clean (the default) reads a buffer of twice
+// the L2 (the memory family's read kernel): the L2 then holds clean lines only, and the pass's
+// misses evict nothing that must be written back; --flush dirty writes that buffer
+// (cudaMemsetAsync, as before 2026-12-07): the L2 is left full of dirty lines, whose write-back to
+// device memory the pass's own misses then pay for (about one written byte per byte a read-only
+// pass reads, while the whole L2 is dirty), bytes the pass does not count. Bytes are
 // what the pass must move (kernels/train/bn_traffic.hpp); GB/s are 1e9 bytes per second of the
 // median launch. Per pass class, the step's figure weights each shape by its layer count
 // (its bytes over its time, summed over the step's layers).
@@ -12,7 +17,7 @@
 // written, as the memory family counts; scripts/dev/device/train_fp32_session.sh passes it), else
 // this tool's own cudaMemcpyAsync device to device of 1 GiB, counted the same way.
 //   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]
-//                          [--blocks-per-sm N] [--row-bytes B] [--out FILE]
+//                          [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--out FILE]
 // (the last two sweep the reductions' grid, kernels/train/train_vec.hpp's BnGridTuning).
 // Prints a table per layout and batch; --out writes everything as JSON. Exit 2 on bad arguments,
 // 1 on a CUDA failure, 3 without a GPU.
@@ -32,6 +37,7 @@
 
 #include "base/error.hpp"
 #include "base/resources.hpp"
+#include "kernels/memory/memory_kernels.cuh"
 #include "kernels/train/bn_traffic.hpp"
 #include "kernels/train/train_bn_kernels.cuh"
 #include "kernels/train/train_kernels.cuh"
@@ -50,13 +56,14 @@ struct Args {
   int reps = 10;
   double copy_gbps = 0;
   std::string out;
+  bool dirty_flush = false;  // --flush dirty: the L2 left full of dirty lines before each launch
   kernels::BnGridTuning tune;  // the reductions' grid: the step's unless swept
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "nodebench_bn_bandwidth: " << why
             << "\nusage: nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]"
-               " [--blocks-per-sm N] [--row-bytes B] [--out FILE]\n";
+               " [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--out FILE]\n";
   std::exit(2);
 }
 
@@ -106,7 +113,10 @@ Args parse(int argc, char** argv) {
                 << kernels::kBnBlocksPerSm << ")\n"
                 << "  --row-bytes B  NHWC: bytes of channel vectors a block row covers at most (default: the step's, "
                 << kernels::kBnRowBytes << ")\n"
-                << "  --out FILE    everything as JSON\n";
+                << "  --flush F     how the L2 is emptied before each timed launch: clean (default; a read of twice\n"
+                   "                the L2, so it holds clean lines) or dirty (a memset of twice the L2: the launch\n"
+                   "                also pays for writing those dirty lines back)\n"
+                   "  --out FILE    everything as JSON\n";
       std::exit(0);
     }
     if (i + 1 >= argc) usage(o + " needs a value");
@@ -128,6 +138,9 @@ Args parse(int argc, char** argv) {
       a.tune.blocks_per_sm = integer("--blocks-per-sm", v, 1, 64);
     } else if (o == "--row-bytes") {
       a.tune.row_bytes = integer("--row-bytes", v, 1, 4096);
+    } else if (o == "--flush") {
+      if (v != "clean" && v != "dirty") usage("--flush: '" + v + "' is not clean or dirty");
+      a.dirty_flush = v == "dirty";
     } else if (o == "--out") {
       a.out = v;
     } else {
@@ -176,13 +189,28 @@ struct Events {
   Events& operator=(const Events&) = delete;
 };
 
+// What empties the L2 before a timed launch: a buffer of twice the L2, read (clean) or written
+// (dirty), and the read kernel's per-block partial sums.
+struct Flush {
+  float* buf = nullptr;
+  size_t bytes = 0;
+  float* partial = nullptr;
+  unsigned blocks = 0;
+  bool dirty = false;
+  void run(cudaStream_t s, int i) const {
+    if (dirty) NB_CUDA(cudaMemsetAsync(buf, i & 0xff, bytes, s));
+    else kernels::launch_stream(s, kernels::StreamOp::read, buf, nullptr, nullptr, 0.f, bytes / 16, partial, blocks, 256);
+    NB_CUDA(cudaGetLastError());
+  }
+};
+
 // Median seconds of `reps` launches of f, each after an L2 flush outside the timed interval.
 template <class F>
-double timed(cudaStream_t s, void* flush, size_t flush_bytes, int reps, F&& f) {
+double timed(cudaStream_t s, const Flush& flush, int reps, F&& f) {
   Events e;
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    NB_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s));
+    flush.run(s, i);
     NB_CUDA(cudaEventRecord(e.a, s));
     f();
     NB_CUDA(cudaGetLastError());
@@ -213,8 +241,7 @@ double memcpy_gbps(cudaStream_t s) {
 
 // One shape at one batch: the four passes' seconds.
 std::array<double, kernels::kBnPasses> run_shape(cudaStream_t s, const Shape& sh, int batch, bool nhwc, int sms,
-                                                 kernels::BnGridTuning tune, void* flush, size_t flush_bytes,
-                                                 int reps) {
+                                                 kernels::BnGridTuning tune, const Flush& flush, int reps) {
   const size_t e = size_t(batch) * size_t(sh.c) * size_t(sh.hw), c = size_t(sh.c);
   kernels::BnShape shape{batch, sh.c, sh.hw, nhwc, false};
   const kernels::BnGeometry geo = kernels::bn_geometry(nhwc, batch, sh.c, sh.hw, 4, sms, tune);
@@ -248,7 +275,7 @@ std::array<double, kernels::kBnPasses> run_shape(cudaStream_t s, const Shape& sh
     const BnPass pass = BnPass(k);
     const unsigned which = pass == BnPass::fwd_stats || pass == BnPass::bwd_reduce ? kernels::kBnReducePass
                                                                                     : kernels::kBnApplyPass;
-    t[size_t(k)] = timed(s, flush, flush_bytes, reps, [&] {
+    t[size_t(k)] = timed(s, flush, reps, [&] {
       if (pass == BnPass::fwd_stats || pass == BnPass::fwd_apply) {
         kernels::BnForward a = f;
         a.passes = which;
@@ -283,8 +310,12 @@ int main(int argc, char** argv) {
     NB_CUDA(cudaGetDeviceProperties(&prop, 0));
     Stream st;
     const cudaStream_t s = st.get();
-    const size_t flush_bytes = std::max<size_t>(2 * size_t(prop.l2CacheSize), size_t(64) << 20);
-    DeviceBuffer flush(flush_bytes);
+    const size_t flush_bytes = std::max<size_t>(2 * size_t(prop.l2CacheSize), size_t(64) << 20) / 16 * 16;
+    const unsigned flush_blocks = unsigned(4 * prop.multiProcessorCount);
+    DeviceBuffer flush_buf(flush_bytes), flush_partial(size_t(flush_blocks) * sizeof(float));
+    NB_CUDA(cudaMemsetAsync(flush_buf.get(), 0, flush_bytes, s));  // what the clean flush reads: defined values
+    const Flush flush{static_cast<float*>(flush_buf.get()), flush_bytes, static_cast<float*>(flush_partial.get()),
+                      flush_blocks, a.dirty_flush};
     const double own_copy = memcpy_gbps(s);
     const double ref = a.copy_gbps > 0 ? a.copy_gbps : own_copy;
     json doc = {{"tool", "nodebench_bn_bandwidth"},
@@ -294,14 +325,15 @@ int main(int argc, char** argv) {
                 {"blocks_per_sm", a.tune.blocks_per_sm},
                 {"row_bytes", a.tune.row_bytes},
                 {"l2_flush_bytes", flush_bytes},
+                {"l2_flush", a.dirty_flush ? "dirty" : "clean"},
                 {"memcpy_d2d_gbps", own_copy},
                 {"reference_gbps", ref},
                 {"reference", a.copy_gbps > 0 ? "--copy-gbps (the memory family's copy)" : "memcpy_d2d_gbps (1 GiB)"},
                 {"rows", json::array()},
                 {"step", json::array()}};
     const auto shapes = step_shapes();
-    std::printf("batch-norm passes, FP32, %s; reference %.0f GB/s (%s)\n", prop.name, ref,
-                a.copy_gbps > 0 ? "memory family copy" : "cudaMemcpy D2D");
+    std::printf("batch-norm passes, FP32, %s; reference %.0f GB/s (%s); L2 flush %s\n", prop.name, ref,
+                a.copy_gbps > 0 ? "memory family copy" : "cudaMemcpy D2D", a.dirty_flush ? "dirty" : "clean");
     for (const auto& layout : a.layouts)
       for (int batch : a.batches) {
         const bool nhwc = layout == "nhwc";
@@ -309,7 +341,7 @@ int main(int argc, char** argv) {
         std::string worst_at[kernels::kBnPasses];
         std::fill(std::begin(worst), std::end(worst), 1e30);
         for (const Shape& sh : shapes) {
-          const auto t = run_shape(s, sh, batch, nhwc, prop.multiProcessorCount, a.tune, flush.get(), flush_bytes, a.reps);
+          const auto t = run_shape(s, sh, batch, nhwc, prop.multiProcessorCount, a.tune, flush, a.reps);
           const int64_t e = int64_t(batch) * sh.c * sh.hw;
           json row = {{"layout", layout}, {"batch", batch}, {"c", sh.c}, {"hw", sh.hw}, {"add", sh.add},
                       {"relu", sh.relu}, {"layers", sh.layers}, {"elems", e}};

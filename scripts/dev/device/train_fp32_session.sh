@@ -35,7 +35,8 @@
 # ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3),
 # BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
 # list, e.g. "4:128 8:512 2:512": bn_bandwidth_<blocks>_<bytes>.json and a table of the step's ratios;
-# the step's grid is 4:128, kernels/train/train_vec.hpp).
+# the step's grid is 4:128, kernels/train/train_vec.hpp), BN_DIRTY (1: part 3 also with the L2 left
+# dirty before each launch, bn_bandwidth_dirty.json; part 3's default flush leaves it clean).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json
 # (train_fp32_ratio_input.json for the points with :input),
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
@@ -97,6 +98,12 @@ PY
   timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} \
     --out "$OUT/bn_bandwidth.json" > "$RAW/bn_bandwidth.txt" 2>&1 || rc=1
   cat "$RAW/bn_bandwidth.txt" >> "$OUT/session.log"
+  # The same with the dirty flush (BN_DIRTY=1, the default): the L2 left full of dirty lines
+  # before each launch, as this tool measured before 2026-12-07 (nodebench_bn_bandwidth --help).
+  if [ "${BN_DIRTY:-1}" = 1 ]; then
+    timeout "$(tmo 150)" build/tests/nodebench_bn_bandwidth --reps "$BN_REPS" ${copy:+--copy-gbps "$copy"} --flush dirty \
+      --out "$OUT/bn_bandwidth_dirty.json" > "$RAW/bn_bandwidth_dirty.txt" 2>&1 || rc=1
+  fi
   # The reductions' grid swept (BN_SWEEP="blocks_per_sm:row_bytes ..."), each against the same copy.
   for v in ${BN_SWEEP:-}; do
     case $v in [0-9]*:[0-9]*) ;; *) note "BN_SWEEP: '$v' is not blocks_per_sm:row_bytes"; rc=2; continue ;; esac
@@ -105,14 +112,15 @@ PY
       --blocks-per-sm "$bps" --row-bytes "$rb" --out "$OUT/bn_bandwidth_${bps}_${rb}.json" \
       > "$RAW/bn_bandwidth_${bps}_${rb}.txt" 2>&1 || rc=1
   done
-  if [ -n "${BN_SWEEP:-}" ]; then
+  if compgen -G "$OUT/bn_bandwidth_*.json" > /dev/null; then
     python3 - "$OUT"/bn_bandwidth*.json <<'PY' 2>&1 | tee -a "$OUT/session.log"
 import json, sys
-print("batch-norm grid sweep: step-weighted ratio to the copy per pass (blocks/SM, NHWC row bytes)")
+print("batch-norm bandwidth per run: step-weighted ratio to the copy per pass (blocks/SM, NHWC row bytes, L2 flush)")
 for f in sys.argv[1:]:
     d = json.load(open(f))
     for st in d["step"]:
-        print(f"{d.get('blocks_per_sm', '?'):>3}/SM {d.get('row_bytes', '?'):>4} B  {st['layout']}/b{st['batch']:<4}",
+        print(f"{d.get('blocks_per_sm', '?'):>3}/SM {d.get('row_bytes', '?'):>4} B {d.get('l2_flush', 'dirty'):>5}  "
+              f"{st['layout']}/b{st['batch']:<4}",
               "  ".join(f"{k} {st[k]['ratio']:.3f}" for k in ("fwd_stats", "fwd_apply", "bwd_reduce", "bwd_apply", "all")))
 PY
   fi
