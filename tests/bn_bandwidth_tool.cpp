@@ -17,7 +17,9 @@
 // written, as the memory family counts; scripts/dev/device/train_fp32_session.sh passes it), else
 // this tool's own cudaMemcpyAsync device to device of 1 GiB, counted the same way.
 //   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]
-//                          [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--out FILE]
+//                          [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--shapes S] [--out FILE]
+// (--shapes keeps the listed layer shapes, CxHW with +add for a residual add, e.g. 512x49,2048x49+add:
+// what a profiler run of the small layers needs).
 // (the last two sweep the reductions' grid, kernels/train/train_vec.hpp's BnGridTuning).
 // Prints a table per layout and batch; --out writes everything as JSON. Exit 2 on bad arguments,
 // 1 on a CUDA failure, 3 without a GPU.
@@ -57,13 +59,14 @@ struct Args {
   double copy_gbps = 0;
   std::string out;
   bool dirty_flush = false;  // --flush dirty: the L2 left full of dirty lines before each launch
+  std::vector<std::string> shapes;  // --shapes: only these layer shapes (CxHW[+add]); empty: all
   kernels::BnGridTuning tune;  // the reductions' grid: the step's unless swept
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "nodebench_bn_bandwidth: " << why
             << "\nusage: nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]"
-               " [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--out FILE]\n";
+               " [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--shapes S] [--out FILE]\n";
   std::exit(2);
 }
 
@@ -116,6 +119,8 @@ Args parse(int argc, char** argv) {
                 << "  --flush F     how the L2 is emptied before each timed launch: clean (default; a read of twice\n"
                    "                the L2, so it holds clean lines) or dirty (a memset of twice the L2: the launch\n"
                    "                also pays for writing those dirty lines back)\n"
+                   "  --shapes S    comma list of the layer shapes to run, CxHW with +add for a residual add\n"
+                   "                (e.g. 512x49,2048x49+add); default all of ResNet-50's\n"
                    "  --out FILE    everything as JSON\n";
       std::exit(0);
     }
@@ -141,6 +146,9 @@ Args parse(int argc, char** argv) {
     } else if (o == "--flush") {
       if (v != "clean" && v != "dirty") usage("--flush: '" + v + "' is not clean or dirty");
       a.dirty_flush = v == "dirty";
+    } else if (o == "--shapes") {
+      a.shapes = split(v);
+      if (a.shapes.empty()) usage("--shapes: empty");
     } else if (o == "--out") {
       a.out = v;
     } else {
@@ -172,6 +180,26 @@ std::vector<Shape> step_shapes() {
   }
   std::vector<Shape> out;
   for (const auto& [k, n] : count) out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k) == 2, std::get<2>(k) != 0, n});
+  return out;
+}
+
+std::string shape_name(const Shape& s) { return std::to_string(s.c) + "x" + std::to_string(s.hw) + (s.add ? "+add" : ""); }
+
+// The step's shapes named in `names` (all when empty); a name that is none of them: exit 2 naming
+// the ones there are.
+std::vector<Shape> selected_shapes(const std::vector<std::string>& names) {
+  const auto all = step_shapes();
+  if (names.empty()) return all;
+  std::vector<Shape> out;
+  for (const auto& n : names) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const Shape& s) { return shape_name(s) == n; });
+    if (it == all.end()) {
+      std::string known;
+      for (const auto& s : all) known += (known.empty() ? "" : ", ") + shape_name(s);
+      usage("--shapes: '" + n + "' is not a batch-norm shape of ResNet-50 (" + known + ")");
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const Shape& s) { return shape_name(s) == n; })) out.push_back(*it);
+  }
   return out;
 }
 
@@ -300,6 +328,7 @@ std::string fixed(double v, int d) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  const auto shapes = selected_shapes(a.shapes);  // a bad name exits 2 before the GPU is looked for
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
     std::cerr << "nodebench_bn_bandwidth: no CUDA device\n";
@@ -326,12 +355,12 @@ int main(int argc, char** argv) {
                 {"row_bytes", a.tune.row_bytes},
                 {"l2_flush_bytes", flush_bytes},
                 {"l2_flush", a.dirty_flush ? "dirty" : "clean"},
+                {"shapes", a.shapes.empty() ? json("all") : json(a.shapes)},
                 {"memcpy_d2d_gbps", own_copy},
                 {"reference_gbps", ref},
                 {"reference", a.copy_gbps > 0 ? "--copy-gbps (the memory family's copy)" : "memcpy_d2d_gbps (1 GiB)"},
                 {"rows", json::array()},
                 {"step", json::array()}};
-    const auto shapes = step_shapes();
     std::printf("batch-norm passes, FP32, %s; reference %.0f GB/s (%s); L2 flush %s\n", prop.name, ref,
                 a.copy_gbps > 0 ? "memory family copy" : "cudaMemcpy D2D", a.dirty_flush ? "dirty" : "clean");
     for (const auto& layout : a.layouts)
@@ -352,7 +381,7 @@ int main(int argc, char** argv) {
             bytes[k] += by * sh.layers, secs[k] += t[size_t(k)] * sh.layers;
             if (gbps / ref < worst[k]) {
               worst[k] = gbps / ref;
-              worst_at[k] = std::to_string(sh.c) + "x" + std::to_string(sh.hw) + (sh.add ? "+add" : "");
+              worst_at[k] = shape_name(sh);
             }
           }
           doc["rows"].push_back(row);

@@ -36,7 +36,10 @@
 # BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
 # list, e.g. "4:128 8:512 2:512": bn_bandwidth_<blocks>_<bytes>.json and a table of the step's ratios;
 # the step's grid is 4:128, kernels/train/train_vec.hpp), BN_DIRTY (1: part 3 also with the L2 left
-# dirty before each launch, bn_bandwidth_dirty.json; part 3's default flush leaves it clean).
+# dirty before each launch, bn_bandwidth_dirty.json; part 3's default flush leaves it clean), NCU (0;
+# 1: after part 3, Nsight Compute on the reductions of the layers NCU_SHAPES, default
+# "512x49,2048x49+add,64x3136", at b64 in both layouts: time, device-memory bytes, occupancy,
+# launch and warp-state sections, no clock or cache control: ncu_bn.csv).
 # Files in $OUT: session.log, summary.txt (the tables), summary.json, train_fp32_ratio.json
 # (train_fp32_ratio_input.json for the points with :input),
 # bn_bandwidth.json, raw/ (nodebench and PyTorch files and logs; JSON gzip-compressed at the end).
@@ -123,6 +126,20 @@ for f in sys.argv[1:]:
               f"{st['layout']}/b{st['batch']:<4}",
               "  ".join(f"{k} {st[k]['ratio']:.3f}" for k in ("fwd_stats", "fwd_apply", "bwd_reduce", "bwd_apply", "all")))
 PY
+  fi
+fi
+
+# 3b. (NCU=1) where the reductions' time goes on the small layers, which hold the statistics pass
+# back at b64 (results/h100/2026-12-07-train-fp32-4/)
+if [ "${NCU:-0}" = 1 ]; then
+  if command -v ncu > /dev/null; then
+    note "== Nsight Compute on the reductions of ${NCU_SHAPES:=512x49,2048x49+add,64x3136} ($(left) s left)"
+    timeout "$(tmo 150)" ncu --clock-control none --cache-control none -k 'regex:(stats|sums)_n' --launch-count 60 \
+      --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
+      build/tests/nodebench_bn_bandwidth --shapes "$NCU_SHAPES" --batches 64 --reps 2 > "$OUT/ncu_bn.csv" 2>&1 || rc=1
+  else
+    note "NCU=1: ncu is not on the PATH"
   fi
 fi
 
