@@ -30,7 +30,7 @@
 # layout), e.g. POINTS="tf32/nchw:256 fp32/nchw:256 tf32/nchw:256:input"; the summary's `conv`
 # column says the layout each ran in, the input points compared apart (train_fp32_ratio_input.json).
 # Environment: OUT (default ./gpu-out), BUDGET_S (480), POINTS ("fp32/nchw:64 fp32/nchw:256
-# tf32/nchw:256 tf32/nhwc:256"), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
+# tf32/nchw:256 tf32/nhwc:256"; empty: none), TORCH_MODES (eager,compile,reduce-overhead), ROUND_S (1: seconds
 # per timed round, either side), TESTS (gtest filter; empty: none), BN_REPS (5), ARCHS (from the GPU),
 # ALGO_CACHE (nodebench's --algo-cache file), SEED_CACHE (1), BN (1; 0 leaves out part 3),
 # BN_SWEEP (after part 3's default grid, the bandwidth again per "blocks_per_sm:row_bytes" of the
@@ -51,7 +51,7 @@ START=$(date +%s)
 BUDGET_S=${BUDGET_S:-480}
 OUT=${OUT:-$PWD/gpu-out}
 RAW=$OUT/raw
-POINTS=${POINTS:-fp32/nchw:64 fp32/nchw:256 tf32/nchw:256 tf32/nhwc:256}
+POINTS=${POINTS-fp32/nchw:64 fp32/nchw:256 tf32/nchw:256 tf32/nhwc:256}
 TORCH_MODES=${TORCH_MODES:-eager,compile,reduce-overhead}
 ROUND_S=${ROUND_S:-1}
 TESTS=${TESTS-TrainBnLayerGpu.*:TrainFusionGpu.*}
