@@ -8,8 +8,8 @@
 // the L2 (the memory family's read kernel): the L2 then holds clean lines only, and the pass's
 // misses evict nothing that must be written back; --flush dirty writes that buffer
 // (cudaMemsetAsync, as before 2026-12-07): the L2 is left full of dirty lines, whose write-back to
-// device memory the pass's own misses then pay for (about one written byte per byte a read-only
-// pass reads, while the whole L2 is dirty), bytes the pass does not count. Bytes are
+// device memory the pass's own misses then pay for (on an H100 a read-only pass wrote up to about
+// 25 MB a launch, results/h100/2026-12-07-train-fp32-4/), bytes the pass does not count. Bytes are
 // what the pass must move (kernels/train/bn_traffic.hpp); GB/s are 1e9 bytes per second of the
 // median launch. Per pass class, the step's figure weights each shape by its layer count
 // (its bytes over its time, summed over the step's layers).
@@ -18,9 +18,9 @@
 // this tool's own cudaMemcpyAsync device to device of 1 GiB, counted the same way.
 //   nodebench_bn_bandwidth [--layouts nchw,nhwc] [--batches 64,256] [--reps 10] [--copy-gbps G]
 //                          [--blocks-per-sm N] [--row-bytes B] [--flush clean|dirty] [--shapes S] [--out FILE]
-// (--shapes keeps the listed layer shapes, CxHW with +add for a residual add, e.g. 512x49,2048x49+add:
-// what a profiler run of the small layers needs).
-// (the last two sweep the reductions' grid, kernels/train/train_vec.hpp's BnGridTuning).
+// (--blocks-per-sm and --row-bytes sweep the reductions' grid, kernels/train/train_vec.hpp's
+// BnGridTuning; --shapes keeps the listed layer shapes, CxHW with +add for a residual add, e.g.
+// 512x49,2048x49+add: what a profiler run of the small layers needs).
 // Prints a table per layout and batch; --out writes everything as JSON. Exit 2 on bad arguments,
 // 1 on a CUDA failure, 3 without a GPU.
 #include <algorithm>
