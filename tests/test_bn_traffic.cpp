@@ -73,20 +73,32 @@ TEST(BnLaneChannels, EveryLaneOfEveryVectorInBothLayouts) {
     }
 }
 
-TEST(BnLaneChannels, NchwItemOffsetWithFastDivIsThePlainOne) {
-  const int64_t N = 3, C = 5;
+TEST(BnLaneChannels, NchwWalkVisitsThePlainOffsets) {
+  // A thread of the NCHW reductions starts at item j0 (< step) of its channel, its image found by
+  // the FastDiv, then walks by the grid's step; every offset is nchw_item_offset's. Steps below,
+  // at and above a plane's items, and many planes at once.
+  const int64_t N = 7, C = 5;
   for (int64_t hw : {1, 7, 12, 49})
     for (int width : {1, 2, 4}) {
       if (hw % width) continue;
-      const FastDiv pp = make_fast_div(uint64_t(hw / width));
-      std::set<uint64_t> seen;
-      for (int64_t ch = 0; ch < C; ++ch)
-        for (uint64_t j = 0; j < uint64_t(N * hw / width); ++j) {
-          const uint64_t at = nchw_item_offset(j, uint64_t(ch), uint64_t(C), uint64_t(hw), width, pp);
-          ASSERT_EQ(at, nchw_item_offset(j, ch, C, hw, width)) << hw << " " << width << " " << j;
-          seen.insert(at);
-        }
-      EXPECT_EQ(seen.size(), size_t(N * C * hw / width));  // every vector of the tensor, once
+      const uint64_t per_plane = uint64_t(hw / width), items = uint64_t(N) * per_plane;
+      const FastDiv pp = make_fast_div(per_plane);
+      for (uint64_t step : {uint64_t(1), uint64_t(3), per_plane - 1 + (per_plane == 1), per_plane, per_plane + 1,
+                            3 * per_plane + 2, items - 1 + (items == 1), items + 5}) {
+        const NchwStride st = nchw_stride(step, C, hw, width);
+        std::set<uint64_t> seen;
+        for (int64_t ch = 0; ch < C; ++ch)
+          for (uint64_t j0 = 0; j0 < step && j0 < items; ++j0) {
+            NchwWalk w;
+            const uint64_t image = fast_div(j0, pp);
+            w.start(image, j0 - image * per_plane, uint64_t(ch), uint64_t(C), uint64_t(hw), width);
+            for (uint64_t j = j0; j < items; j += step, w.advance(st)) {
+              ASSERT_EQ(w.off, nchw_item_offset(j, ch, C, hw, width)) << hw << " " << width << " " << step << " " << j;
+              ASSERT_TRUE(seen.insert(w.off).second) << "visited twice: " << w.off;
+            }
+          }
+        EXPECT_EQ(seen.size(), size_t(N * C * hw / width)) << hw << " " << width << " " << step;  // every vector once
+      }
     }
 }
 

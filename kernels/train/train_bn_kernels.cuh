@@ -7,9 +7,10 @@
 // x - k and (x - k)^2 in FP32 with k its first value, the threads' partial count, mean and sum of
 // squared deviations combined with Chan et al.'s parallel formula, so a mean far from zero loses
 // nothing to cancellation), finalized in the same launch: the last block of each column (an
-// atomic ticket) combines the column's chunks in FP64 (shifted sums around the first chunk's mean)
-// into cuDNN's saved mean and inverse standard deviation, the running averages and each channel's
-// scale and shift; then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the
+// atomic ticket) combines the column's chunks in FP64 (shifted sums around the first chunk's
+// mean), and an NCHW column of one chunk finalizes from its block's own summary, into cuDNN's
+// saved mean and inverse standard deviation, the running averages and each channel's scale and
+// shift; then one elementwise pass y = act(scale x + shift [+ residual]): BN apply, the
 // residual add and the ReLU read x once and write y once.
 // Backward, two launches: per-channel sums of g and g * xhat in one pass (g = dy masked by the
 // ReLU: by its output y > 0 after a residual add, by that output recomputed from x otherwise, so

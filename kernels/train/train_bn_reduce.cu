@@ -1,7 +1,8 @@
 // Batch norm's reductions, each one launch with its finalize (see train_bn_kernels.cuh): the
 // forward's statistics and the backward's sums. Every block reduces its share into one partial per
 // channel and chunk; the last block of a column to finish (an atomic ticket) combines the column's
-// partials in FP64 with all its threads and writes the per-channel results.
+// partials in FP64 with all its threads and writes the per-channel results; with one chunk an
+// NCHW block is its channel's only one and finalizes it from its own summary, without partials.
 #include <type_traits>
 
 #include "train_bn_device.cuh"
@@ -18,25 +19,27 @@ using vec::store;
 __device__ unsigned g_tickets[kBnMaxColumns];
 
 // Called by every thread after the block wrote its partials: whether this block is its column's
-// last (then every other block's partials are visible to it). One chunk: every block is.
+// last (then every other block's partials are visible to it). One chunk: every block is. Only
+// thread 0 fences, around its ticket, the barriers ordering the block's other threads' partials
+// before its fence and the other blocks' after it (as a grid-wide barrier does).
 __device__ bool last_of_column(int chunks) {
   __shared__ bool last;
-  if (chunks > 1) __threadfence();  // this thread's partials before the ticket
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0) {
-    if (chunks > 1) __threadfence();  // the block's partials (ordered before it by the barrier) before the ticket
+    if (chunks > 1) __threadfence();  // the block's partials before the ticket
     last = chunks <= 1 || atomicInc(&g_tickets[blockIdx.x], unsigned(chunks - 1)) == unsigned(chunks - 1);
+    if (last && chunks > 1) __threadfence();  // the column's partials after it
   }
   __syncthreads();
-  if (last && chunks > 1) __threadfence();
   return last;
 }
 
 // FP64 sums of K values per channel over the column's chunks: this thread takes chunks y, y + ny,
 // ... in that order (fetch(g, f) loads chunk g's K partials, add(v, f) adds them), kColumnLoads
-// chunks' loads issued before their adds (a thread may have tens of chunks: one load in flight at a
-// time would make this finalize longer than the pass), then a tree over y (threads idx and
-// idx + off nx). The totals are in the thread with y == 0; every thread of the block calls it.
+// chunks' loads issued before their adds, the last fewer than kColumnLoads as well (a thread may
+// have tens of chunks: one load in flight at a time would make this finalize longer than the
+// pass), then a tree over y (threads idx and idx + off nx). The totals are in the thread with
+// y == 0; every thread of the block calls it.
 constexpr int kColumnLoads = 4;
 template <int K, class Fetch, class Add>
 __device__ void column_sums(int chunks, int y, int ny, int nx, int idx, bool valid, const Fetch& fetch, const Add& add,
@@ -53,10 +56,14 @@ __device__ void column_sums(int chunks, int y, int ny, int nx, int idx, bool val
 #pragma unroll
       for (int r = 0; r < kColumnLoads; ++r) add(v, f[r]);
     }
-    for (; g < chunks; g += ny) {
-      float f[K];
-      fetch(g, f);
-      add(v, f);
+    if (g < chunks) {  // the last chunks (fewer than kColumnLoads): their loads issued together too
+      float f[kColumnLoads][K];
+#pragma unroll
+      for (int r = 0; r < kColumnLoads; ++r)
+        if (g + r * ny < chunks) fetch(g + r * ny, f[r]);
+#pragma unroll
+      for (int r = 0; r < kColumnLoads; ++r)
+        if (g + r * ny < chunks) add(v, f[r]);
     }
   }
 #pragma unroll
@@ -75,6 +82,26 @@ __device__ void column_sums(int chunks, int y, int ny, int nx, int idx, bool val
 
 __device__ __forceinline__ float part(const float* p, int g, int c, int64_t ch) { return __ldcg(p + size_t(g) * c + ch); }
 
+// Channel ch's outputs from its (count, mean, M2): the saved statistics, the running averages and
+// the coefficient table (mean, scale, shift after the scale).
+__device__ void fwd_finalize(const Ws& ws, int64_t ch, double n, double mean, double m2, const FwdFinal& a) {
+  // Every read before the first write (the compiler cannot move a read past a write through
+  // another pointer: four dependent round trips otherwise).
+  const float gamma = a.gamma[ch], beta = a.beta[ch];
+  float run_mean = a.running_mean[ch], run_var = a.running_var[ch], save_mean, save_inv, coef[3];
+  bn_forward_finalize(n, mean, m2, gamma, beta, a.eps, a.factor, run_mean, run_var, save_mean, save_inv, coef);
+  a.running_mean[ch] = run_mean, a.running_var[ch] = run_var, a.save_mean[ch] = save_mean, a.save_inv[ch] = save_inv;
+  for (int j = 0; j < 3; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];
+}
+
+// The finalize's reads of channel ch (gamma, beta, the running averages) requested into the L2 when
+// a block starts, so that the block which finalizes, after its pass, does not wait on device memory
+// for them (a hint: no register held, nothing waits on it).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+__device__ __forceinline__ void prefetch_final(const FwdFinal& a, int64_t ch) {
+  prefetch_l2(a.gamma + ch), prefetch_l2(a.beta + ch), prefetch_l2(a.running_mean + ch), prefetch_l2(a.running_var + ch);
+}
+
 // The forward's finalize of channel ch from its chunks' (count, mean, M2), as shifted sums.
 __device__ void fwd_column(const Ws& ws, int chunks, int c, int64_t ch, bool valid, int y, int ny, int nx, int idx,
                            const FwdFinal& a) {
@@ -87,10 +114,7 @@ __device__ void fwd_column(const Ws& ws, int chunks, int c, int64_t ch, bool val
   if (y != 0 || !valid) return;
   double mean = 0, m2 = 0;
   bn_shifted_result(v, k, mean, m2);
-  float coef[3];
-  bn_forward_finalize(v[0], mean, m2, a.gamma[ch], a.beta[ch], a.eps, a.factor, a.running_mean[ch],
-                      a.running_var[ch], a.save_mean[ch], a.save_inv[ch], coef);
-  for (int j = 0; j < 3; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];  // mean, scale, shift after the scale
+  fwd_finalize(ws, ch, v[0], mean, m2, a);
 }
 
 // ---- forward statistics: per block and channel (count, mean, M2) -------------------------------
@@ -122,6 +146,12 @@ __global__ void __launch_bounds__(kVecThreads) stats_nhwc_k(const S* x, int64_t 
   __shared__ float sh_n[kVecThreads], sh_m[kVecThreads * W], sh_q[kVecThreads * W];
   const int cvs = c / W, cv = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
+  // The finalize: the column's blockDim.x W channels at once, thread t channel t % cols of the
+  // column and every lanes-th chunk from t / cols (the channels' partials loaded together, not W
+  // finalizes one after another).
+  const int cols = int(blockDim.x) * W, lanes = int(blockDim.x * blockDim.y) / cols;
+  const int64_t ch = int64_t(blockIdx.x) * cols + t % cols;
+  if (t < cols && ch < c) prefetch_final(fin, ch);
   Shifted<W> acc;
   if (cv < cvs) {
     const int64_t step = int64_t(gridDim.y) * blockDim.y;
@@ -160,47 +190,82 @@ __global__ void __launch_bounds__(kVecThreads) stats_nhwc_k(const S* x, int64_t 
     }
   }
   if (!last_of_column(chunks)) return;
-  for (int j = 0; j < W; ++j)
-    fwd_column(ws, chunks, c, int64_t(cv) * W + j, cv < cvs, int(threadIdx.y), int(blockDim.y), int(blockDim.x), t, fin);
+  fwd_column(ws, chunks, c, ch, ch < c, t / cols, lanes, cols, t, fin);
 }
 
-// A block's 256 one-channel summaries combined into thread 0's.
-__device__ void block_chan(float* sh_n, float* sh_m, float* sh_q) {
-  const unsigned t = threadIdx.x;
-  __syncthreads();
-  for (unsigned off = blockDim.x / 2; off > 0; off >>= 1) {
-    if (t < off) chan_combine(sh_n[t], sh_m[t], sh_q[t], sh_n[t + off], sh_m[t + off], sh_q[t + off]);
-    __syncthreads();
+// Chan's combination over a warp by shuffles: lane 0 ends with the warp's summary.
+__device__ __forceinline__ void warp_chan(float& n, float& m, float& q) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const float nb = __shfl_down_sync(0xffffffffu, n, off), mb = __shfl_down_sync(0xffffffffu, m, off),
+                qb = __shfl_down_sync(0xffffffffu, q, off);
+    chan_combine(n, m, q, nb, mb, qb);
   }
 }
 
-// NCHW: the items of channel blockIdx.x (its n planes in width-W vectors), the plane of an item
-// found by a FastDiv by the items per plane.
+// A block's one-channel summaries combined into thread 0's: each warp's by shuffles, then the
+// warps' in warp 0 (one barrier instead of a shared-memory tree's eight). blockDim.x: a multiple of
+// 32, at most 1024; every thread calls it.
+__device__ void block_chan(float& n, float& m, float& q) {
+  __shared__ float sn[32], sm[32], sq[32];
+  const unsigned lane = threadIdx.x & 31u, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  warp_chan(n, m, q);
+  if (lane == 0) sn[w] = n, sm[w] = m, sq[w] = q;
+  __syncthreads();
+  if (w != 0) return;
+  n = lane < warps ? sn[lane] : 0.f, m = lane < warps ? sm[lane] : 0.f, q = lane < warps ? sq[lane] : 0.f;
+  warp_chan(n, m, q);
+}
+
+// The same for two sums (the backward's), into thread 0's.
+__device__ void block_sum2(float& a, float& b) {
+  __shared__ float sa[32], sb[32];
+  const unsigned lane = threadIdx.x & 31u, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) a += __shfl_down_sync(0xffffffffu, a, off), b += __shfl_down_sync(0xffffffffu, b, off);
+  if (lane == 0) sa[w] = a, sb[w] = b;
+  __syncthreads();
+  if (w != 0) return;
+  a = lane < warps ? sa[lane] : 0.f, b = lane < warps ? sb[lane] : 0.f;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) a += __shfl_down_sync(0xffffffffu, a, off), b += __shfl_down_sync(0xffffffffu, b, off);
+}
+
+// NCHW: the items of channel blockIdx.x (its n planes in width-W vectors), a thread's first item's
+// plane found by a FastDiv by the items per plane, the next ones walked (NchwWalk).
 template <class S, int W>
-__global__ void __launch_bounds__(kVecThreads) stats_nchw_k(const S* x, int64_t items, int c, int64_t hw, FastDiv per_plane, Ws ws, int chunks,
-                             FwdFinal fin) {
+__global__ void __launch_bounds__(kVecThreads)
+    stats_nchw_k(const S* x, int64_t items, int c, int64_t hw, FastDiv per_plane, NchwStride stride, Ws ws, int chunks,
+                 FwdFinal fin) {
   constexpr int U = bn_stats_unroll(W);
-  __shared__ float sh_n[kVecThreads], sh_m[kVecThreads], sh_q[kVecThreads];
   const int ch = blockIdx.x;
+  if (threadIdx.x == 0) prefetch_final(fin, ch);
   Shifted<W> acc;
-  const int64_t step = int64_t(gridDim.y) * blockDim.x;
-  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += U * step) {
+  const int64_t step = int64_t(gridDim.y) * blockDim.x, j0 = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
+  NchwWalk at;
+  const uint64_t image = fast_div(uint64_t(j0), per_plane);
+  at.start(image, uint64_t(j0) - image * per_plane.d, uint64_t(ch), uint64_t(c), uint64_t(hw), W);
+  for (int64_t j = j0; j < items; j += U * step) {
     float v[U][W];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (j + u * step < items)
-        load<W>(x, nchw_item_offset(uint64_t(j + u * step), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane), v[u]);
+    for (int u = 0; u < U; ++u) {
+      if (j + u * step < items) load<W>(x, at.off, v[u]);
+      at.advance(stride);
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (j + u * step < items) acc.add(v[u], true);
   }
-  const float n = float(acc.cnt) * W;
-  sh_n[threadIdx.x] = n;
-  acc.summary(0, n, sh_m[threadIdx.x], sh_q[threadIdx.x]);
-  block_chan(sh_n, sh_m, sh_q);
+  float n = float(acc.cnt) * W, m = 0.f, q = 0.f;
+  acc.summary(0, n, m, q);
+  block_chan(n, m, q);
+  if (chunks == 1) {  // the channel's only block: its summary is the channel's, no partials to combine
+    if (threadIdx.x == 0) fwd_finalize(ws, ch, n, m, q, fin);
+    return;
+  }
   if (threadIdx.x == 0) {
     const size_t i = size_t(blockIdx.y) * c + ch;
-    ws.p0[i] = sh_n[0], ws.p1[i] = sh_m[0], ws.p2[i] = sh_q[0];
+    ws.p0[i] = n, ws.p1[i] = m, ws.p2[i] = q;
   }
   if (!last_of_column(chunks)) return;
   fwd_column(ws, chunks, c, ch, true, int(threadIdx.x), int(blockDim.x), 1, int(threadIdx.x), fin);
@@ -247,6 +312,18 @@ struct SumArgs {
   double count;
 };
 
+// Channel ch's outputs from its sums sum(g), sum(g xhat): dgamma, dbeta and the coefficient table.
+template <class S>
+__device__ void bwd_finalize(const Ws& ws, int64_t ch, double sg, double sgx, const SumArgs<S>& a) {
+  const float gamma = a.gamma_all[ch], mean = a.save_mean[ch], inv = a.save_inv[ch],
+              beta = a.beta_fwd ? a.beta_fwd[ch] : 0.f;  // every read before the first write
+  float dx[4], dgamma, dbeta;
+  bn_backward_coefficients(sg, sgx, a.count, gamma, mean, inv, dgamma, dbeta, dx);
+  a.dgamma[ch] = dgamma, a.dbeta[ch] = dbeta;
+  const float coef[kBnCoefs] = {dx[0], dx[1], dx[2], dx[3], mean, bn_scale(gamma, inv), beta};
+  for (int j = 0; j < kBnCoefs; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];
+}
+
 // The backward's finalize of channel ch: dgamma, dbeta and dx's coefficients, then the forward's
 // mean, scale and shift (a ReLU mask recomputed from x).
 template <class S>
@@ -257,12 +334,7 @@ __device__ void bwd_column(const Ws& ws, int chunks, int c, int64_t ch, bool val
       chunks, y, ny, nx, idx, valid, [&](int g, float(&f)[2]) { f[0] = part(ws.p0, g, c, ch), f[1] = part(ws.p1, g, c, ch); },
       [&](double(&s)[2], const float(&f)[2]) { s[0] += f[0], s[1] += f[1]; }, v);
   if (y != 0 || !valid) return;
-  float dx[4];
-  bn_backward_coefficients(v[0], v[1], a.count, a.gamma_all[ch], a.save_mean[ch], a.save_inv[ch], a.dgamma[ch],
-                           a.dbeta[ch], dx);
-  const float coef[kBnCoefs] = {dx[0], dx[1], dx[2], dx[3], a.save_mean[ch], bn_scale(a.gamma_all[ch], a.save_inv[ch]),
-                                a.beta_fwd ? a.beta_fwd[ch] : 0.f};
-  for (int j = 0; j < kBnCoefs; ++j) ws.coef[size_t(j) * ws.cs + ch] = coef[j];
+  bwd_finalize(ws, ch, v[0], v[1], a);
 }
 
 template <class S, int W, int M>
@@ -317,52 +389,58 @@ __global__ void __launch_bounds__(kVecThreads) sums_nhwc_k(const S* x, const S* 
     }
   }
   if (!last_of_column(chunks)) return;
-  for (int j = 0; j < W; ++j)
-    bwd_column(ws, chunks, c, int64_t(cv) * W + j, cv < cvs, int(threadIdx.y), int(blockDim.y), int(blockDim.x), t, a);
+  // The column's blockDim.x W channels finalized at once, as the statistics' (stats_nhwc_k).
+  const int cols = int(blockDim.x) * W, lanes = int(blockDim.x * blockDim.y) / cols;
+  const int64_t ch = int64_t(blockIdx.x) * cols + t % cols;
+  bwd_column(ws, chunks, c, ch, ch < c, t / cols, lanes, cols, t, a);
 }
 
 template <class S, int W, int M>
 __global__ void __launch_bounds__(kVecThreads)
     sums_nchw_k(const S* x, const S* y, const S* dy, SumArgs<S> a, int64_t items, int c, int64_t hw,
-                            FastDiv per_plane, Ws ws, int chunks) {
+                            FastDiv per_plane, NchwStride stride, Ws ws, int chunks) {
   constexpr int U = bn_stats_unroll(W) / 2;
-  __shared__ float sh_g[kVecThreads], sh_gx[kVecThreads];
   const int ch = blockIdx.x;
   float sg = 0.f, sgx = 0.f;
   ChanCoefs<W> cc;
 #pragma unroll
   for (int j = 0; j < W; ++j) cc.load(j, ch, true, a.save_mean, a.save_inv, a.gamma, a.beta);
-  const int64_t step = int64_t(gridDim.y) * blockDim.x;
-  for (int64_t j = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; j < items; j += U * step) {
+  const int64_t step = int64_t(gridDim.y) * blockDim.x, j0 = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
+  NchwWalk walk;
+  const uint64_t image = fast_div(uint64_t(j0), per_plane);
+  walk.start(image, uint64_t(j0) - image * per_plane.d, uint64_t(ch), uint64_t(c), uint64_t(hw), W);
+  for (int64_t j = j0; j < items; j += U * step) {
     float xv[U][W], dv[U][W], yv[U][W];
-    uint64_t at[U];
+    NchwWalk at = walk;  // walked again for dz's stores (three registers, not U offsets)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (j + u * step >= items) continue;
-      at[u] = nchw_item_offset(uint64_t(j + u * step), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane);
-      load<W>(x, at[u], xv[u]);
-      load<W>(dy, at[u], dv[u]);
-      if (M == kMaskFromY) load<W>(y, at[u], yv[u]);
+      if (j + u * step < items) {
+        load<W>(x, walk.off, xv[u]);
+        load<W>(dy, walk.off, dv[u]);
+        if (M == kMaskFromY) load<W>(y, walk.off, yv[u]);
+      }
+      walk.advance(stride);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (j + u * step >= items) continue;
-      float g[W], gx[W];
-      grad_terms<W, M, sizeof(S) == 2>(xv[u], dv[u], yv[u], cc, g, gx);
+      if (j + u * step < items) {
+        float g[W], gx[W];
+        grad_terms<W, M, sizeof(S) == 2>(xv[u], dv[u], yv[u], cc, g, gx);
 #pragma unroll
-      for (int k = 0; k < W; ++k) sg += g[k], sgx += gx[k];
-      if (a.dz) store<W>(a.dz, at[u], g);
+        for (int k = 0; k < W; ++k) sg += g[k], sgx += gx[k];
+        if (a.dz) store<W>(a.dz, at.off, g);
+      }
+      at.advance(stride);
     }
   }
-  sh_g[threadIdx.x] = sg, sh_gx[threadIdx.x] = sgx;
-  __syncthreads();
-  for (unsigned off = blockDim.x / 2; off > 0; off >>= 1) {
-    if (threadIdx.x < off) sh_g[threadIdx.x] += sh_g[threadIdx.x + off], sh_gx[threadIdx.x] += sh_gx[threadIdx.x + off];
-    __syncthreads();
+  block_sum2(sg, sgx);
+  if (chunks == 1) {  // the channel's only block: its sums are the channel's
+    if (threadIdx.x == 0) bwd_finalize(ws, ch, sg, sgx, a);
+    return;
   }
   if (threadIdx.x == 0) {
     const size_t i = size_t(blockIdx.y) * c + ch;
-    ws.p0[i] = sh_g[0], ws.p1[i] = sh_gx[0];
+    ws.p0[i] = sg, ws.p1[i] = sgx;
   }
   if (!last_of_column(chunks)) return;
   bwd_column(ws, chunks, c, ch, true, int(threadIdx.x), int(blockDim.x), 1, int(threadIdx.x), a);
@@ -370,6 +448,10 @@ __global__ void __launch_bounds__(kVecThreads)
 
 FastDiv per_plane_div(const BnShape& sh, const BnGeometry& g) {
   return make_fast_div(uint64_t(sh.hw / (g.width < 1 ? 1 : g.width)));
+}
+// The NCHW kernels' step between a thread's items: the grid's threads of a column.
+NchwStride nchw_step(const BnShape& sh, const BnGeometry& g) {
+  return nchw_stride(uint64_t(g.chunks) * uint64_t(g.threads_x), sh.c, sh.hw, g.width < 1 ? 1 : g.width);
 }
 
 }  // namespace
@@ -383,7 +465,9 @@ void launch_stats(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const 
     constexpr int W = decltype(w)::value;
     const S* x = static_cast<const S*>(xp);
     if (sh.nhwc) stats_nhwc_k<S, W><<<grid, block, 0, s>>>(x, g.rows, c, ws, g.chunks, fin);
-    else stats_nchw_k<S, W><<<grid, block, 0, s>>>(x, g.items, c, sh.hw, per_plane_div(sh, g), ws, g.chunks, fin);
+    else
+      stats_nchw_k<S, W><<<grid, block, 0, s>>>(x, g.items, c, sh.hw, per_plane_div(sh, g), nchw_step(sh, g), ws, g.chunks,
+                                                 fin);
   });
 }
 
@@ -401,7 +485,9 @@ void launch_sums(cudaStream_t s, const BnShape& sh, const BnGeometry& g, const B
     auto sums = [&](auto mode) {
       constexpr int M = decltype(mode)::value;
       if (sh.nhwc) sums_nhwc_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.rows, c, ws, g.chunks);
-      else sums_nchw_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.items, c, sh.hw, per_plane_div(sh, g), ws, g.chunks);
+      else
+        sums_nchw_k<S, W, M><<<grid, block, 0, s>>>(x, y, dy, sa, g.items, c, sh.hw, per_plane_div(sh, g), nchw_step(sh, g),
+                                                    ws, g.chunks);
     };
     if (a.mask == kMaskFromY) sums(std::integral_constant<int, kMaskFromY>{});
     else if (from_x) sums(std::integral_constant<int, kMaskFromX>{});

@@ -122,17 +122,45 @@ NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, int64_t ch, int64_t c, in
   return (img * uint64_t(c) + uint64_t(ch)) * uint64_t(hw) + v * uint64_t(width);
 }
 
-// The same offset with the items of a plane (hw / width) as a FastDiv: what the kernels compute.
-NB_VEC_HD inline uint64_t nchw_item_offset(uint64_t j, uint64_t ch, uint64_t c, uint64_t hw, int width,
-                                           const FastDiv& per_plane) {
-  const uint64_t img = fast_div(j, per_plane), v = j - img * per_plane.d;
-  return (img * c + ch) * hw + v * uint64_t(width);
+// The same offsets walked: a thread of an NCHW reduction visits items j, j + step, j + 2 step, ...
+// of its channel; NchwWalk keeps item j's offset and its place in its plane, so each next item
+// costs a few additions (nchw_stride, once per launch on the host) instead of a 64-bit division and
+// multiplications. hw a multiple of width (channel_vec_width makes it one in NCHW).
+struct NchwStride {
+  uint64_t off = 0;   // the offset's change for a step that stays within its image's plane
+  uint64_t wrap = 0;  // the further change when the step passes the plane's end: to the next image
+  uint32_t v = 0;     // items the step moves within a plane: step % per_plane
+  uint32_t per_plane = 1;
+};
+NB_VEC_HD inline NchwStride nchw_stride(uint64_t step, int64_t c, int64_t hw, int width) {
+  NchwStride s;
+  s.per_plane = uint32_t(hw / width);
+  const uint64_t images = step / s.per_plane;
+  s.v = uint32_t(step - images * s.per_plane);
+  s.off = images * uint64_t(c) * uint64_t(hw) + uint64_t(s.v) * uint64_t(width);
+  s.wrap = uint64_t(c) * uint64_t(hw) - uint64_t(hw);  // plane end of image i to plane start of i + 1
+  return s;
 }
+struct NchwWalk {
+  uint64_t off = 0;
+  uint32_t v = 0;
+  // Item j of channel ch: image j / per_plane, place j % per_plane.
+  NB_VEC_HD void start(uint64_t image, uint64_t place, uint64_t ch, uint64_t c, uint64_t hw, int width) {
+    v = uint32_t(place);
+    off = (image * c + ch) * hw + place * uint64_t(width);
+  }
+  NB_VEC_HD void advance(const NchwStride& s) {
+    off += s.off;
+    v += s.v;
+    if (v >= s.per_plane) v -= s.per_plane, off += s.wrap;
+  }
+};
 
 // The grid of batch norm's reductions (statistics forward, the two sums backward), one launch
 // each. Each block writes one partial result per channel it covers and chunk (blockIdx.y); the
 // last of a column's `chunks` blocks to finish (an atomic ticket per column, kBnMaxColumns of
-// them) combines the column's partials and writes the per-channel results, so no second kernel.
+// them) combines the column's partials and writes the per-channel results, so no second kernel
+// (NCHW, one chunk: each block writes its channel's results from its own summary, no partials).
 //   nhwc: the tensor is rows = n * hw rows of c channels; threads_x threads cover threads_x
 //         consecutive channel vectors of `width` channels, threads_y rows at a time; blocks_x
 //         blocks across the channel vectors;
