@@ -90,8 +90,7 @@ TEST(BnLaneChannels, NchwWalkVisitsThePlainOffsets) {
         for (int64_t ch = 0; ch < C; ++ch)
           for (uint64_t j0 = 0; j0 < step && j0 < items; ++j0) {
             NchwWalk w;
-            const uint64_t image = fast_div(j0, pp);
-            w.start(image, j0 - image * per_plane, uint64_t(ch), uint64_t(C), uint64_t(hw), width);
+            w.start(j0, uint64_t(ch), uint64_t(C), uint64_t(hw), width, pp);
             for (uint64_t j = j0; j < items; j += step, w.advance(st)) {
               ASSERT_EQ(w.off, nchw_item_offset(j, ch, C, hw, width)) << hw << " " << width << " " << step << " " << j;
               ASSERT_TRUE(seen.insert(w.off).second) << "visited twice: " << w.off;

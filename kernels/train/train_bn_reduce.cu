@@ -243,8 +243,7 @@ __global__ void __launch_bounds__(kVecThreads)
   Shifted<W> acc;
   const int64_t step = int64_t(gridDim.y) * blockDim.x, j0 = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
   NchwWalk at;
-  const uint64_t image = fast_div(uint64_t(j0), per_plane);
-  at.start(image, uint64_t(j0) - image * per_plane.d, uint64_t(ch), uint64_t(c), uint64_t(hw), W);
+  at.start(uint64_t(j0), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane);
   for (int64_t j = j0; j < items; j += U * step) {
     float v[U][W];
 #pragma unroll
@@ -407,11 +406,10 @@ __global__ void __launch_bounds__(kVecThreads)
   for (int j = 0; j < W; ++j) cc.load(j, ch, true, a.save_mean, a.save_inv, a.gamma, a.beta);
   const int64_t step = int64_t(gridDim.y) * blockDim.x, j0 = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
   NchwWalk walk;
-  const uint64_t image = fast_div(uint64_t(j0), per_plane);
-  walk.start(image, uint64_t(j0) - image * per_plane.d, uint64_t(ch), uint64_t(c), uint64_t(hw), W);
+  walk.start(uint64_t(j0), uint64_t(ch), uint64_t(c), uint64_t(hw), W, per_plane);
   for (int64_t j = j0; j < items; j += U * step) {
     float xv[U][W], dv[U][W], yv[U][W];
-    NchwWalk at = walk;  // walked again for dz's stores (three registers, not U offsets)
+    NchwWalk at = walk;  // the same items walked again for dz's stores
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (j + u * step < items) {

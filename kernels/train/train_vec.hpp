@@ -144,8 +144,10 @@ NB_VEC_HD inline NchwStride nchw_stride(uint64_t step, int64_t c, int64_t hw, in
 struct NchwWalk {
   uint64_t off = 0;
   uint32_t v = 0;
-  // Item j of channel ch: image j / per_plane, place j % per_plane.
-  NB_VEC_HD void start(uint64_t image, uint64_t place, uint64_t ch, uint64_t c, uint64_t hw, int width) {
+  // Item j of channel ch (per_plane: hw / width items a plane; image j / per_plane, place
+  // j % per_plane).
+  NB_VEC_HD void start(uint64_t j, uint64_t ch, uint64_t c, uint64_t hw, int width, const FastDiv& per_plane) {
+    const uint64_t image = fast_div(j, per_plane), place = j - image * per_plane.d;
     v = uint32_t(place);
     off = (image * c + ch) * hw + place * uint64_t(width);
   }
